@@ -1,0 +1,3 @@
+from jaxbench.cli import main
+
+main()

@@ -1,0 +1,138 @@
+"""What can change a timing: versions, backend, device, flags, host, commit and Slurm job facts."""
+
+from __future__ import annotations
+
+import functools
+import os
+import platform
+import socket
+import subprocess
+import sys
+from importlib import metadata
+from pathlib import Path
+from typing import Any
+
+ENV_PREFIXES = ("XLA_", "JAX_", "TF_", "CUDA_", "NVIDIA_", "TPU_", "OMP_", "OPENBLAS_", "MKL_")
+SLURM_KEYS = (
+    "SLURM_JOB_ID",
+    "SLURM_ARRAY_JOB_ID",
+    "SLURM_ARRAY_TASK_ID",
+    "SLURM_JOB_PARTITION",
+    "SLURM_JOB_NODELIST",
+    "SLURM_CLUSTER_NAME",
+    "SLURM_CPUS_PER_TASK",
+    "SLURM_GPUS_ON_NODE",
+)
+JAX_FLAGS = (
+    "jax_enable_x64",
+    "jax_default_matmul_precision",
+    "jax_compilation_cache_dir",
+    "jax_persistent_cache_min_compile_time_secs",
+    "jax_persistent_cache_min_entry_size_bytes",
+    "jax_platforms",
+    "jax_disable_jit",
+)
+
+
+def _version(dist: str) -> str | None:
+    try:
+        return metadata.version(dist)
+    except metadata.PackageNotFoundError:
+        return None
+
+
+@functools.cache
+def _git_commit() -> dict[str, Any]:
+    root = Path(__file__).resolve().parent.parent
+    try:
+        head = subprocess.run(
+            ["git", "-C", str(root), "rev-parse", "HEAD"],
+            capture_output=True,
+            text=True,
+            timeout=10,
+            check=True,
+        ).stdout.strip()
+        dirty = subprocess.run(
+            ["git", "-C", str(root), "status", "--porcelain", "--untracked-files=no"],
+            capture_output=True,
+            text=True,
+            timeout=10,
+            check=True,
+        ).stdout.strip()
+    except (OSError, subprocess.SubprocessError):
+        return {"commit": None, "dirty": None}
+    return {"commit": head, "dirty": bool(dirty)}
+
+
+def _cpu_model() -> str | None:
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or None
+
+
+def _total_memory_bytes() -> int | None:
+    try:
+        return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (ValueError, OSError, AttributeError):
+        return None
+
+
+@functools.cache
+def host() -> dict[str, Any]:
+    """Host facts: name, OS, CPU model, logical CPU count, total memory (bytes)."""
+    return {
+        "hostname": socket.gethostname(),
+        "os": platform.platform(),
+        "machine": platform.machine(),
+        "cpu_model": _cpu_model(),
+        "cpu_count": os.cpu_count(),
+        "memory_bytes": _total_memory_bytes(),
+    }
+
+
+def collect(device: Any | None = None) -> dict[str, Any]:
+    """Describe the software, device and host that a timing was taken on.
+
+    Args:
+        device: The ``jax.Device`` the case ran on; ``None`` for the default device.
+
+    Returns:
+        A JSON-serialisable dict with at least ``jax``, ``jaxlib``, ``python``, ``numpy``,
+        ``backend``, ``device_kind``, ``device_count``, ``platform_version``, ``env_vars``,
+        ``jax_flags``, ``host``, ``git`` and ``slurm`` (empty outside Slurm).
+    """
+    import jax
+    import numpy as np
+
+    if device is None:
+        device = jax.devices()[0]
+    try:
+        platform_version = device.client.platform_version
+    except AttributeError:
+        platform_version = None
+    flags = {}
+    for name in JAX_FLAGS:
+        try:
+            flags[name] = getattr(jax.config, name)
+        except AttributeError:
+            continue
+    return {
+        "jax": jax.__version__,
+        "jaxlib": _version("jaxlib"),
+        "python": platform.python_version(),
+        "python_implementation": sys.implementation.name,
+        "numpy": np.__version__,
+        "backend": device.platform,
+        "device_kind": device.device_kind,
+        "device_count": jax.device_count(device.platform),
+        "platform_version": platform_version,
+        "env_vars": {k: v for k, v in sorted(os.environ.items()) if k.startswith(ENV_PREFIXES)},
+        "jax_flags": flags,
+        "host": host(),
+        "git": _git_commit(),
+        "slurm": {k: os.environ[k] for k in SLURM_KEYS if k in os.environ},
+    }

@@ -1,0 +1,78 @@
+"""Persistent compilation cache settings, so cold-compile figures are never cache hits by accident.
+
+JAX writes a compiled program to the persistent cache only if its compile took at least
+``jax_persistent_cache_min_compile_time_secs`` (default 1 s) and it is at least
+``jax_persistent_cache_min_entry_size_bytes`` large (JAX docs, "Persistent compilation cache").
+"""
+
+from __future__ import annotations
+
+import tempfile
+from pathlib import Path
+from typing import Any
+
+OFF = "off"
+FRESH = "fresh"
+
+
+def configure_compilation_cache(
+    mode: str = OFF,
+    min_compile_time_s: float | None = None,
+    min_entry_size_bytes: int | None = None,
+) -> dict[str, Any]:
+    """Set the persistent compilation cache for this process; call before the first compile.
+
+    Args:
+        mode: ``"off"`` (no persistent cache: every first compile is cold), ``"fresh"`` (a new
+            empty folder for this process) or the path of a cache folder to use and fill.
+        min_compile_time_s: Override of ``jax_persistent_cache_min_compile_time_secs`` (seconds).
+        min_entry_size_bytes: Override of ``jax_persistent_cache_min_entry_size_bytes`` (bytes).
+
+    Returns:
+        The settings in force: ``dir`` (``None`` when off), ``min_compile_time_secs`` and
+        ``min_entry_size_bytes``; recorded with every result.
+
+    Raises:
+        ValueError: ``mode`` names a path that exists and is not a folder.
+    """
+    import jax
+
+    if mode == OFF:
+        cache_dir = None
+    elif mode == FRESH:
+        cache_dir = tempfile.mkdtemp(prefix="jaxbench-xla-cache-")
+    else:
+        path = Path(mode)
+        if path.exists() and not path.is_dir():
+            raise ValueError(f"compilation cache {mode!r} exists and is not a folder")
+        path.mkdir(parents=True, exist_ok=True)
+        cache_dir = str(path.resolve())
+    jax.config.update("jax_compilation_cache_dir", cache_dir)
+    if min_compile_time_s is not None:
+        jax.config.update("jax_persistent_cache_min_compile_time_secs", min_compile_time_s)
+    if min_entry_size_bytes is not None:
+        jax.config.update("jax_persistent_cache_min_entry_size_bytes", min_entry_size_bytes)
+    _reset_cache_backend()
+    return cache_settings()
+
+
+def _reset_cache_backend() -> None:
+    """Make JAX re-read the cache folder if it already opened one (private API, guarded)."""
+    try:
+        from jax._src import compilation_cache
+    except ImportError:
+        return
+    reset = getattr(compilation_cache, "reset_cache", None)
+    if reset is not None:
+        reset()
+
+
+def cache_settings() -> dict[str, Any]:
+    """The persistent-cache settings currently in force (folder and thresholds)."""
+    import jax
+
+    return {
+        "dir": jax.config.jax_compilation_cache_dir,
+        "min_compile_time_secs": jax.config.jax_persistent_cache_min_compile_time_secs,
+        "min_entry_size_bytes": jax.config.jax_persistent_cache_min_entry_size_bytes,
+    }

@@ -1,0 +1,274 @@
+"""Measure one prepared case: compile apart, first call, warm-up, then blocked steady-state samples.
+
+The steady state is timed with :func:`time.perf_counter_ns` around one call and a
+:func:`jax.block_until_ready` on its whole output PyTree, so asynchronous dispatch can never make a
+call look faster than its work. Every sample is kept. Compile events are counted around every
+phase; any compile or trace inside the timed region marks the measurement ``recompiled``.
+"""
+
+from __future__ import annotations
+
+import resource
+import sys
+import time
+from collections.abc import Callable, Hashable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from jaxbench.measure.costs import cost_analysis, memory_analysis
+from jaxbench.measure.events import EventCounts, compile_events
+
+
+@dataclass(frozen=True)
+class TimingConfig:
+    """How long to sample.
+
+    Attributes:
+        budget_s: Time budget for the timed region, seconds; sampling stops at the first sample
+            that ends past it, once ``min_samples`` are taken.
+        min_samples: Floor on the number of timed calls, whatever the budget.
+        max_samples: Ceiling on the number of timed calls.
+        warmup_calls: Untimed calls after the first call, with the same argument PyTree.
+    """
+
+    budget_s: float = 1.0
+    min_samples: int = 20
+    max_samples: int = 100_000
+    warmup_calls: int = 3
+
+    def __post_init__(self) -> None:
+        if not self.budget_s >= 0:
+            raise ValueError(f"budget_s must be >= 0 seconds, got {self.budget_s!r}")
+        if self.min_samples < 1:
+            raise ValueError(f"min_samples must be >= 1, got {self.min_samples!r}")
+        if self.max_samples < self.min_samples:
+            raise ValueError(
+                f"max_samples ({self.max_samples}) must be >= min_samples ({self.min_samples})"
+            )
+        if self.warmup_calls < 0:
+            raise ValueError(f"warmup_calls must be >= 0, got {self.warmup_calls!r}")
+
+
+@dataclass(frozen=True)
+class CompileTarget:
+    """One jitted callable of a case, with the exact arguments it is called with.
+
+    Attributes:
+        name: Label, e.g. ``"train_step"`` or ``"apply"``.
+        key: Hashable identity of the program (function and argument shapes/dtypes); compile
+            figures are measured once per key and process, and reused after.
+        jitted: A ``jax.jit``-wrapped callable.
+        args: Positional arguments (PyTrees of arrays or ``jax.ShapeDtypeStruct``) as used in
+            the timed calls, or a function returning them, called after the targets before it
+            have been compiled (for arguments that are a previous target's output).
+        calls_per_unit: How many times one timed call runs this target (e.g. K for a jvp loop);
+            FLOP are scaled by it. 0 marks a set-up-only program (compiled, not counted).
+    """
+
+    name: str
+    key: Hashable
+    jitted: Any
+    args: tuple[Any, ...] | Callable[[], tuple[Any, ...]]
+    calls_per_unit: int = 1
+
+
+@dataclass(frozen=True)
+class TargetStats:
+    """Lowering (s), compile (s), FLOP and bytes accessed per call, memory analysis (bytes)."""
+
+    lower_s: float
+    compile_s: float
+    flops: float | None
+    bytes_accessed: float | None
+    memory: dict[str, int]
+    events: EventCounts
+
+
+@dataclass(frozen=True)
+class CompileStats:
+    """Lowering and compile of the counted targets of a case (``calls_per_unit > 0``), summed.
+
+    ``lower_s`` and ``compile_s`` are seconds; ``flops``/``bytes_accessed`` are per timed call
+    (scaled by ``calls_per_unit``); ``memory`` is the first counted target's memory analysis
+    (bytes); ``cache_hits``/``cache_misses`` count persistent-cache lookups while compiling;
+    ``reused`` is true when every figure came from an earlier compile in this process.
+    """
+
+    lower_s: float
+    compile_s: float
+    flops: float | None
+    bytes_accessed: float | None
+    memory: dict[str, int]
+    cache_hits: int
+    cache_misses: int
+    reused: bool
+
+
+_TARGET_STATS: dict[Hashable, TargetStats] = {}
+
+
+def _compile_one(target: CompileTarget) -> TargetStats:
+    args = target.args() if callable(target.args) else target.args
+    start = compile_events.snapshot()
+    t0 = time.perf_counter_ns()
+    lowered = target.jitted.lower(*args)
+    t1 = time.perf_counter_ns()
+    compiled = lowered.compile()
+    t2 = time.perf_counter_ns()
+    flops, accessed = cost_analysis(compiled)
+    return TargetStats(
+        lower_s=(t1 - t0) / 1e9,
+        compile_s=(t2 - t1) / 1e9,
+        flops=flops,
+        bytes_accessed=accessed,
+        memory=memory_analysis(compiled),
+        events=compile_events.since(start),
+    )
+
+
+def compile_targets(targets: Sequence[CompileTarget]) -> CompileStats:
+    """Lower and compile each target ahead of time (``jitted.lower(*args).compile()``).
+
+    Each program is measured once per process (by ``target.key``) and its figures reused after,
+    so a caller that rebuilds its case (asv runs ``setup()`` before every sample) never re-times
+    a warm compile as if it were cold. A cold figure also needs a persistent cache that is off or
+    empty (:func:`jaxbench.measure.configure_compilation_cache`).
+
+    Raises:
+        Any error of tracing or compiling, unchanged (e.g. ``ValueError`` for a bad shape).
+    """
+    reused = True
+    for target in targets:
+        if target.key not in _TARGET_STATS:
+            _TARGET_STATS[target.key] = _compile_one(target)
+            reused = False
+    counted = [(t, _TARGET_STATS[t.key]) for t in targets if t.calls_per_unit > 0]
+    flops: float | None = 0.0
+    accessed: float | None = 0.0
+    for target, stats in counted:
+        n = target.calls_per_unit
+        flops = None if stats.flops is None or flops is None else flops + stats.flops * n
+        accessed = (
+            None
+            if stats.bytes_accessed is None or accessed is None
+            else accessed + stats.bytes_accessed * n
+        )
+    return CompileStats(
+        lower_s=sum(s.lower_s for _, s in counted),
+        compile_s=sum(s.compile_s for _, s in counted),
+        flops=flops,
+        bytes_accessed=accessed,
+        memory=counted[0][1].memory if counted else {},
+        cache_hits=sum(s.events.cache_hits for _, s in counted),
+        cache_misses=sum(s.events.cache_misses for _, s in counted),
+        reused=reused,
+    )
+
+
+@dataclass
+class Measurement:
+    """What :func:`measure` saw. Seconds for times, bytes for memory.
+
+    ``recompiled`` is true when any compile or trace happened inside the timed region; then the
+    samples are not a steady state, and sampling stopped at the first such call.
+    """
+
+    samples_s: list[float]
+    first_call_s: float
+    compiles_setup: int
+    compiles_timed: int
+    traces_timed: int
+    device_peak_bytes: int | None
+    host_peak_rss_bytes: int
+    final_state: Any = field(repr=False, default=None)
+
+    @property
+    def recompiled(self) -> bool:
+        """True when the timed region compiled or traced anything."""
+        return self.compiles_timed > 0 or self.traces_timed > 0
+
+
+def device_peak_bytes(device: Any) -> int | None:
+    """``peak_bytes_in_use`` of ``device.memory_stats()``; ``None`` where the backend has none."""
+    try:
+        stats = device.memory_stats()
+    except Exception:  # unimplemented on some backends
+        return None
+    if not stats or "peak_bytes_in_use" not in stats:
+        return None
+    return int(stats["peak_bytes_in_use"])
+
+
+def host_peak_rss_bytes() -> int:
+    """Peak resident set size of this process, bytes (``getrusage``; KiB on Linux, B on macOS)."""
+    rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    return int(rss if sys.platform == "darwin" else rss * 1024)
+
+
+def measure(
+    call: Callable[[Any], Any],
+    state: Any,
+    config: TimingConfig,
+    next_state: Callable[[Any, Any], Any] | None = None,
+    device: Any | None = None,
+) -> Measurement:
+    """Time ``call(state)``: first call, ``config.warmup_calls`` warm-up calls, then samples.
+
+    Args:
+        call: The timed unit; returns a PyTree of arrays (blocked on as a whole).
+        state: The argument PyTree. Warm-up and timed calls use exactly this PyTree (shapes,
+            dtypes and weak types), threaded through ``next_state`` when given.
+        config: Budget and sample counts.
+        next_state: ``(state, output) -> state`` for calls whose output feeds the next call,
+            e.g. a train step that donates its params buffer (a donated buffer is never reused).
+        device: The device to read peak memory from; ``None`` skips device memory.
+
+    Returns:
+        A :class:`Measurement`; ``samples_s`` in call order, seconds.
+    """
+    import jax
+
+    block = jax.block_until_ready
+    clock = time.perf_counter_ns
+    start = compile_events.snapshot()
+
+    t0 = clock()
+    out = block(call(state))
+    first_call_s = (clock() - t0) / 1e9
+    if next_state is not None:
+        state = next_state(state, out)
+    for _ in range(config.warmup_calls):
+        out = block(call(state))
+        if next_state is not None:
+            state = next_state(state, out)
+    del out
+    setup = compile_events.since(start)
+
+    timed_start = compile_events.snapshot()
+    seen = timed_start.compiles + timed_start.traces
+    samples: list[int] = []
+    deadline = clock() + int(config.budget_s * 1e9)
+    while True:
+        t0 = clock()
+        out = block(call(state))
+        t1 = clock()
+        samples.append(t1 - t0)
+        if next_state is not None:
+            state = next_state(state, out)
+        now = compile_events.snapshot()
+        n = len(samples)
+        if now.compiles + now.traces != seen:
+            break
+        if n >= config.max_samples or (n >= config.min_samples and t1 >= deadline):
+            break
+    timed = compile_events.since(timed_start)
+    return Measurement(
+        samples_s=[s / 1e9 for s in samples],
+        first_call_s=first_call_s,
+        compiles_setup=setup.compiles,
+        compiles_timed=timed.compiles,
+        traces_timed=timed.traces,
+        device_peak_bytes=device_peak_bytes(device) if device is not None else None,
+        host_peak_rss_bytes=host_peak_rss_bytes(),
+        final_state=state,
+    )

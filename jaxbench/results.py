@@ -1,0 +1,212 @@
+"""Result records: the one schema that the CLI, asv, the Slurm runner and the analysis share.
+
+A run writes one JSON Lines file; each line is one :class:`Record`, appended and flushed to disk as
+soon as its case finishes, so a run killed part-way keeps every case it finished. Records are read
+back with :func:`load_records` into a tidy :class:`pandas.DataFrame`. Results are JSON only: never
+pickled.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import warnings
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any, Literal
+
+import pandas as pd
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+SCHEMA_VERSION = 1
+
+Status = Literal["ok", "failed", "skipped", "recompiled"]
+
+
+class Record(BaseModel):
+    """One measured case.
+
+    Times are in seconds, sizes in bytes, work in FLOP. ``None`` means "not available on this
+    backend" (for example device memory on CPU), never zero.
+
+    Attributes:
+        schema_version: Version of this schema (:data:`SCHEMA_VERSION`).
+        run_id: Identifier shared by every record of one run.
+        benchmark: Workload and strategy name, e.g. ``"train_step"`` or ``"forward/vmap_jvp"``.
+        params: Case parameters (size, dtype, K, ...), JSON scalars only.
+        status: ``ok``; ``failed`` (gate or error, see ``error``); ``skipped`` (not applicable or
+            backend absent, see ``error``); ``recompiled`` (a compile happened inside the timed
+            region, so ``samples_s`` are not steady state).
+        error: Reason for any status other than ``ok``.
+        samples_s: Every timed per-call latency, in seconds, in call order.
+        lower_s: Tracing plus lowering to StableHLO, seconds.
+        compile_s: XLA compile of the lowered module, seconds.
+        first_call_s: First call through the jitted callable, blocked, seconds.
+        compiles_setup: XLA compiles seen from the start of the case to the end of warm-up.
+        compiles_timed: XLA compiles seen inside the timed region (0 for a valid steady state).
+        traces_timed: Jaxpr traces seen inside the timed region.
+        flops: FLOP per timed call from XLA's cost analysis.
+        bytes_accessed: Bytes accessed per timed call from XLA's cost analysis.
+        device_peak_bytes: Device ``peak_bytes_in_use`` after the case, where the backend has it.
+        host_peak_rss_bytes: Peak resident set size of this process after the case.
+        memory: ``compiled.memory_analysis()`` fields, bytes.
+        compilation_cache: Persistent cache settings and whether the compile was a cache hit.
+        gate: Correctness gate facts: tolerances used and the largest errors seen.
+        metrics: Workload-specific figures (e.g. ``linearization_held_bytes``).
+        env: Versions, backend, device kind and host facts (:func:`jaxbench.env.collect`).
+        started_at: ISO-8601 UTC time at which the case started.
+    """
+
+    model_config = ConfigDict(extra="forbid")
+
+    schema_version: int = SCHEMA_VERSION
+    run_id: str
+    benchmark: str
+    params: dict[str, Any]
+    status: Status
+    error: str | None = None
+    samples_s: list[float] = Field(default_factory=list)
+    lower_s: float | None = None
+    compile_s: float | None = None
+    first_call_s: float | None = None
+    compiles_setup: int | None = None
+    compiles_timed: int | None = None
+    traces_timed: int | None = None
+    flops: float | None = None
+    bytes_accessed: float | None = None
+    device_peak_bytes: int | None = None
+    host_peak_rss_bytes: int | None = None
+    memory: dict[str, int] = Field(default_factory=dict)
+    compilation_cache: dict[str, Any] = Field(default_factory=dict)
+    gate: dict[str, Any] = Field(default_factory=dict)
+    metrics: dict[str, Any] = Field(default_factory=dict)
+    env: dict[str, Any]
+    started_at: str | None = None
+
+
+class ResultsFormatError(ValueError):
+    """A results file holds a line that is not a valid record; the message names file and line."""
+
+
+class ResultsWriter:
+    """Append records to one JSON Lines file, each durable on disk before the next case starts.
+
+    Each record is written with a single ``write`` on a file opened with ``O_APPEND`` and then
+    ``fsync``-ed, so a crash never leaves half of an earlier record behind.
+
+    Raises:
+        OSError: The folder cannot be created or the file cannot be opened for appending.
+    """
+
+    def __init__(self, path: str | os.PathLike[str]):
+        self.path = Path(path)
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self._fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+
+    def write(self, record: Record) -> None:
+        """Append ``record`` as one line and flush it to disk."""
+        line = (record.model_dump_json() + "\n").encode()
+        os.write(self._fd, line)
+        os.fsync(self._fd)
+
+    def close(self) -> None:
+        """Close the file; further writes raise ``OSError``."""
+        if self._fd >= 0:
+            os.close(self._fd)
+            self._fd = -1
+
+    def __enter__(self) -> ResultsWriter:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def read_records(
+    path: str | os.PathLike[str], errors: Literal["raise", "warn"] = "raise"
+) -> list[Record]:
+    """Read every record of one JSON Lines file.
+
+    Args:
+        path: A file written by :class:`ResultsWriter`.
+        errors: ``"raise"`` stops at the first bad line; ``"warn"`` skips it with a warning.
+
+    Returns:
+        The records in file order.
+
+    Raises:
+        ResultsFormatError: A line is not JSON or not a valid record (``errors="raise"``); the
+            message is ``"<file>:<line>: <reason>"``.
+    """
+    out: list[Record] = []
+    with open(path, encoding="utf-8") as fh:
+        for lineno, line in enumerate(fh, start=1):
+            if not line.strip():
+                continue
+            try:
+                raw = json.loads(line)
+                if not isinstance(raw, dict):
+                    raise ValueError("expected a JSON object")
+                version = raw.get("schema_version")
+                if version != SCHEMA_VERSION:
+                    raise ValueError(
+                        f"schema_version {version!r} is not supported (expected {SCHEMA_VERSION})"
+                    )
+                out.append(Record.model_validate(raw))
+            except (ValueError, ValidationError) as exc:
+                reason = str(exc).splitlines()[0]
+                err = ResultsFormatError(f"{path}:{lineno}: {reason}")
+                if errors == "raise":
+                    raise err from exc
+                warnings.warn(str(err), stacklevel=2)
+    return out
+
+
+def result_files(paths: Iterable[str | os.PathLike[str]]) -> list[Path]:
+    """Expand files and folders (searched recursively for ``*.jsonl``) into a sorted file list."""
+    files: list[Path] = []
+    for p in map(Path, paths):
+        files.extend(sorted(p.rglob("*.jsonl")) if p.is_dir() else [p])
+    return files
+
+
+def load_records(
+    paths: Iterable[str | os.PathLike[str]] | str | os.PathLike[str],
+    errors: Literal["raise", "warn"] = "raise",
+) -> pd.DataFrame:
+    """Load result files into a tidy frame, one row per record.
+
+    Columns are the :class:`Record` fields, with ``params`` spread into one column per parameter
+    (``param.size``, ``param.dtype``, ...) and the most used ``env`` keys spread into
+    ``jax``, ``jaxlib``, ``backend`` and ``device_kind``. ``samples_s`` stays a list per row; use
+    :func:`samples_frame` for one row per sample. Also has ``file`` (the source path).
+
+    Raises:
+        ResultsFormatError: As :func:`read_records`.
+        FileNotFoundError: A named path does not exist.
+    """
+    if isinstance(paths, str | os.PathLike):
+        paths = [paths]
+    rows = []
+    for file in result_files(paths):
+        for rec in read_records(file, errors=errors):
+            row = rec.model_dump()
+            for key, value in rec.params.items():
+                row[f"param.{key}"] = value
+            for key in ("jax", "jaxlib", "backend", "device_kind"):
+                row[key] = rec.env.get(key)
+            row["file"] = str(file)
+            rows.append(row)
+    return pd.DataFrame(rows)
+
+
+def samples_frame(records: pd.DataFrame) -> pd.DataFrame:
+    """One row per timed sample: the frame from :func:`load_records` exploded on ``samples_s``.
+
+    The sample column is renamed ``latency_s`` (seconds) and ``sample`` numbers calls from 0.
+    Records without samples (failed, skipped) are dropped.
+    """
+    frame = records[records["samples_s"].map(len) > 0].drop(columns=["env"], errors="ignore")
+    frame = frame.assign(sample=frame["samples_s"].map(lambda s: list(range(len(s)))))
+    frame = frame.explode(["samples_s", "sample"], ignore_index=True)
+    return frame.rename(columns={"samples_s": "latency_s"}).astype({"latency_s": float})

@@ -1,0 +1,111 @@
+"""What a workload hands to the harness: jitted callables, the timed unit, and its gate."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from jaxbench.measure.harness import CompileTarget
+
+TOLERANCES: dict[str, dict[str, float]] = {
+    # float32: the acceptance bound of this project (rtol 1e-5, atol 1e-6).
+    "float32": {"rtol": 1e-5, "atol": 1e-6},
+    # bfloat16 has an 8-bit significand, so one rounding is a relative error up to 2**-8; fused
+    # and unfused paths may round a few times differently: allow 2**-5.
+    "bfloat16": {"rtol": 2.0**-5, "atol": 2.0**-5},
+}
+
+
+class GateFailure(RuntimeError):
+    """A case failed its correctness gate; it is recorded as failed and not timed."""
+
+
+class NotApplicable(RuntimeError):
+    """A case does not apply (e.g. a Jacobian too large to form); it is recorded as skipped."""
+
+
+@dataclass
+class Built:
+    """A case ready to measure.
+
+    Attributes:
+        targets: The jitted callables (with exact arguments) whose lowering and compile are timed.
+        call: The timed unit, ``call(state) -> output PyTree``.
+        make_state: Builds the initial argument PyTree of ``call``; run after compiling.
+        check: The correctness gate; returns facts to record (tolerances, largest errors) and
+            raises :class:`GateFailure`. Run after compiling and before any timing.
+        next_state: ``(state, output) -> state`` where outputs feed the next call.
+        metrics: Workload figures recorded with the result (e.g. held bytes).
+    """
+
+    targets: list[CompileTarget]
+    call: Callable[[Any], Any]
+    make_state: Callable[[], Any]
+    check: Callable[[], dict[str, Any]]
+    next_state: Callable[[Any, Any], Any] | None = None
+    metrics: dict[str, Any] = field(default_factory=dict)
+
+
+class Workload(Protocol):
+    """A family of cases: a parameter grid and a builder."""
+
+    name: str
+    param_names: tuple[str, ...]
+
+    def grid(self, quick: bool) -> dict[str, list[Any]]:
+        """Default values per parameter: the quick grid or the full one."""
+        ...
+
+    def validate(self, params: Mapping[str, Any]) -> None:
+        """Raise ``ValueError`` naming the parameter if ``params`` is not a valid case."""
+        ...
+
+    def benchmark(self, params: Mapping[str, Any]) -> str:
+        """Benchmark name for the record, e.g. ``forward/vmap_jvp``."""
+        ...
+
+    def build(self, params: Mapping[str, Any]) -> Built:
+        """Build inputs and jitted callables on the default device."""
+        ...
+
+
+def check_close(name: str, got: Any, want: Any, dtype: str) -> dict[str, float]:
+    """Compare two PyTrees leaf by leaf with the dtype's tolerance from :data:`TOLERANCES`.
+
+    ``atol`` is meant for values of order one, so it is scaled by ``max(1, max |want leaf|)``:
+    elements near zero of a large output are held to the output's scale, not to an absolute
+    bound (reductions in a different order differ by a few ulps of the largest terms).
+
+    Returns:
+        ``{"rtol", "atol", "max_abs_err"}`` to record (``atol`` unscaled).
+
+    Raises:
+        GateFailure: Structures differ, a leaf is not finite, or a leaf is not ``allclose``.
+    """
+    import jax
+    import numpy as np
+
+    tol = TOLERANCES[dtype]
+    got_leaves, got_tree = jax.tree.flatten(got)
+    want_leaves, want_tree = jax.tree.flatten(want)
+    if got_tree != want_tree:
+        raise GateFailure(f"{name}: PyTree structures differ: {got_tree} vs {want_tree}")
+    worst = 0.0
+    for i, (a, b) in enumerate(zip(got_leaves, want_leaves, strict=True)):
+        a = np.asarray(a, dtype=np.float64)
+        b = np.asarray(b, dtype=np.float64)
+        if a.shape != b.shape:
+            raise GateFailure(f"{name}: leaf {i} has shape {a.shape}, expected {b.shape}")
+        if not (np.isfinite(a).all() and np.isfinite(b).all()):
+            raise GateFailure(f"{name}: leaf {i} is not finite")
+        if a.size:
+            worst = max(worst, float(np.max(np.abs(a - b))))
+        scale = max(1.0, float(np.max(np.abs(b)))) if b.size else 1.0
+        if not np.allclose(a, b, rtol=tol["rtol"], atol=tol["atol"] * scale):
+            raise GateFailure(
+                f"{name}: leaf {i} differs beyond rtol={tol['rtol']:g}, "
+                f"atol={tol['atol']:g} x {scale:.3g} "
+                f"(max abs error {float(np.max(np.abs(a - b))):.3g})"
+            )
+    return {"rtol": tol["rtol"], "atol": tol["atol"], "max_abs_err": worst}

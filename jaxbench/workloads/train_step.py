@@ -1,0 +1,146 @@
+"""Workload: a warmed ``jax.jit`` MLP train step (``value_and_grad`` inside ``jit``)."""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Mapping
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+
+from jaxbench.measure.harness import CompileTarget
+from jaxbench.workloads import mlp
+from jaxbench.workloads.base import Built, GateFailure, check_close
+from jaxbench.workloads.sizes import DTYPES, SIZES, check_dtype, get_size
+
+OPTIMIZERS = ("sgd", "adam")
+_STEPS = {"sgd": mlp.sgd_step, "adam": mlp.adam_step}
+
+
+@functools.cache
+def jitted_step(optimizer: str, donate: bool) -> Any:
+    """The jitted train step, built once per process: ``(state, batch) -> (state, loss)``.
+
+    With ``donate`` the state's buffers are donated (``donate_argnums=0``): callers must pass the
+    returned state to the next call and never touch the old one.
+    """
+    return jax.jit(_STEPS[optimizer], donate_argnums=(0,) if donate else ())
+
+
+def _initial_state(optimizer: str, params: mlp.Params) -> Any:
+    return mlp.adam_init(params) if optimizer == "adam" else params
+
+
+def _params_of(state: Any) -> mlp.Params:
+    return state.params if isinstance(state, mlp.AdamState) else state
+
+
+class TrainStep:
+    """MLP train step over the size registry, dtypes, and SGD or optax Adam.
+
+    Parameters: ``size`` (see :data:`jaxbench.workloads.sizes.SIZES`), ``dtype``
+    (``float32``/``bfloat16``), ``optimizer`` (``sgd``/``adam``), ``donate`` (bool).
+    """
+
+    name = "train_step"
+    param_names = ("size", "dtype", "optimizer", "donate")
+
+    def grid(self, quick: bool) -> dict[str, list[Any]]:
+        """Quick: tiny and small, both dtypes, SGD, donated. Full: every size and optimizer."""
+        if quick:
+            return {
+                "size": ["tiny", "small"],
+                "dtype": list(DTYPES),
+                "optimizer": ["sgd"],
+                "donate": [True],
+            }
+        return {
+            "size": list(SIZES),
+            "dtype": list(DTYPES),
+            "optimizer": list(OPTIMIZERS),
+            "donate": [True],
+        }
+
+    def validate(self, params: Mapping[str, Any]) -> None:
+        """Raise ``ValueError`` naming a bad ``size``, ``dtype``, ``optimizer`` or ``donate``."""
+        get_size(params["size"])
+        check_dtype(params["dtype"])
+        if params["optimizer"] not in OPTIMIZERS:
+            raise ValueError(
+                f"unknown optimizer {params['optimizer']!r}; choose from {', '.join(OPTIMIZERS)}"
+            )
+        if not isinstance(params["donate"], bool):
+            raise ValueError(f"donate must be true or false, got {params['donate']!r}")
+
+    def benchmark(self, params: Mapping[str, Any]) -> str:
+        """Always ``train_step``."""
+        return self.name
+
+    def build(self, params: Mapping[str, Any]) -> Built:
+        """Params, a synthetic batch, the jitted step, and the gate of the issue's rules."""
+        size = get_size(params["size"])
+        dtype = jnp.dtype(params["dtype"])
+        optimizer, donate = params["optimizer"], params["donate"]
+        key_params, key_batch = jax.random.split(jax.random.key(0))
+        weights = mlp.init(key_params, size.layer_sizes, dtype)
+        batch = mlp.make_batch(key_batch, size.batch, size.d_in, size.d_out, dtype)
+        state0 = _initial_state(optimizer, weights)
+        step = jitted_step(optimizer, donate)
+        target_key = ("train_step", optimizer, donate, size.name, params["dtype"])
+
+        def check() -> dict[str, Any]:
+            return _gate(optimizer, step, state0, batch, params["dtype"])
+
+        def call(s: Any) -> Any:
+            return step(s[0], s[1])
+
+        return Built(
+            targets=[CompileTarget("train_step", target_key, step, (state0, batch))],
+            call=call,
+            make_state=lambda: (state0, batch),
+            next_state=lambda s, out: (out[0], s[1]),
+            check=check,
+            metrics={
+                "params_count": size.params_count,
+                "params_bytes": size.params_count * dtype.itemsize,
+                "batch": size.batch,
+            },
+        )
+
+
+def _copy(tree: Any) -> Any:
+    return jax.tree.map(jnp.copy, tree)
+
+
+def _gate(optimizer: str, step: Any, state0: Any, batch: mlp.Batch, dtype: str) -> dict[str, Any]:
+    """Prove the step before timing it; raises :class:`GateFailure` with the reason."""
+    x, y = batch
+    other = jnp.bfloat16 if dtype == "float32" else jnp.float32
+    for label, bad in (("shape", (x[:, :-1], y)), ("dtype", (x.astype(other), y))):
+        try:
+            step(_copy(state0), bad)
+        except mlp.BatchShapeError:
+            continue
+        raise GateFailure(f"a batch with the wrong {label} did not raise BatchShapeError")
+
+    plain_state, plain_loss = _STEPS[optimizer](state0, batch)
+    jit_state, jit_loss = step(_copy(state0), batch)
+    loss_check = check_close("loss (plain vs jit)", jit_loss, plain_loss, dtype)
+    state_check = check_close("state (plain vs jit)", jit_state, plain_state, dtype)
+
+    grads = jax.grad(mlp.loss)(_params_of(state0), batch)
+    if not all(bool(jnp.isfinite(g).all()) for g in jax.tree.leaves(grads)):
+        raise GateFailure("gradients are not finite")
+    before = float(plain_loss)
+    after = float(mlp.loss(_params_of(jit_state), batch))
+    if not after < before:
+        raise GateFailure(f"one step did not lower the loss ({before:.6g} -> {after:.6g})")
+    return {
+        "rtol": loss_check["rtol"],
+        "atol": loss_check["atol"],
+        "max_abs_err_loss": loss_check["max_abs_err"],
+        "max_abs_err_state": state_check["max_abs_err"],
+        "loss_before": before,
+        "loss_after": after,
+    }
