@@ -124,6 +124,10 @@ def run_cmd(
     compilation_cache: Annotated[
         str, typer.Option(help="Persistent compile cache: off, fresh, or a folder.")
     ] = "off",
+    cache_min_compile_time: Annotated[
+        float | None,
+        typer.Option(help="Seconds a compile must take to be cached (JAX default 1.0)."),
+    ] = None,
 ) -> None:
     """Run the selected cases and write one JSON Lines file of records; exit 1 if any failed."""
     from jaxbench.measure import TimingConfig, configure_compilation_cache
@@ -146,7 +150,7 @@ def run_cmd(
             "optimizer": optimizer,
         }
         cases = select_cases(workload, quick=not full, overrides=overrides)
-        configure_compilation_cache(compilation_cache)
+        configure_compilation_cache(compilation_cache, min_compile_time_s=cache_min_compile_time)
     except ValueError as exc:
         raise _fail(str(exc)) from None
     try:

@@ -1,0 +1,127 @@
+"""``jaxbench`` end to end, each in a fresh process: bad input, exit codes, cache, a killed run."""
+
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+
+from jaxbench.results import load_records, read_records, result_files
+from tests.conftest import ROOT, run_cli
+
+pytestmark = pytest.mark.slow
+TINY = ["-w", "train_step", "-s", "tiny", "-d", "float32", "--budget", "0", "--min-samples", "5"]
+
+
+def test_list_shows_workloads_and_sizes():
+    out = run_cli("list")
+    assert out.returncode == 0, out.stderr
+    for word in ("train_step", "forward", "linearize_apply", "tiny", "xl"):
+        assert word in out.stdout
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["-w", "nope"], "unknown workload 'nope'"),
+        (["-s", "huge"], "unknown size 'huge'"),
+        (["-b", "quantum"], "unknown backend 'quantum'"),
+        (["-w", "forward", "-k", "0"], "k (number of tangents) must be"),
+        (["--min-samples", "0"], "min_samples must be >= 1"),
+    ],
+)
+def test_bad_input_is_one_clear_line_and_exit_2(args, message, tmp_path):
+    out = run_cli("run", "-o", str(tmp_path), *args)
+    assert out.returncode == 2
+    assert message in out.stderr
+    assert "Traceback" not in out.stderr
+    assert not list(tmp_path.glob("*.jsonl"))
+
+
+def test_unwritable_results_folder(tmp_path):
+    blocker = tmp_path / "file"
+    blocker.write_text("")
+    out = run_cli("run", "-o", str(blocker / "sub"), *TINY)
+    assert out.returncode == 2
+    assert "not writable" in out.stderr
+
+
+def test_run_writes_records_and_prints_the_table(tmp_path):
+    out = run_cli("run", "-o", str(tmp_path), *TINY, "-d", "bfloat16")
+    assert out.returncode == 0, out.stderr
+    assert "p50" in out.stdout and "results:" in out.stdout
+    frame = load_records(tmp_path)
+    assert sorted(frame["param.dtype"]) == ["bfloat16", "float32"]
+    assert set(frame["status"]) == {"ok"}
+
+
+def test_absent_backend_is_a_skip_not_a_crash(tmp_path):
+    out = run_cli("run", "-o", str(tmp_path), *TINY, "-b", "tpu")
+    assert out.returncode == 0, out.stderr
+    [rec] = read_records(result_files([tmp_path])[0])
+    assert rec.status == "skipped" and "not present" in rec.error
+
+
+def _cache_entries(folder):
+    return [p for p in folder.rglob("*") if p.is_file()]
+
+
+def test_persistent_cache_thresholds_and_hits(tmp_path):
+    cache = tmp_path / "cache"
+    # Default thresholds: a small program compiles in well under 1 s and is not written.
+    out = run_cli("run", "-o", str(tmp_path / "r0"), *TINY, "--compilation-cache", str(cache))
+    assert out.returncode == 0, out.stderr
+    assert _cache_entries(cache) == []
+    # Threshold lowered: the first process writes entries, the second one hits them.
+    args = [*TINY, "--compilation-cache", str(cache), "--cache-min-compile-time", "0"]
+    assert run_cli("run", "-o", str(tmp_path / "r1"), *args).returncode == 0
+    assert _cache_entries(cache)
+    assert run_cli("run", "-o", str(tmp_path / "r2"), *args).returncode == 0
+    cold = load_records(tmp_path / "r1").iloc[0]["compilation_cache"]
+    warm = load_records(tmp_path / "r2").iloc[0]["compilation_cache"]
+    assert cold["cache_hits"] == 0 and cold["cache_misses"] >= 1
+    assert warm["cache_hits"] >= 1
+    assert warm["dir"] == str(cache.resolve())
+
+
+def test_killed_run_leaves_every_finished_case_readable(tmp_path):
+    cmd = [
+        sys.executable,
+        "-m",
+        "jaxbench",
+        "run",
+        "-o",
+        str(tmp_path),
+        "-w",
+        "forward",
+        "-s",
+        "tiny",
+        "-k",
+        "1",
+        "-k",
+        "2",
+        "-k",
+        "3",
+        "-k",
+        "4",
+        "--budget",
+        "0.3",
+    ]
+    proc = subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline:
+            files = result_files([tmp_path])
+            if files and len(files[0].read_text().splitlines()) >= 3:
+                break
+            time.sleep(0.05)
+        else:
+            pytest.fail("no records appeared")
+    finally:
+        os.kill(proc.pid, signal.SIGKILL)
+        proc.wait()
+    records = read_records(files[0])
+    assert 3 <= len(records) < 20
+    assert all(r.status in ("ok", "skipped") for r in records)

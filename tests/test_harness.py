@@ -1,0 +1,155 @@
+"""The measurement core: blocking, sample counts, compile counting, recompile detection."""
+
+import dataclasses
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+from jaxbench.measure import TimingConfig, compile_events, compile_targets, measure
+from jaxbench.measure.harness import CompileTarget
+from jaxbench.workloads import mlp
+
+
+class SlowLeaf:
+    """A stand-in array whose computation finishes only when blocked on (after ``delay_s``)."""
+
+    def __init__(self, delay_s: float):
+        self.delay_s = delay_s
+        self.blocked = False
+
+    def block_until_ready(self):
+        import time
+
+        time.sleep(self.delay_s)
+        self.blocked = True
+        return self
+
+
+def test_every_sample_blocks_on_the_whole_output_pytree():
+    leaves = []
+
+    def call(_):
+        leaf = SlowLeaf(0.02)
+        leaves.append(leaf)
+        return {"fast": jnp.zeros(()), "nested": [1, (leaf,)]}
+
+    cfg = TimingConfig(budget_s=0.0, min_samples=5, max_samples=5, warmup_calls=0)
+    m = measure(call, None, cfg)
+    assert all(leaf.blocked for leaf in leaves)
+    assert min(m.samples_s) >= 0.02  # time.sleep sleeps at least this long
+
+
+def test_blocked_latency_covers_the_work_of_a_large_matmul():
+    a = jnp.ones((1024, 1024), jnp.float32)
+    f = jax.jit(lambda a: a @ a @ a)
+    f(a).block_until_ready()
+    cfg = TimingConfig(budget_s=0.0, min_samples=15, max_samples=15, warmup_calls=1)
+    ours = np.median(measure(f, a, cfg).samples_s)
+    # Reference: each call forced all the way to host memory, so it cannot end early.
+    import time
+
+    forced = []
+    for _ in range(15):
+        t0 = time.perf_counter_ns()
+        np.asarray(f(a))
+        forced.append((time.perf_counter_ns() - t0) / 1e9)
+    unblocked = []
+    for _ in range(15):
+        t0 = time.perf_counter_ns()
+        out = f(a)
+        unblocked.append((time.perf_counter_ns() - t0) / 1e9)
+        out.block_until_ready()
+    # The relation, not a speed: ours matches the forced time, far above a dispatch-only time.
+    assert ours >= 0.5 * np.median(forced)
+    assert ours > 20 * np.median(unblocked)
+
+
+def test_sample_count_has_a_floor_and_a_ceiling():
+    f = jax.jit(lambda x: x + 1)
+    x = jnp.ones(3)
+    assert len(measure(f, x, TimingConfig(budget_s=0.0, min_samples=20)).samples_s) == 20
+    cfg = TimingConfig(budget_s=10.0, min_samples=3, max_samples=7)
+    assert len(measure(f, x, cfg).samples_s) == 7
+
+
+@pytest.mark.parametrize(
+    "kwargs",
+    [
+        {"budget_s": -1},
+        {"min_samples": 0},
+        {"min_samples": 5, "max_samples": 4},
+        {"warmup_calls": -1},
+    ],
+)
+def test_timing_config_rejects_bad_values(kwargs):
+    with pytest.raises(ValueError):
+        TimingConfig(**kwargs)
+
+
+def test_weak_type_change_inside_timed_region_is_flagged():
+    f = jax.jit(lambda x, s: x * s)
+    x = jnp.ones(4)
+    # The first call sees jnp.float32 (strong); every later call a Python float (weak type).
+    cfg = TimingConfig(min_samples=5, budget_s=0, warmup_calls=0)
+    m = measure(lambda s: f(*s), (x, jnp.float32(2.0)), cfg, next_state=lambda s, out: (s[0], 2.0))
+    assert m.recompiled and m.compiles_timed >= 1
+    # The same PyTree throughout: no compile at all after warm-up.
+    f2 = jax.jit(lambda x, s: x * s)
+    m = measure(lambda s: f2(*s), (x, 2.0), TimingConfig(min_samples=5, budget_s=0))
+    assert not m.recompiled and m.compiles_timed == 0 and m.compiles_setup == 1
+
+
+class Config:
+    """A static argument without __eq__/__hash__: it hashes by identity."""
+
+    scale = 3.0
+
+
+def test_identity_hashed_static_argument_is_flagged():
+    f = jax.jit(lambda x, cfg: x * cfg.scale, static_argnums=1)
+    x = jnp.ones(4)
+    m = measure(lambda s: f(s, Config()), x, TimingConfig(min_samples=5, budget_s=0))
+    assert m.recompiled
+    assert m.compiles_timed == 1  # sampling stops at the first recompiling call
+    assert len(m.samples_s) == 1
+
+
+def test_donated_train_step_100_steps_compile_once_in_warm_up():
+    step = jax.jit(mlp.sgd_step, donate_argnums=0)  # a fresh jit object: nothing cached
+    k1, k2 = jax.random.split(jax.random.key(0))
+    params = mlp.init(k1, (8, 16, 4))
+    batch = mlp.make_batch(k2, 16, 8, 4, jnp.float32)
+    first = params[0]["w"]
+    cfg = TimingConfig(budget_s=0.0, min_samples=100, max_samples=100, warmup_calls=3)
+    m = measure(lambda s: step(*s), (params, batch), cfg, next_state=lambda s, o: (o[0], s[1]))
+    assert m.compiles_setup == 1
+    assert m.compiles_timed == 0 and m.traces_timed == 0
+    assert len(m.samples_s) == 100
+    assert first.is_deleted()  # donated, and never reused
+
+
+def test_compile_targets_measures_once_per_program_and_reuses_after():
+    f = jax.jit(lambda x: jnp.sin(x) @ x.T)
+    x = jnp.ones((8, 8))
+    before = compile_events.snapshot()
+    target = CompileTarget("f", ("test-compile-once", 8), f, (x,))
+    first = compile_targets([target])
+    assert compile_events.since(before).compiles == 1
+    assert not first.reused and first.compile_s > 0 and first.flops and first.flops > 0
+    assert first.memory["argument_size_in_bytes"] == 8 * 8 * 4
+    again = compile_targets([dataclasses.replace(target, jitted=f)])
+    assert again.reused and again.compile_s == first.compile_s
+    f(x)
+    assert compile_events.since(before).compiles == 1  # the timed callable reuses that compile
+
+
+def test_calls_per_unit_scales_flops_and_setup_only_targets_are_not_counted():
+    f = jax.jit(lambda x: x @ x)
+    x = jnp.ones((16, 16))
+    one = compile_targets([CompileTarget("f", ("scale", 1), f, (x,), 1)])
+    many = compile_targets([CompileTarget("f", ("scale", 1), f, (x,), 5)])
+    assert many.flops == 5 * one.flops
+    setup_only = compile_targets([CompileTarget("f", ("scale", 1), f, (x,), 0)])
+    assert setup_only.flops == 0 and setup_only.compile_s == 0

@@ -1,0 +1,129 @@
+"""The runner: selection, failures recorded case by case, absent backends skipped, reuse."""
+
+import jax
+import jax.numpy as jnp
+import pytest
+
+from jaxbench import workloads
+from jaxbench.measure.harness import CompileTarget
+from jaxbench.results import read_records
+from jaxbench.runner import Case, measure_case, resolve_device, run, select_cases
+from jaxbench.workloads.base import Built
+
+
+def test_quick_grid_selection_and_overrides():
+    cases = select_cases(
+        ["forward"], overrides={"size": ["tiny"], "k": [3], "strategy": ["vmap_jvp"]}
+    )
+    assert [c.params for c in cases] == [
+        {"size": "tiny", "dtype": "float32", "k": 3, "strategy": "vmap_jvp"}
+    ]
+    assert {c.workload for c in select_cases()} == {"train_step", "forward"}
+
+
+@pytest.mark.parametrize(
+    ("args", "match"),
+    [
+        ({"workloads": ["nope"]}, "unknown workload 'nope'"),
+        ({"overrides": {"size": ["huge"]}}, "unknown size 'huge'"),
+        ({"workloads": ["train_step"], "overrides": {"k": [4]}}, "parameter 'k'"),
+        ({"workloads": ["forward"], "overrides": {"k": [-1]}}, "k .*must be"),
+    ],
+)
+def test_bad_selection_names_the_input(args, match):
+    with pytest.raises(ValueError, match=match):
+        select_cases(**args)
+
+
+def test_unknown_backend_is_an_error_and_absent_backend_a_skip(tmp_path, fast_timing):
+    with pytest.raises(ValueError, match="unknown backend 'quantum'"):
+        resolve_device("quantum")
+    if any(d.platform == "tpu" for d in jax.devices()):
+        pytest.skip("a TPU is present")
+    cases = select_cases(["train_step"], overrides={"size": ["tiny"], "dtype": ["float32"]})
+    result = run(cases, tmp_path, backend="tpu", timing=fast_timing)
+    assert [r.status for r in result.records] == ["skipped"]
+    assert "not present" in result.records[0].error
+
+
+class ToyWorkload:
+    """Two cases: one with a hashable static argument, one with an unhashable one."""
+
+    name = "toy"
+    param_names = ("static",)
+
+    def grid(self, quick):
+        return {"static": ["hashable", "unhashable"]}
+
+    def validate(self, params):
+        pass
+
+    def benchmark(self, params):
+        return "toy"
+
+    def build(self, params):
+        f = jax.jit(lambda x, cfg: x * 2, static_argnums=1)
+        static = {"a": 1} if params["static"] == "unhashable" else (1, 2)
+        x = jnp.ones(3)
+        return Built(
+            targets=[CompileTarget("toy", ("toy", params["static"]), f, (x, static))],
+            call=lambda s: f(s, static),
+            make_state=lambda: x,
+            check=lambda: {"rtol": 0.0},
+        )
+
+
+def test_unhashable_static_argument_fails_that_case_only(tmp_path, fast_timing, monkeypatch):
+    monkeypatch.setitem(workloads.WORKLOADS, "toy", ToyWorkload())
+    result = run(select_cases(["toy"]), tmp_path, timing=fast_timing)
+    by_case = {r.params["static"]: r for r in result.records}
+    assert by_case["hashable"].status == "ok"
+    assert by_case["unhashable"].status == "failed"
+    assert "hash" in by_case["unhashable"].error.lower()
+    assert len(read_records(result.path)) == 2
+
+
+def test_gate_failure_is_recorded_and_not_timed(tmp_path, fast_timing, monkeypatch):
+    from jaxbench.workloads import GateFailure
+
+    toy = ToyWorkload()
+
+    def failing_build(params):
+        built = ToyWorkload.build(toy, params)
+        built.check = lambda: (_ for _ in ()).throw(GateFailure("disagrees"))
+        return built
+
+    monkeypatch.setattr(toy, "build", failing_build)
+    monkeypatch.setitem(workloads.WORKLOADS, "toy", toy)
+    rec = run([Case("toy", {"static": "gatefail"})], tmp_path, timing=fast_timing).records[0]
+    assert rec.status == "failed" and rec.samples_s == []
+    assert rec.error == "correctness gate: disagrees"
+
+
+def test_ok_record_carries_compile_gate_env_and_flops(fast_timing):
+    case = Case(
+        "train_step", {"size": "tiny", "dtype": "float32", "optimizer": "sgd", "donate": True}
+    )
+    rec = measure_case(case, resolve_device("cpu"), fast_timing, "r")
+    assert rec.status == "ok", rec.error
+    assert len(rec.samples_s) == 5 and rec.compiles_timed == 0
+    assert rec.compile_s > 0 and rec.lower_s > 0 and rec.first_call_s > 0
+    assert rec.flops > 0 and rec.bytes_accessed > 0
+    assert rec.device_peak_bytes is None  # CPU has no memory_stats
+    assert rec.host_peak_rss_bytes > 0
+    assert rec.gate["rtol"] == 1e-5
+    for key in ("jax", "jaxlib", "python", "numpy", "backend", "device_kind", "host", "git"):
+        assert key in rec.env
+    assert rec.compilation_cache["dir"] is None
+
+
+def test_rebuilding_a_case_reuses_the_compiled_callable(fast_timing):
+    from jaxbench.measure import compile_events
+
+    case = Case("forward", {"size": "tiny", "dtype": "float32", "k": 3, "strategy": "jvp_loop"})
+    first = measure_case(case, resolve_device("cpu"), fast_timing, "r")
+    before = compile_events.snapshot()
+    second = measure_case(case, resolve_device("cpu"), fast_timing, "r")
+    assert compile_events.since(before).compiles == 0
+    assert second.compilation_cache["compile_reused_in_process"]
+    assert second.compile_s == first.compile_s

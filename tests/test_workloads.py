@@ -1,0 +1,184 @@
+"""Workloads prove themselves: gates, shape errors, forward-mode agreement and held bytes."""
+
+import functools
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+from jaxbench.workloads import GateFailure, NotApplicable, get_workload, mlp
+from jaxbench.workloads.base import check_close
+from jaxbench.workloads.forward_mode import (
+    STRATEGIES,
+    TangentShapeError,
+    linearization_held_bytes,
+    tanh_stack,
+)
+from jaxbench.workloads.sizes import SIZES
+
+
+def test_init_uses_one_subkey_per_layer_and_lecun_scale():
+    params = mlp.init(jax.random.key(0), (256, 512, 4))
+    w0, w1 = params[0]["w"], params[1]["w"]
+    assert w0.shape == (256, 512) and params[0]["b"].shape == (512,)
+    assert not np.allclose(w0[:4, :4], w1[:4, :4])  # independent draws
+    assert np.std(np.asarray(w0)) == pytest.approx(1 / np.sqrt(256), rel=0.05)
+    assert float(jnp.abs(params[0]["b"]).max()) == 0.0
+
+
+def test_init_rejects_bad_sizes():
+    with pytest.raises(ValueError, match="sizes"):
+        mlp.init(jax.random.key(0), (8,))
+
+
+@pytest.mark.parametrize("dtype", ["float32", "bfloat16"])
+def test_train_step_gate_passes_and_records_tolerance(dtype):
+    built = get_workload("train_step").build(
+        {"size": "tiny", "dtype": dtype, "optimizer": "sgd", "donate": True}
+    )
+    gate = built.check()
+    assert gate["rtol"] > 0 and gate["atol"] > 0
+    assert gate["loss_after"] < gate["loss_before"]
+
+
+def test_train_step_gate_with_adam():
+    pytest.importorskip("optax")
+    built = get_workload("train_step").build(
+        {"size": "tiny", "dtype": "float32", "optimizer": "adam", "donate": True}
+    )
+    assert built.check()["loss_after"] < built.check()["loss_before"]
+
+
+def test_wrong_batch_shape_and_dtype_raise_naming_the_expected_shape():
+    params = mlp.init(jax.random.key(0), (8, 16, 4))
+    x, y = mlp.make_batch(jax.random.key(1), 5, 8, 4, jnp.float32)
+    with pytest.raises(mlp.BatchShapeError, match=r"expected shape \(5, 8\)"):
+        jax.jit(mlp.sgd_step)(params, (x[:, :7], y))
+    with pytest.raises(mlp.BatchShapeError, match="dtype float32"):
+        mlp.sgd_step(params, (x.astype(jnp.bfloat16), y))
+
+
+def test_gate_fails_a_jitted_step_that_disagrees_with_the_plain_one(monkeypatch):
+    from jaxbench.workloads import train_step
+
+    def wrong_step(params, batch, lr=0.05):
+        new, loss = mlp.sgd_step(params, batch, lr)
+        return jax.tree.map(lambda p: p * 1.01, new), loss
+
+    monkeypatch.setattr(train_step, "jitted_step", lambda *a: jax.jit(wrong_step))
+    built = train_step.TrainStep().build(
+        {"size": "tiny", "dtype": "float32", "optimizer": "sgd", "donate": False}
+    )
+    with pytest.raises(GateFailure, match="plain vs jit"):
+        built.check()
+
+
+@pytest.mark.parametrize("strategy", STRATEGIES)
+@pytest.mark.parametrize("dtype", ["float32", "bfloat16"])
+def test_every_forward_strategy_passes_its_gate(strategy, dtype):
+    built = get_workload("forward").build(
+        {"size": "tiny", "dtype": dtype, "k": 4, "strategy": strategy}
+    )
+    gate = built.check()
+    assert gate["reference_tangents"] == 4
+    out = built.call(built.make_state())
+    assert len(out) == 4
+
+
+def test_forward_strategies_agree_on_a_tanh_stack():
+    f = functools.partial(tanh_stack, depth=5)
+    x = jax.random.normal(jax.random.key(0), (3, 7))
+    ts = jax.random.normal(jax.random.key(1), (6, 3, 7))
+    _, f_lin = jax.linearize(f, x)
+    lin = jnp.stack([f_lin(t) for t in ts])
+    loop = jnp.stack([jax.jvp(f, (x,), (t,))[1] for t in ts])
+    vmapped = jax.vmap(lambda t: jax.jvp(f, (x,), (t,))[1])(ts)
+    jac = jax.jacfwd(f)(x)  # (3, 7, 3, 7)
+    via_jac = jnp.einsum("abij,kij->kab", jac, ts)
+    for got in (lin, loop, via_jac):
+        np.testing.assert_allclose(got, vmapped, rtol=1e-5, atol=1e-6)
+
+
+def test_linearization_holds_bytes_linear_in_depth():
+    x = jnp.ones((16, 32), jnp.float32)
+    one = linearization_held_bytes(functools.partial(tanh_stack, depth=1), x)
+    many = linearization_held_bytes(functools.partial(tanh_stack, depth=64), x)
+    assert one == x.nbytes
+    assert many == 64 * one
+
+
+def test_held_bytes_metric_per_strategy():
+    wl = get_workload("forward")
+    held = {
+        s: wl.build({"size": "tiny", "dtype": "float32", "k": 2, "strategy": s}).metrics[
+            "held_bytes"
+        ]
+        for s in STRATEGIES
+    }
+    assert held["vmap_jvp"] == 0 and held["jvp_loop"] == 0
+    assert held["linearize"] == held["linearize_apply"] > 0
+    size = SIZES["tiny"]
+    assert held["jacfwd"] == size.batch * size.d_out * size.d_in * 4
+
+
+def test_wrong_tangent_shape_raises_naming_the_expected_shape():
+    from jaxbench.workloads.forward_mode import jitted
+
+    params = mlp.init(jax.random.key(0), (8, 16, 4))
+    x = jnp.ones((5, 8))
+    with pytest.raises(TangentShapeError, match=r"expected shape \('K', 5, 8\)"):
+        jitted()["vmap_jvp"](params, x, jnp.ones((3, 5, 7)))
+    with pytest.raises(TangentShapeError, match="dtype float32"):
+        jitted()["jvp"](params, x, jnp.ones((5, 8), jnp.bfloat16))
+
+
+def test_jacfwd_too_large_is_not_applicable():
+    with pytest.raises(NotApplicable, match="MiB"):
+        get_workload("forward").build(
+            {"size": "xl", "dtype": "float32", "k": 1, "strategy": "jacfwd"}
+        )
+
+
+@pytest.mark.parametrize(
+    ("workload", "params", "match"),
+    [
+        (
+            "train_step",
+            {"size": "huge", "dtype": "float32", "optimizer": "sgd", "donate": True},
+            "unknown size 'huge'",
+        ),
+        (
+            "train_step",
+            {"size": "tiny", "dtype": "int8", "optimizer": "sgd", "donate": True},
+            "unknown dtype 'int8'",
+        ),
+        (
+            "train_step",
+            {"size": "tiny", "dtype": "float32", "optimizer": "lion", "donate": True},
+            "unknown optimizer",
+        ),
+        (
+            "forward",
+            {"size": "tiny", "dtype": "float32", "k": 0, "strategy": "vmap_jvp"},
+            "k .*1..65536",
+        ),
+        (
+            "forward",
+            {"size": "tiny", "dtype": "float32", "k": 2, "strategy": "hessian"},
+            "unknown strategy",
+        ),
+    ],
+)
+def test_validate_names_the_bad_parameter(workload, params, match):
+    with pytest.raises(ValueError, match=match):
+        get_workload(workload).validate(params)
+
+
+def test_check_close_scales_atol_to_the_output():
+    big = jnp.array([1000.0, 1e-3])
+    assert check_close("x", big + 5e-4, big, "float32")["max_abs_err"] > 0
+    with pytest.raises(GateFailure, match="differs"):
+        check_close("x", big * 1.001, big, "float32")
+    with pytest.raises(GateFailure, match="not finite"):
+        check_close("x", jnp.array([jnp.nan]), jnp.array([1.0]), "float32")
