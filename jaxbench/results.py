@@ -48,6 +48,8 @@ class Record(BaseModel):
         flops: FLOP per timed call from XLA's cost analysis.
         bytes_accessed: Bytes accessed per timed call from XLA's cost analysis.
         device_peak_bytes: Device ``peak_bytes_in_use`` after the case, where the backend has it.
+            It is the process's peak so far (JAX has no public reset), so a case's own peak is
+            exact only for the largest case of a run, or with one case per process.
         host_peak_rss_bytes: Peak resident set size of this process after the case.
         memory: ``compiled.memory_analysis()`` fields, bytes.
         compilation_cache: Persistent cache settings and whether the compile was a cache hit.

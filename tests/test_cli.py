@@ -125,3 +125,37 @@ def test_killed_run_leaves_every_finished_case_readable(tmp_path):
     records = read_records(files[0])
     assert 3 <= len(records) < 20
     assert all(r.status in ("ok", "skipped") for r in records)
+
+
+def test_gpu_check_script_runs_end_to_end_on_the_cpu(tmp_path):
+    env = {
+        **os.environ,
+        "PYTHON": sys.executable,
+        "BACKEND": "cpu",
+        "OUT": str(tmp_path),
+        "TRAIN_SIZES": "tiny",
+        "FORWARD_SIZES": "tiny",
+        "KS": "2",
+        "DTYPES": "float32",
+        "BUDGET": "0",
+        "MIN_SAMPLES": "3",
+    }
+    out = subprocess.run(
+        ["bash", "scripts/gpu-check"],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert out.returncode == 0, out.stderr
+    frame = load_records(tmp_path)
+    assert set(frame["benchmark"]) == {
+        "train_step",
+        "forward/linearize",
+        "forward/vmap_jvp",
+        "forward/linearize_apply",
+        "forward/jvp_loop",
+        "forward/jacfwd",
+    }
+    assert set(frame["status"]) == {"ok"}

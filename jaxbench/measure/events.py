@@ -46,6 +46,8 @@ class CompileEvents:
         self._counts: Counter[str] = Counter()
         self._lock = threading.Lock()
         self._installed = False
+        self.compiles_and_traces = 0
+        """Running total of compiles plus traces: a cheap int to poll between timed calls."""
 
     def install(self) -> None:
         """Register the ``jax.monitoring`` listeners (idempotent)."""
@@ -65,6 +67,8 @@ class CompileEvents:
         if name is not None:
             with self._lock:
                 self._counts[name] += 1
+                if name in ("compiles", "traces"):
+                    self.compiles_and_traces += 1
 
     def snapshot(self) -> EventCounts:
         """Counts since the listeners were installed (installs them if needed)."""

@@ -245,7 +245,7 @@ def measure(
     setup = compile_events.since(start)
 
     timed_start = compile_events.snapshot()
-    seen = timed_start.compiles + timed_start.traces
+    seen = compile_events.compiles_and_traces
     samples: list[int] = []
     deadline = clock() + int(config.budget_s * 1e9)
     while True:
@@ -255,9 +255,8 @@ def measure(
         samples.append(t1 - t0)
         if next_state is not None:
             state = next_state(state, out)
-        now = compile_events.snapshot()
         n = len(samples)
-        if now.compiles + now.traces != seen:
+        if compile_events.compiles_and_traces != seen:
             break
         if n >= config.max_samples or (n >= config.min_samples and t1 >= deadline):
             break

@@ -1,0 +1,83 @@
+"""FLOP, MFU and memory figures, including the GPU-only branches (faked devices on CPU)."""
+
+import jax
+import jax.numpy as jnp
+import pytest
+
+from jaxbench.measure.costs import PEAK_FLOPS, cost_analysis, memory_analysis, mfu, peak_flops
+from jaxbench.measure.harness import device_peak_bytes
+from jaxbench.results import Record
+from jaxbench.summary import summarize
+
+
+def test_cost_analysis_counts_matmul_flops():
+    n = 64
+    compiled = jax.jit(lambda a, b: a @ b).lower(jnp.ones((n, n)), jnp.ones((n, n))).compile()
+    flops, accessed = cost_analysis(compiled)
+    assert flops == 2 * n**3
+    assert accessed >= 3 * n * n * 4
+    assert memory_analysis(compiled)["output_size_in_bytes"] == n * n * 4
+
+
+def test_cost_analysis_of_a_list_result_and_of_no_result():
+    class Old:
+        def cost_analysis(self):
+            return [{"flops": 10.0, "bytes accessed": 4.0}]
+
+    class Broken:
+        def cost_analysis(self):
+            raise NotImplementedError
+
+        def memory_analysis(self):
+            return None
+
+    assert cost_analysis(Old()) == (10.0, 4.0)
+    assert cost_analysis(Broken()) == (None, None)
+    assert memory_analysis(Broken()) == {}
+
+
+def test_mfu_only_for_known_devices():
+    assert peak_flops("NVIDIA H200", "bfloat16") == pytest.approx(989.5e12)
+    assert peak_flops("cpu", "float32") is None
+    assert peak_flops("TPU v4", "float32") is None
+    assert mfu(1e12, 1.0, 2e12) == 0.5
+    assert mfu(1e12, 1.0, None) is None
+    assert mfu(None, 1.0, 2e12) is None
+    assert all(v > 1e13 for kinds in PEAK_FLOPS.values() for v in kinds.values())
+
+
+class FakeGpu:
+    def __init__(self, stats):
+        self.stats = stats
+
+    def memory_stats(self):
+        if isinstance(self.stats, Exception):
+            raise self.stats
+        return self.stats
+
+
+def test_device_peak_bytes_is_none_where_the_backend_has_none():
+    assert device_peak_bytes(FakeGpu({"peak_bytes_in_use": 123, "bytes_in_use": 7})) == 123
+    assert device_peak_bytes(FakeGpu(None)) is None
+    assert device_peak_bytes(FakeGpu({"bytes_in_use": 7})) is None
+    assert device_peak_bytes(FakeGpu(RuntimeError("unimplemented"))) is None
+    assert device_peak_bytes(jax.devices("cpu")[0]) is None
+
+
+def test_summary_percentiles_rate_and_mfu():
+    rec = Record(
+        run_id="r",
+        benchmark="train_step",
+        params={"dtype": "bfloat16"},
+        status="ok",
+        samples_s=[1.0, 2.0, 3.0, 4.0, 5.0],
+        flops=989.5e12,
+        env={"device_kind": "NVIDIA H200"},
+    )
+    s = summarize(rec)
+    assert (s["n"], s["p50_s"], s["iqr_s"]) == (5, 3.0, 2.0)
+    assert s["p95_s"] == pytest.approx(4.8)
+    assert s["flops_per_s"] == pytest.approx(989.5e12 / 3)
+    assert s["mfu"] == pytest.approx(1 / 3)
+    empty = summarize(rec.model_copy(update={"samples_s": []}))
+    assert empty["p50_s"] is None and empty["mfu"] is None
