@@ -37,12 +37,16 @@ def _fmt_s(value: float | None) -> str:
     return f"{value / 1e-9:.3g} ns"
 
 
+def _fmt_bytes(value: int | None) -> str:
+    return "n/a" if value is None else f"{value / 2**20:.1f} MiB"
+
+
 def _fmt_rate(value: float | None) -> str:
     return "n/a" if value is None else f"{value / 1e9:.3g} GFLOP/s"
 
 
 def records_table(records: list[Record], title: str) -> Table:
-    """A rich table: one row per record with status, p50, p95, IQR, compile s, FLOP/s, MFU."""
+    """A rich table per record: status, p50, p95, IQR, compile s, FLOP/s, MFU, device peak."""
     table = Table(title=title, show_lines=False)
     for col in (
         "benchmark",
@@ -55,6 +59,7 @@ def records_table(records: list[Record], title: str) -> Table:
         "compile",
         "FLOP/s",
         "MFU",
+        "device peak",
     ):
         table.add_column(
             col, justify="left" if col in ("benchmark", "params", "status") else "right"
@@ -78,6 +83,7 @@ def records_table(records: list[Record], title: str) -> Table:
             _fmt_s(rec.compile_s),
             _fmt_rate(s["flops_per_s"]),
             "n/a" if s["mfu"] is None else f"{100 * s['mfu']:.1f}%",
+            _fmt_bytes(rec.device_peak_bytes),
         )
     return table
 
