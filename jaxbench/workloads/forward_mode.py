@@ -175,6 +175,12 @@ class ForwardMode:
         size = get_size(params["size"])
         dtype = jnp.dtype(params["dtype"])
         k, strategy = params["k"], params["strategy"]
+        jac_bytes = size.batch * size.d_in * size.d_out * dtype.itemsize
+        if strategy == "jacfwd" and jac_bytes > JACOBIAN_MAX_BYTES:
+            raise NotApplicable(
+                f"jacfwd would form a {jac_bytes / 2**20:.0f} MiB Jacobian "
+                f"(limit {JACOBIAN_MAX_BYTES / 2**20:.0f} MiB)"
+            )
         key_params, key_x, key_t = jax.random.split(jax.random.key(1), 3)
         weights = mlp.init(key_params, size.layer_sizes, dtype)
         x = jax.random.normal(key_x, (size.batch, size.d_in), jnp.float32).astype(dtype)
@@ -182,7 +188,6 @@ class ForwardMode:
         tlist = list(ts)
         fns = jitted()
         shape_key = (size.name, params["dtype"])
-        jac_bytes = size.batch * size.d_in * size.d_out * dtype.itemsize
         metrics: dict[str, Any] = {"held_bytes": 0}
 
         if strategy == "vmap_jvp":
@@ -198,11 +203,6 @@ class ForwardMode:
             ]
             call, make_state = _call_jvp_loop(fns), lambda: (weights, x, tlist)
         elif strategy == "jacfwd":
-            if jac_bytes > JACOBIAN_MAX_BYTES:
-                raise NotApplicable(
-                    f"jacfwd would form a {jac_bytes / 2**20:.0f} MiB Jacobian "
-                    f"(limit {JACOBIAN_MAX_BYTES / 2**20:.0f} MiB)"
-                )
             targets = [
                 CompileTarget("jacfwd", ("jacfwd", *shape_key, k), fns["jacfwd"], (weights, x, ts))
             ]
