@@ -119,6 +119,9 @@ def run_cmd(
     k: Annotated[list[int] | None, typer.Option("--k", "-k", help="Tangents (forward).")] = None,
     strategy: Annotated[list[str] | None, typer.Option("--strategy")] = None,
     optimizer: Annotated[list[str] | None, typer.Option("--optimizer")] = None,
+    wrt: Annotated[
+        list[str] | None, typer.Option("--wrt", help="Forward primal: input or params.")
+    ] = None,
     backend: Annotated[
         str, typer.Option("--backend", "-b", help="default, cpu, gpu, cuda, rocm or tpu.")
     ] = "default",
@@ -154,6 +157,7 @@ def run_cmd(
             "k": k,
             "strategy": strategy,
             "optimizer": optimizer,
+            "wrt": wrt,
         }
         cases = select_cases(workload, quick=not full, overrides=overrides)
         configure_compilation_cache(compilation_cache, min_compile_time_s=cache_min_compile_time)

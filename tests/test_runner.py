@@ -16,7 +16,7 @@ def test_quick_grid_selection_and_overrides():
         ["forward"], overrides={"size": ["tiny"], "k": [3], "strategy": ["vmap_jvp"]}
     )
     assert [c.params for c in cases] == [
-        {"size": "tiny", "dtype": "float32", "k": 3, "strategy": "vmap_jvp"}
+        {"size": "tiny", "dtype": "float32", "k": 3, "strategy": "vmap_jvp", "wrt": "input"}
     ]
     assert {c.workload for c in select_cases()} == {"train_step", "forward"}
 
@@ -120,7 +120,10 @@ def test_ok_record_carries_compile_gate_env_and_flops(fast_timing):
 def test_rebuilding_a_case_reuses_the_compiled_callable(fast_timing):
     from jaxbench.measure import compile_events
 
-    case = Case("forward", {"size": "tiny", "dtype": "float32", "k": 3, "strategy": "jvp_loop"})
+    case = Case(
+        "forward",
+        {"size": "tiny", "dtype": "float32", "k": 3, "strategy": "jvp_loop", "wrt": "params"},
+    )
     first = measure_case(case, resolve_device("cpu"), fast_timing, "r")
     before = compile_events.snapshot()
     second = measure_case(case, resolve_device("cpu"), fast_timing, "r")

@@ -76,9 +76,10 @@ def test_gate_fails_a_jitted_step_that_disagrees_with_the_plain_one(monkeypatch)
 
 @pytest.mark.parametrize("strategy", STRATEGIES)
 @pytest.mark.parametrize("dtype", ["float32", "bfloat16"])
-def test_every_forward_strategy_passes_its_gate(strategy, dtype):
+@pytest.mark.parametrize("wrt", ["input", "params"])
+def test_every_forward_strategy_passes_its_gate(strategy, dtype, wrt):
     built = get_workload("forward").build(
-        {"size": "tiny", "dtype": dtype, "k": 4, "strategy": strategy}
+        {"size": "tiny", "dtype": dtype, "k": 4, "strategy": strategy, "wrt": wrt}
     )
     gate = built.check()
     assert gate["reference_tangents"] == 4
@@ -111,9 +112,9 @@ def test_linearization_holds_bytes_linear_in_depth():
 def test_held_bytes_metric_per_strategy():
     wl = get_workload("forward")
     held = {
-        s: wl.build({"size": "tiny", "dtype": "float32", "k": 2, "strategy": s}).metrics[
-            "held_bytes"
-        ]
+        s: wl.build(
+            {"size": "tiny", "dtype": "float32", "k": 2, "strategy": s, "wrt": "input"}
+        ).metrics["held_bytes"]
         for s in STRATEGIES
     }
     assert held["vmap_jvp"] == 0 and held["jvp_loop"] == 0
@@ -131,12 +132,20 @@ def test_wrong_tangent_shape_raises_naming_the_expected_shape():
         jitted()["vmap_jvp"](params, x, jnp.ones((3, 5, 7)))
     with pytest.raises(TangentShapeError, match="dtype float32"):
         jitted()["jvp"](params, x, jnp.ones((5, 8), jnp.bfloat16))
+    bad = jax.tree.map(jnp.zeros_like, params)
+    bad[1]["b"] = jnp.zeros(3)
+    with pytest.raises(TangentShapeError, match=r"tangent\[1\]\['b'\] has shape \(3,\)"):
+        jitted("params")["jvp"](params, x, bad)
 
 
 def test_jacfwd_too_large_is_not_applicable():
     with pytest.raises(NotApplicable, match="MiB"):
         get_workload("forward").build(
-            {"size": "xl", "dtype": "float32", "k": 1, "strategy": "jacfwd"}
+            {"size": "xl", "dtype": "float32", "k": 1, "strategy": "jacfwd", "wrt": "input"}
+        )
+    with pytest.raises(NotApplicable, match="MiB"):
+        get_workload("forward").build(
+            {"size": "small", "dtype": "float32", "k": 1, "strategy": "jacfwd", "wrt": "params"}
         )
 
 
@@ -160,12 +169,12 @@ def test_jacfwd_too_large_is_not_applicable():
         ),
         (
             "forward",
-            {"size": "tiny", "dtype": "float32", "k": 0, "strategy": "vmap_jvp"},
+            {"size": "tiny", "dtype": "float32", "k": 0, "strategy": "vmap_jvp", "wrt": "input"},
             "k .*1..65536",
         ),
         (
             "forward",
-            {"size": "tiny", "dtype": "float32", "k": 2, "strategy": "hessian"},
+            {"size": "tiny", "dtype": "float32", "k": 2, "strategy": "hessian", "wrt": "input"},
             "unknown strategy",
         ),
     ],

@@ -1,15 +1,16 @@
 """Workload: K Jacobian-vector products at one linearization point, five ways.
 
-For the MLP ``f(x) = forward(params, x)`` with primal ``x`` of shape ``(B, d_in)`` and K tangents
-of the same shape, each strategy returns the K JVPs ``J_f(x) t_k``, each ``(B, d_out)``:
+The function is the MLP ``forward(params, x)`` as a function of one primal: its input ``x``
+(``wrt="input"``, shape ``(B, d_in)``) or its params (``wrt="params"``, the params PyTree). Given K
+tangents shaped like that primal, each strategy returns the K JVPs ``J t_k``, each ``(B, d_out)``:
 
 - ``linearize``: ``jax.linearize`` once, then K applications of the linear function (timed
   together);
 - ``linearize_apply``: only the K applications (the linearization is made before timing);
 - ``vmap_jvp``: one ``jax.vmap(jax.jvp)`` call over the stacked tangents;
 - ``jvp_loop``: K separate ``jax.jvp`` calls (each recomputes the primal);
-- ``jacfwd``: the per-row Jacobians ``(B, d_out, d_in)`` with ``jax.vmap(jax.jacfwd)`` (rows of an
-  MLP batch are independent), then K contractions; only where they fit in
+- ``jacfwd``: the Jacobian with ``jax.jacfwd`` (per row for ``wrt="input"``, since rows of an MLP
+  batch are independent: ``(B, d_out, d_in)``), then K contractions; only where it fits in
   :data:`JACOBIAN_MAX_BYTES`.
 
 The linearization holds residuals (``held_bytes``); vmap(jvp) and the jvp loop hold none.
@@ -30,6 +31,7 @@ from jaxbench.workloads.base import Built, GateFailure, NotApplicable, check_clo
 from jaxbench.workloads.sizes import DTYPES, SIZES, check_dtype, get_size
 
 STRATEGIES = ("linearize", "linearize_apply", "vmap_jvp", "jvp_loop", "jacfwd")
+WRT = ("input", "params")
 K_MAX = 65536
 JACOBIAN_MAX_BYTES = 256 * 2**20
 REFERENCE_TANGENTS = 8
@@ -39,21 +41,26 @@ class TangentShapeError(ValueError):
     """A tangent does not match its primal: wrong shape or dtype. The message gives the expected."""
 
 
-def check_tangent(x: jax.Array, t: jax.Array, batched: bool) -> None:
-    """Check a tangent (or a stack of K, if ``batched``) against the primal ``x``, at trace time.
+def check_tangent(primal: Any, tangent: Any, batched: bool) -> None:
+    """Check a tangent PyTree (or a stack of K, if ``batched``) against its primal, at trace time.
 
     Raises:
-        TangentShapeError: Shape is not ``x.shape`` (``(K, *x.shape)`` when batched) or dtype
-            differs from ``x.dtype``.
+        TangentShapeError: PyTree structure differs, a leaf's shape is not the primal leaf's
+            (``(K, *shape)`` when batched), or its dtype differs.
     """
-    want = ("K", *x.shape) if batched else tuple(x.shape)
-    got = tuple(t.shape)
-    ok = got[1:] == tuple(x.shape) and len(got) == x.ndim + 1 if batched else got == want
-    if not ok or t.dtype != x.dtype:
-        raise TangentShapeError(
-            f"tangent has shape {got} and dtype {t.dtype}; expected shape {want} and dtype "
-            f"{x.dtype} (the primal's)"
-        )
+    p_leaves, p_tree = jax.tree_util.tree_flatten_with_path(primal)
+    t_leaves, t_tree = jax.tree.flatten(tangent)
+    if p_tree != t_tree:
+        raise TangentShapeError(f"tangent has structure {t_tree}; expected {p_tree}")
+    for (path, p), t in zip(p_leaves, t_leaves, strict=True):
+        want = ("K", *p.shape) if batched else tuple(p.shape)
+        got = tuple(t.shape)
+        ok = (len(got) == p.ndim + 1 and got[1:] == tuple(p.shape)) if batched else got == want
+        if not ok or t.dtype != p.dtype:
+            raise TangentShapeError(
+                f"tangent{jax.tree_util.keystr(path)} has shape {got} and dtype {t.dtype}; "
+                f"expected shape {want} and dtype {p.dtype} (the primal's)"
+            )
 
 
 def held_bytes(tree: Any) -> int:
@@ -78,44 +85,69 @@ def tanh_stack(x: jax.Array, depth: int) -> jax.Array:
     return x
 
 
-def _jvp_one(params: mlp.Params, x: jax.Array, t: jax.Array) -> tuple[jax.Array, jax.Array]:
-    check_tangent(x, t, batched=False)
-    return jax.jvp(functools.partial(mlp.forward, params), (x,), (t,))
+def as_function_of(wrt: str, params: mlp.Params, x: jax.Array) -> tuple[Callable, Any]:
+    """``(f, primal)``: the MLP as a function of its input or of its params, and that primal."""
+    if wrt == "input":
+        return functools.partial(mlp.forward, params), x
+    return (lambda p: mlp.forward(p, x)), params
 
 
-def _vmap_jvp(params: mlp.Params, x: jax.Array, ts: jax.Array) -> jax.Array:
-    check_tangent(x, ts, batched=True)
-    f = functools.partial(mlp.forward, params)
-    return jax.vmap(lambda t: jax.jvp(f, (x,), (t,))[1])(ts)
+def _jvp_one(wrt: str, params: mlp.Params, x: jax.Array, t: Any) -> tuple[jax.Array, jax.Array]:
+    f, primal = as_function_of(wrt, params, x)
+    check_tangent(primal, t, batched=False)
+    return jax.jvp(f, (primal,), (t,))
 
 
-def _linearize(params: mlp.Params, x: jax.Array) -> tuple[jax.Array, Any]:
-    return jax.linearize(functools.partial(mlp.forward, params), x)
+def _vmap_jvp(wrt: str, params: mlp.Params, x: jax.Array, ts: Any) -> jax.Array:
+    f, primal = as_function_of(wrt, params, x)
+    check_tangent(primal, ts, batched=True)
+    return jax.vmap(lambda t: jax.jvp(f, (primal,), (t,))[1])(ts)
 
 
-def _apply(f_lin: Any, t: jax.Array) -> jax.Array:
+def _linearize(wrt: str, params: mlp.Params, x: jax.Array) -> tuple[jax.Array, Any]:
+    f, primal = as_function_of(wrt, params, x)
+    return jax.linearize(f, primal)
+
+
+def _apply(f_lin: Any, t: Any) -> jax.Array:
     return f_lin(t)
 
 
-def _jacfwd_products(params: mlp.Params, x: jax.Array, ts: jax.Array) -> jax.Array:
-    check_tangent(x, ts, batched=True)
+def _jacfwd_products(wrt: str, params: mlp.Params, x: jax.Array, ts: Any) -> jax.Array:
+    f, primal = as_function_of(wrt, params, x)
+    check_tangent(primal, ts, batched=True)
+    if wrt == "input":
 
-    def one_row(row: jax.Array) -> jax.Array:
-        return mlp.forward(params, row[None])[0]
+        def one_row(row: jax.Array) -> jax.Array:
+            return mlp.forward(params, row[None])[0]
 
-    jac = jax.vmap(jax.jacfwd(one_row))(x)  # (B, d_out, d_in): rows of an MLP are independent
-    return jnp.einsum("boi,kbi->kbo", jac, ts)
+        jac = jax.vmap(jax.jacfwd(one_row))(x)  # (B, d_out, d_in)
+        return jnp.einsum("boi,kbi->kbo", jac, ts)
+    jac = jax.jacfwd(f)(params)  # leaves (B, d_out, *leaf shape)
+    k = jax.tree.leaves(ts)[0].shape[0]
+    parts = jax.tree.map(
+        lambda j, t: jnp.einsum("bon,kn->kbo", j.reshape(*j.shape[:2], -1), t.reshape(k, -1)),
+        jac,
+        ts,
+    )
+    return sum(jax.tree.leaves(parts))
+
+
+def jacobian_bytes(size: Any, wrt: str, itemsize: int) -> int:
+    """Bytes of the Jacobian that the ``jacfwd`` strategy forms."""
+    per_output = size.d_in if wrt == "input" else size.params_count
+    return size.batch * size.d_out * per_output * itemsize
 
 
 @functools.cache
-def jitted() -> dict[str, Any]:
-    """The jitted building blocks, built once per process, by name."""
+def jitted(wrt: str = "input") -> dict[str, Any]:
+    """The jitted building blocks for one ``wrt``, built once per process, by name."""
     return {
-        "jvp": jax.jit(_jvp_one),
-        "vmap_jvp": jax.jit(_vmap_jvp),
-        "linearize": jax.jit(_linearize),
+        "jvp": jax.jit(functools.partial(_jvp_one, wrt)),
+        "vmap_jvp": jax.jit(functools.partial(_vmap_jvp, wrt)),
+        "linearize": jax.jit(functools.partial(_linearize, wrt)),
         "apply": jax.jit(_apply),
-        "jacfwd": jax.jit(_jacfwd_products),
+        "jacfwd": jax.jit(functools.partial(_jacfwd_products, wrt)),
     }
 
 
@@ -127,40 +159,43 @@ def check_k(k: Any) -> int:
 
 
 class ForwardMode:
-    """linearize vs vmap(jvp) vs jvp loop vs jacfwd over sizes, dtypes and K.
+    """linearize vs vmap(jvp) vs jvp loop vs jacfwd over sizes, dtypes, K and the primal.
 
     Parameters: ``size``, ``dtype``, ``k`` (tangents, 1..65536), ``strategy``
-    (:data:`STRATEGIES`).
+    (:data:`STRATEGIES`), ``wrt`` (``input`` or ``params``).
     """
 
     name = "forward"
-    param_names = ("size", "dtype", "k", "strategy")
+    param_names = ("size", "dtype", "k", "strategy", "wrt")
 
     def grid(self, quick: bool) -> dict[str, list[Any]]:
-        """Quick: tiny and small, float32, K in 1, 8, 64. Full: every size, dtype, K to 1024."""
+        """Quick: tiny and small, float32, K in 1, 8, 64, wrt input. Full: all, K to 1024."""
         if quick:
             return {
                 "size": ["tiny", "small"],
                 "dtype": ["float32"],
                 "k": [1, 8, 64],
                 "strategy": list(STRATEGIES),
+                "wrt": ["input"],
             }
         return {
             "size": list(SIZES),
             "dtype": list(DTYPES),
             "k": [1, 4, 16, 64, 256, 1024],
             "strategy": list(STRATEGIES),
+            "wrt": list(WRT),
         }
 
     def validate(self, params: Mapping[str, Any]) -> None:
-        """Raise ``ValueError`` naming a bad ``size``, ``dtype``, ``k`` or ``strategy``."""
+        """Raise ``ValueError`` naming a bad ``size``, ``dtype``, ``k``, ``strategy`` or ``wrt``."""
         get_size(params["size"])
         check_dtype(params["dtype"])
         check_k(params["k"])
-        if params["strategy"] not in STRATEGIES:
-            raise ValueError(
-                f"unknown strategy {params['strategy']!r}; choose from {', '.join(STRATEGIES)}"
-            )
+        for name, choices in (("strategy", STRATEGIES), ("wrt", WRT)):
+            if params[name] not in choices:
+                raise ValueError(
+                    f"unknown {name} {params[name]!r}; choose from {', '.join(choices)}"
+                )
 
     def benchmark(self, params: Mapping[str, Any]) -> str:
         """``forward/<strategy>``."""
@@ -174,8 +209,8 @@ class ForwardMode:
         """
         size = get_size(params["size"])
         dtype = jnp.dtype(params["dtype"])
-        k, strategy = params["k"], params["strategy"]
-        jac_bytes = size.batch * size.d_in * size.d_out * dtype.itemsize
+        k, strategy, wrt = params["k"], params["strategy"], params["wrt"]
+        jac_bytes = jacobian_bytes(size, wrt, dtype.itemsize)
         if strategy == "jacfwd" and jac_bytes > JACOBIAN_MAX_BYTES:
             raise NotApplicable(
                 f"jacfwd would form a {jac_bytes / 2**20:.0f} MiB Jacobian "
@@ -184,32 +219,25 @@ class ForwardMode:
         key_params, key_x, key_t = jax.random.split(jax.random.key(1), 3)
         weights = mlp.init(key_params, size.layer_sizes, dtype)
         x = jax.random.normal(key_x, (size.batch, size.d_in), jnp.float32).astype(dtype)
-        ts = jax.random.normal(key_t, (k, size.batch, size.d_in), jnp.float32).astype(dtype)
-        tlist = list(ts)
-        fns = jitted()
-        shape_key = (size.name, params["dtype"])
+        ts = _tangents(key_t, as_function_of(wrt, weights, x)[1], k, dtype)
+        tlist = [jax.tree.map(lambda a, i=i: a[i], ts) for i in range(k)]
+        fns = jitted(wrt)
+        shape_key = (size.name, params["dtype"], wrt)
         metrics: dict[str, Any] = {"held_bytes": 0}
 
-        if strategy == "vmap_jvp":
-            targets = [
-                CompileTarget(
-                    "vmap_jvp", ("vmap_jvp", *shape_key, k), fns["vmap_jvp"], (weights, x, ts)
-                )
-            ]
-            call, make_state = _call_vmap_jvp(fns), lambda: (weights, x, ts)
+        if strategy in ("vmap_jvp", "jacfwd"):
+            fn = fns[strategy]
+            targets = [CompileTarget(strategy, (strategy, *shape_key, k), fn, (weights, x, ts))]
+            call, make_state = _call_stacked(fn), lambda: (weights, x, ts)
+            if strategy == "jacfwd":
+                metrics["held_bytes"] = jac_bytes
         elif strategy == "jvp_loop":
             targets = [
                 CompileTarget("jvp", ("jvp", *shape_key), fns["jvp"], (weights, x, tlist[0]), k)
             ]
             call, make_state = _call_jvp_loop(fns), lambda: (weights, x, tlist)
-        elif strategy == "jacfwd":
-            targets = [
-                CompileTarget("jacfwd", ("jacfwd", *shape_key, k), fns["jacfwd"], (weights, x, ts))
-            ]
-            call, make_state = _call_jacfwd(fns), lambda: (weights, x, ts)
-            metrics["held_bytes"] = jac_bytes
         else:
-            f_lin = jax.eval_shape(_linearize, weights, x)[1]
+            f_lin = jax.eval_shape(functools.partial(_linearize, wrt), weights, x)[1]
             lin_target = CompileTarget(
                 "linearize",
                 ("linearize", *shape_key),
@@ -236,25 +264,32 @@ class ForwardMode:
                     return (fns["linearize"](weights, x)[1], tlist)
 
         def check() -> dict[str, Any]:
-            return _gate(strategy, call, make_state(), weights, x, ts, params["dtype"])
+            got = call(make_state())
+            return _gate(strategy, wrt, got, weights, x, ts, tlist, params["dtype"])
 
         return Built(
             targets=targets, call=call, make_state=make_state, check=check, metrics=metrics
         )
 
 
+def _tangents(key: jax.Array, primal: Any, k: int, dtype: Any) -> Any:
+    """K standard-normal tangents shaped like ``primal``, stacked on a leading axis."""
+    leaves, tree = jax.tree.flatten(primal)
+    keys = jax.random.split(key, len(leaves))
+    return tree.unflatten(
+        [
+            jax.random.normal(kk, (k, *leaf.shape), jnp.float32).astype(dtype)
+            for kk, leaf in zip(keys, leaves, strict=True)
+        ]
+    )
+
+
 def _abstract_bytes(tree: Any) -> int:
     return sum(int(leaf.size) * leaf.dtype.itemsize for leaf in jax.tree.leaves(tree))
 
 
-def _call_vmap_jvp(fns: dict[str, Any]) -> Callable[[Any], Any]:
-    vmap_jvp = fns["vmap_jvp"]
-    return lambda s: vmap_jvp(*s)
-
-
-def _call_jacfwd(fns: dict[str, Any]) -> Callable[[Any], Any]:
-    jac = fns["jacfwd"]
-    return lambda s: jac(*s)
+def _call_stacked(fn: Any) -> Callable[[Any], Any]:
+    return lambda s: fn(*s)
 
 
 def _call_jvp_loop(fns: dict[str, Any]) -> Callable[[Any], Any]:
@@ -290,19 +325,20 @@ def _call_linearize_apply(fns: dict[str, Any]) -> Callable[[Any], Any]:
 
 def _gate(
     strategy: str,
-    call: Callable[[Any], Any],
-    state: Any,
+    wrt: str,
+    got: Any,
     weights: mlp.Params,
     x: jax.Array,
-    ts: jax.Array,
+    ts: Any,
+    tlist: list[Any],
     dtype: str,
 ) -> dict[str, Any]:
     """Agreement with plain (unjitted) ``jax.jvp`` and ``vmap(jvp)``; bad-shape errors."""
-    fns = jitted()
-    bad = ts[..., :-1]
+    fns = jitted(wrt)
+    bad = jax.tree.map(lambda a: a[..., :-1], ts)
     for label, fn, args in (
         ("vmap_jvp", fns["vmap_jvp"], (weights, x, bad)),
-        ("jvp", fns["jvp"], (weights, x, bad[0])),
+        ("jvp", fns["jvp"], (weights, x, jax.tree.map(lambda a: a[0], bad))),
     ):
         try:
             fn(*args)
@@ -310,17 +346,13 @@ def _gate(
             continue
         raise GateFailure(f"{label} with a wrong-shape tangent did not raise TangentShapeError")
 
-    got = (
-        jnp.stack(call(state))
-        if strategy in ("linearize", "linearize_apply", "jvp_loop")
-        else call(state)
-    )
-    n = min(REFERENCE_TANGENTS, ts.shape[0])
-    f = functools.partial(mlp.forward, weights)
-    plain = jnp.stack([jax.jvp(f, (x,), (ts[i],))[1] for i in range(n)])
+    got = jnp.stack(got) if isinstance(got, list) else got
+    n = min(REFERENCE_TANGENTS, len(tlist))
+    f, primal = as_function_of(wrt, weights, x)
+    plain = jnp.stack([jax.jvp(f, (primal,), (tlist[i],))[1] for i in range(n)])
     vs_plain = check_close(f"{strategy} vs plain jvp", got[:n], plain, dtype)
     # Unjitted, so the gate never compiles (and warms) another strategy's program.
-    plain_vmap = jax.vmap(lambda t: jax.jvp(f, (x,), (t,))[1])(ts)
+    plain_vmap = jax.vmap(lambda t: jax.jvp(f, (primal,), (t,))[1])(ts)
     vs_vmap = check_close(f"{strategy} vs vmap_jvp", got, plain_vmap, dtype)
     return {
         "rtol": vs_plain["rtol"],
