@@ -8,10 +8,10 @@ from typing import Annotated
 import typer
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
-from rich.table import Table
 
 from jaxbench.results import Record, read_records
-from jaxbench.summary import summarize
+from jaxbench.runner import Case
+from jaxbench.tables import problems, records_table
 
 app = typer.Typer(
     add_completion=False, no_args_is_help=True, help="Honest timing of warmed JAX workloads."
@@ -20,72 +20,11 @@ console = Console()
 if not console.is_terminal:  # logs and CI: do not squeeze the table into 80 columns
     console = Console(width=160)
 err_console = Console(stderr=True)
-BARE_PARAMS = ("size", "dtype", "strategy", "optimizer")
 
 
 def _fail(message: str, code: int = 2) -> typer.Exit:
     err_console.print(f"[bold red]error:[/] {message}", highlight=False)
     return typer.Exit(code)
-
-
-def _fmt_s(value: float | None) -> str:
-    if value is None:
-        return "n/a"
-    for unit, scale in (("s", 1.0), ("ms", 1e-3), ("µs", 1e-6)):
-        if value >= scale:
-            return f"{value / scale:.3g} {unit}"
-    return f"{value / 1e-9:.3g} ns"
-
-
-def _fmt_bytes(value: int | None) -> str:
-    return "n/a" if value is None else f"{value / 2**20:.1f} MiB"
-
-
-def _fmt_rate(value: float | None) -> str:
-    return "n/a" if value is None else f"{value / 1e9:.3g} GFLOP/s"
-
-
-def records_table(records: list[Record], title: str) -> Table:
-    """A rich table per record: status, p50, p95, IQR, compile s, FLOP/s, MFU, device peak."""
-    table = Table(title=title, show_lines=False)
-    for col in (
-        "benchmark",
-        "params",
-        "status",
-        "n",
-        "p50",
-        "p95",
-        "IQR",
-        "compile",
-        "FLOP/s",
-        "MFU",
-        "device peak",
-    ):
-        table.add_column(
-            col, justify="left" if col in ("benchmark", "params", "status") else "right"
-        )
-    for rec in records:
-        s = summarize(rec)
-        params = " ".join(
-            str(v) if k in BARE_PARAMS else f"{k}={v}"
-            for k, v in rec.params.items()
-            if k != "strategy"
-        )
-        status = rec.status if rec.status == "ok" else f"[yellow]{rec.status}[/]"
-        table.add_row(
-            rec.benchmark,
-            params,
-            status,
-            str(s["n"]),
-            _fmt_s(s["p50_s"]),
-            _fmt_s(s["p95_s"]),
-            _fmt_s(s["iqr_s"]),
-            _fmt_s(rec.compile_s),
-            _fmt_rate(s["flops_per_s"]),
-            "n/a" if s["mfu"] is None else f"{100 * s['mfu']:.1f}%",
-            _fmt_bytes(rec.device_peak_bytes),
-        )
-    return table
 
 
 @app.command("list")
@@ -114,11 +53,19 @@ def run_cmd(
     workload: Annotated[
         list[str] | None, typer.Option("--workload", "-w", help="Workload(s); default all.")
     ] = None,
-    size: Annotated[list[str] | None, typer.Option("--size", "-s")] = None,
-    dtype: Annotated[list[str] | None, typer.Option("--dtype", "-d")] = None,
+    size: Annotated[
+        list[str] | None, typer.Option("--size", "-s", help="Model size(s): see `list`.")
+    ] = None,
+    dtype: Annotated[
+        list[str] | None, typer.Option("--dtype", "-d", help="float32 and/or bfloat16.")
+    ] = None,
     k: Annotated[list[int] | None, typer.Option("--k", "-k", help="Tangents (forward).")] = None,
-    strategy: Annotated[list[str] | None, typer.Option("--strategy")] = None,
-    optimizer: Annotated[list[str] | None, typer.Option("--optimizer")] = None,
+    strategy: Annotated[
+        list[str] | None, typer.Option("--strategy", help="Forward strategy(ies): see `list`.")
+    ] = None,
+    optimizer: Annotated[
+        list[str] | None, typer.Option("--optimizer", help="Train step: sgd and/or adam.")
+    ] = None,
     wrt: Annotated[
         list[str] | None, typer.Option("--wrt", help="Forward primal: input or params.")
     ] = None,
@@ -126,7 +73,7 @@ def run_cmd(
         str, typer.Option("--backend", "-b", help="default, cpu, gpu, cuda, rocm or tpu.")
     ] = "default",
     full: Annotated[bool, typer.Option("--full", help="Full grid instead of quick.")] = False,
-    out: Annotated[Path, typer.Option("--out", "-o", help="Results folder.")] = Path("results"),
+    out: Annotated[str, typer.Option("--out", "-o", help="Results folder.")] = "results",
     budget: Annotated[float, typer.Option(help="Timed seconds per case.")] = 0.2,
     min_samples: Annotated[int, typer.Option(help="Samples per case, at least.")] = 20,
     warmup: Annotated[int, typer.Option(help="Warm-up calls per case.")] = 3,
@@ -163,13 +110,8 @@ def run_cmd(
         configure_compilation_cache(compilation_cache, min_compile_time_s=cache_min_compile_time)
     except ValueError as exc:
         raise _fail(str(exc)) from None
-    try:
-        out.mkdir(parents=True, exist_ok=True)
-        probe = out / ".jaxbench-write-test"
-        probe.touch()
-        probe.unlink()
-    except OSError as exc:
-        raise _fail(f"results folder {str(out)!r} is not writable: {exc.strerror or exc}") from None
+    out_dir = _results_folder(out)
+    _warn_gpu_sizes_on_cpu(cases, backend)
 
     with Progress(
         TextColumn("{task.description}"),
@@ -178,26 +120,68 @@ def run_cmd(
         TimeElapsedColumn(),
         console=console,
         transient=True,
+        disable=not console.is_terminal,
     ) as progress:
         task = progress.add_task("starting", total=len(cases))
+
+        def on_record(case: Case, rec: Record) -> None:
+            progress.advance(task)
+            if not console.is_terminal:  # logs, CI, Slurm: one line per finished case
+                done = int(progress.tasks[0].completed)
+                console.print(f"[{done}/{len(cases)}] {case.label}: {rec.status}", highlight=False)
+
         result = run(
             cases,
-            out,
+            out_dir,
             backend=backend,
             timing=timing,
             on_case=lambda case: progress.update(task, description=case.label),
-            on_record=lambda case, rec: progress.advance(task),
+            on_record=on_record,
         )
     console.print(records_table(result.records, title=f"jaxbench run {result.path.stem}"))
-    for rec in result.records:
-        if rec.status != "ok":
-            console.print(
-                f"[yellow]{rec.status}[/] {rec.benchmark} {rec.params}: {rec.error}",
-                highlight=False,
-            )
+    for line in problems(result.records):
+        console.print(f"[yellow]{line}[/]", highlight=False)
     console.print(f"results: {result.path}", highlight=False)
+    if result.interrupted:
+        raise _fail(
+            f"interrupted after {len(result.records)} of {len(cases)} cases; "
+            f"their records are in {result.path}",
+            code=130,
+        )
     if result.failed:
         raise _fail(f"{len(result.failed)} of {len(result.records)} cases failed", code=1)
+
+
+def _results_folder(out: str) -> Path:
+    """Create and probe the results folder; exit 2 with one line if it cannot be written."""
+    if not out.strip():
+        raise _fail("results folder must be a path, got ''")
+    path = Path(out)
+    if path.exists() and not path.is_dir():
+        raise _fail(f"results folder {out!r} is a file, not a folder")
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+        probe = path / ".jaxbench-write-test"
+        probe.touch()
+        probe.unlink()
+    except OSError as exc:
+        raise _fail(f"results folder {out!r} is not writable: {exc.strerror or exc}") from None
+    return path
+
+
+def _warn_gpu_sizes_on_cpu(cases: list[Case], backend: str) -> None:
+    import jax
+
+    from jaxbench.workloads import SIZES
+
+    platform = jax.devices()[0].platform if backend == "default" else backend
+    big = sorted({c.params["size"] for c in cases if SIZES[c.params["size"]].device == "gpu"})
+    if big and platform == "cpu":
+        err_console.print(
+            f"[yellow]warning:[/] size(s) {', '.join(big)} are meant for a GPU; on the CPU one "
+            "case can take minutes",
+            highlight=False,
+        )
 
 
 @app.command("show")
@@ -210,6 +194,9 @@ def show_cmd(files: Annotated[list[Path], typer.Argument(help="Result files (.js
             records = read_records(file)
         except (OSError, ResultsFormatError) as exc:
             raise _fail(str(exc)) from None
+        if not records:
+            err_console.print(f"{file}: no records", highlight=False)
+            continue
         console.print(records_table(records, title=str(file)))
 
 

@@ -12,7 +12,21 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
-ENV_PREFIXES = ("XLA_", "JAX_", "TF_", "CUDA_", "NVIDIA_", "TPU_", "OMP_", "OPENBLAS_", "MKL_")
+ENV_PREFIXES = (
+    "XLA_",
+    "JAX_",
+    "LIBTPU_",
+    "TPU_",
+    "CUDA_",
+    "NCCL_",
+    "TF_CPP_",
+    "NVIDIA_TF32_OVERRIDE",
+    "NVIDIA_VISIBLE_DEVICES",
+    "OMP_",
+    "OPENBLAS_",
+    "MKL_",
+)
+SECRET_WORDS = ("TOKEN", "KEY", "SECRET", "PASSWORD", "CREDENTIAL")
 SLURM_KEYS = (
     "SLURM_JOB_ID",
     "SLURM_ARRAY_JOB_ID",
@@ -81,6 +95,19 @@ def _total_memory_bytes() -> int | None:
         return None
 
 
+def timing_env_vars() -> dict[str, str]:
+    """Environment variables that can change a timing (XLA, JAX, CUDA, threads); secrets hidden.
+
+    A variable whose name contains TOKEN, KEY, SECRET, PASSWORD or CREDENTIAL is recorded as
+    ``"<redacted>"``, so results never carry credentials.
+    """
+    return {
+        k: "<redacted>" if any(w in k.upper() for w in SECRET_WORDS) else v
+        for k, v in sorted(os.environ.items())
+        if k.startswith(ENV_PREFIXES)
+    }
+
+
 @functools.cache
 def host() -> dict[str, Any]:
     """Host facts: name, OS, CPU model, logical CPU count, total memory (bytes)."""
@@ -130,7 +157,7 @@ def collect(device: Any | None = None) -> dict[str, Any]:
         "device_kind": device.device_kind,
         "device_count": jax.device_count(device.platform),
         "platform_version": platform_version,
-        "env_vars": {k: v for k, v in sorted(os.environ.items()) if k.startswith(ENV_PREFIXES)},
+        "env_vars": timing_env_vars(),
         "jax_flags": flags,
         "host": host(),
         "git": _git_commit(),

@@ -141,12 +141,12 @@ def read_records(
             message is ``"<file>:<line>: <reason>"``.
     """
     out: list[Record] = []
-    with open(path, encoding="utf-8") as fh:
+    with open(path, "rb") as fh:
         for lineno, line in enumerate(fh, start=1):
             if not line.strip():
                 continue
             try:
-                raw = json.loads(line)
+                raw = json.loads(line.decode("utf-8"))
                 if not isinstance(raw, dict):
                     raise ValueError("expected a JSON object")
                 version = raw.get("schema_version")
@@ -155,7 +155,7 @@ def read_records(
                         f"schema_version {version!r} is not supported (expected {SCHEMA_VERSION})"
                     )
                 out.append(Record.model_validate(raw))
-            except (ValueError, ValidationError) as exc:
+            except (ValueError, ValidationError) as exc:  # UnicodeDecodeError is a ValueError
                 reason = str(exc).splitlines()[0]
                 err = ResultsFormatError(f"{path}:{lineno}: {reason}")
                 if errors == "raise":

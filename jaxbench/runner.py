@@ -52,7 +52,7 @@ def select_cases(
         workloads: Workload names; ``None`` for all.
         quick: Start from the quick grid (about a minute on 2 CPU cores) or the full one.
         overrides: Parameter name -> values to use instead of the grid's, e.g.
-            ``{"size": ["small"], "k": [64]}``.
+            ``{"size": ["small"], "k": [64]}``; repeated values count once.
 
     Raises:
         ValueError: Unknown workload, a parameter no chosen workload has, or a bad value (the
@@ -60,7 +60,7 @@ def select_cases(
     """
     names = list(workloads) if workloads else list(WORKLOADS)
     chosen = [get_workload(n) for n in names]
-    overrides = {k: v for k, v in (overrides or {}).items() if v}
+    overrides = {k: list(dict.fromkeys(v)) for k, v in (overrides or {}).items() if v}
     for param in overrides:
         if not any(param in w.param_names for w in chosen):
             raise ValueError(f"no selected workload has a parameter {param!r}")
@@ -191,6 +191,7 @@ class RunResult:
 
     path: Path
     records: list[Record] = field(default_factory=list)
+    interrupted: bool = False
 
     @property
     def failed(self) -> list[Record]:
@@ -208,7 +209,9 @@ def run(
 ) -> RunResult:
     """Measure ``cases`` one after another, appending each record to a new file in ``out_dir``.
 
-    A backend that is not present gives one ``skipped`` record per case, not an error.
+    A backend that is not present gives one ``skipped`` record per case, not an error. Every
+    record's ``env`` has ``requested_backend``. A ``KeyboardInterrupt`` ends the run early with
+    ``interrupted`` set; the records written so far stay.
 
     Raises:
         ValueError: Unknown backend name.
@@ -226,22 +229,26 @@ def run(
     except RuntimeError as exc:
         device, absent = jax.devices()[0], str(exc)
     with ResultsWriter(path) as writer:
-        for case in cases:
-            if on_case:
-                on_case(case)
-            if absent:
-                record = Record(
-                    run_id=run_id,
-                    benchmark=get_workload(case.workload).benchmark(case.params),
-                    params=dict(case.params),
-                    status="skipped",
-                    error=absent,
-                    env=env_mod.collect(device),
-                )
-            else:
-                record = measure_case(case, device, timing, run_id)
-            writer.write(record)
-            result.records.append(record)
-            if on_record:
-                on_record(case, record)
+        try:
+            for case in cases:
+                if on_case:
+                    on_case(case)
+                if absent:
+                    record = Record(
+                        run_id=run_id,
+                        benchmark=get_workload(case.workload).benchmark(case.params),
+                        params=dict(case.params),
+                        status="skipped",
+                        error=absent,
+                        env=env_mod.collect(device),
+                    )
+                else:
+                    record = measure_case(case, device, timing, run_id)
+                record.env["requested_backend"] = backend
+                writer.write(record)
+                result.records.append(record)
+                if on_record:
+                    on_record(case, record)
+        except KeyboardInterrupt:
+            result.interrupted = True
     return result

@@ -30,10 +30,15 @@ def test_list_shows_workloads_and_sizes():
         (["-b", "quantum"], "unknown backend 'quantum'"),
         (["-w", "forward", "-k", "0"], "k (number of tangents) must be"),
         (["--min-samples", "0"], "min_samples must be >= 1"),
+        (["--budget", "inf"], "budget_s must be a finite number"),
+        (["--compilation-cache", ""], "compilation cache must be"),
+        (["--compilation-cache", "/proc/x/y"], "cannot be created"),
+        (["--cache-min-compile-time", "-1"], "min_compile_time_s must be a finite number"),
+        (["-o", ""], "results folder must be a path"),
     ],
 )
 def test_bad_input_is_one_clear_line_and_exit_2(args, message, tmp_path):
-    out = run_cli("run", "-o", str(tmp_path), *args)
+    out = run_cli("run", "-o", str(tmp_path), *args, cwd=tmp_path)
     assert out.returncode == 2
     assert message in out.stderr
     assert "Traceback" not in out.stderr
@@ -46,12 +51,27 @@ def test_unwritable_results_folder(tmp_path):
     out = run_cli("run", "-o", str(blocker / "sub"), *TINY)
     assert out.returncode == 2
     assert "not writable" in out.stderr
+    out = run_cli("run", "-o", str(blocker), *TINY)
+    assert out.returncode == 2
+    assert "is a file, not a folder" in out.stderr
+
+
+def test_show_names_bad_files_and_says_when_empty(tmp_path):
+    binary = tmp_path / "binary.jsonl"
+    binary.write_bytes(bytes(range(128, 228)))
+    out = run_cli("show", str(binary))
+    assert out.returncode == 2 and f"{binary}:1:" in out.stderr and "Traceback" not in out.stderr
+    empty = tmp_path / "empty.jsonl"
+    empty.write_text("\n")
+    out = run_cli("show", str(empty))
+    assert out.returncode == 0 and "no records" in out.stderr
 
 
 def test_run_writes_records_and_prints_the_table(tmp_path):
     out = run_cli("run", "-o", str(tmp_path), *TINY, "-d", "bfloat16")
     assert out.returncode == 0, out.stderr
     assert "p50" in out.stdout and "results:" in out.stdout
+    assert "[2/2] train_step" in out.stdout  # one progress line per case when not a terminal
     frame = load_records(tmp_path)
     assert sorted(frame["param.dtype"]) == ["bfloat16", "float32"]
     assert set(frame["status"]) == {"ok"}
@@ -62,6 +82,7 @@ def test_absent_backend_is_a_skip_not_a_crash(tmp_path):
     assert out.returncode == 0, out.stderr
     [rec] = read_records(result_files([tmp_path])[0])
     assert rec.status == "skipped" and "not present" in rec.error
+    assert rec.env["requested_backend"] == "tpu"
 
 
 def _cache_entries(folder):

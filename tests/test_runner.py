@@ -19,6 +19,8 @@ def test_quick_grid_selection_and_overrides():
         {"size": "tiny", "dtype": "float32", "k": 3, "strategy": "vmap_jvp", "wrt": "input"}
     ]
     assert {c.workload for c in select_cases()} == {"train_step", "forward"}
+    twice = select_cases(["train_step"], overrides={"size": ["tiny", "tiny"], "dtype": ["float32"]})
+    assert len(twice) == 1
 
 
 @pytest.mark.parametrize(
@@ -130,3 +132,29 @@ def test_rebuilding_a_case_reuses_the_compiled_callable(fast_timing):
     assert compile_events.since(before).compiles == 0
     assert second.compilation_cache["compile_reused_in_process"]
     assert second.compile_s == first.compile_s
+
+
+def test_env_records_timing_variables_and_hides_secrets(monkeypatch):
+    from jaxbench.env import collect
+
+    monkeypatch.setenv("XLA_FLAGS", "--xla_cpu_multi_thread_eigen=false")
+    monkeypatch.setenv("JAX_API_KEY", "hunter2")
+    monkeypatch.setenv("TF_TOKEN_app_terraform_io", "hunter2")
+    env = collect()
+    assert env["env_vars"]["XLA_FLAGS"] == "--xla_cpu_multi_thread_eigen=false"
+    assert env["env_vars"]["JAX_API_KEY"] == "<redacted>"
+    assert "TF_TOKEN_app_terraform_io" not in env["env_vars"]
+    assert "hunter2" not in str(env)
+
+
+def test_interrupt_keeps_the_records_written_so_far(tmp_path, fast_timing):
+    cases = select_cases(["train_step"], overrides={"size": ["tiny"]})
+    assert len(cases) == 2
+
+    def stop_before_second(case):
+        if case is cases[1]:
+            raise KeyboardInterrupt
+
+    result = run(cases, tmp_path, timing=fast_timing, on_case=stop_before_second)
+    assert result.interrupted
+    assert [r.params["dtype"] for r in read_records(result.path)] == ["float32"]

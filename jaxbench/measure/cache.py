@@ -7,6 +7,9 @@ JAX writes a compiled program to the persistent cache only if its compile took a
 
 from __future__ import annotations
 
+import atexit
+import math
+import shutil
 import tempfile
 from pathlib import Path
 from typing import Any
@@ -24,7 +27,8 @@ def configure_compilation_cache(
 
     Args:
         mode: ``"off"`` (no persistent cache: every first compile is cold), ``"fresh"`` (a new
-            empty folder for this process) or the path of a cache folder to use and fill.
+            empty folder for this process, removed at exit) or the path of a cache folder to
+            use and fill.
         min_compile_time_s: Override of ``jax_persistent_cache_min_compile_time_secs`` (seconds).
         min_entry_size_bytes: Override of ``jax_persistent_cache_min_entry_size_bytes`` (bytes).
 
@@ -33,19 +37,34 @@ def configure_compilation_cache(
         ``min_entry_size_bytes``; recorded with every result.
 
     Raises:
-        ValueError: ``mode`` names a path that exists and is not a folder.
+        ValueError: ``mode`` is empty, or names a path that is not a folder or cannot be
+            created; a threshold is negative or not finite.
     """
     import jax
 
+    for name, value in (
+        ("min_compile_time_s", min_compile_time_s),
+        ("min_entry_size_bytes", min_entry_size_bytes),
+    ):
+        if value is not None and not (math.isfinite(value) and value >= 0):
+            raise ValueError(f"{name} must be a finite number >= 0, got {value!r}")
     if mode == OFF:
         cache_dir = None
     elif mode == FRESH:
         cache_dir = tempfile.mkdtemp(prefix="jaxbench-xla-cache-")
+        atexit.register(shutil.rmtree, cache_dir, ignore_errors=True)
+    elif not mode.strip():
+        raise ValueError("compilation cache must be 'off', 'fresh' or a folder, got ''")
     else:
         path = Path(mode)
         if path.exists() and not path.is_dir():
             raise ValueError(f"compilation cache {mode!r} exists and is not a folder")
-        path.mkdir(parents=True, exist_ok=True)
+        try:
+            path.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise ValueError(
+                f"compilation cache folder {mode!r} cannot be created: {exc.strerror or exc}"
+            ) from None
         cache_dir = str(path.resolve())
     jax.config.update("jax_compilation_cache_dir", cache_dir)
     if min_compile_time_s is not None:

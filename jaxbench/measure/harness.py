@@ -8,6 +8,7 @@ phase; any compile or trace inside the timed region marks the measurement ``reco
 
 from __future__ import annotations
 
+import math
 import resource
 import sys
 import time
@@ -37,8 +38,10 @@ class TimingConfig:
     warmup_calls: int = 3
 
     def __post_init__(self) -> None:
-        if not self.budget_s >= 0:
-            raise ValueError(f"budget_s must be >= 0 seconds, got {self.budget_s!r}")
+        if not (math.isfinite(self.budget_s) and self.budget_s >= 0):
+            raise ValueError(
+                f"budget_s must be a finite number >= 0 seconds, got {self.budget_s!r}"
+            )
         if self.min_samples < 1:
             raise ValueError(f"min_samples must be >= 1, got {self.min_samples!r}")
         if self.max_samples < self.min_samples:

@@ -1,0 +1,101 @@
+"""Human-readable tables of records (rich): the summary the CLI prints after a run."""
+
+from __future__ import annotations
+
+from collections import Counter
+
+from rich.table import Table
+
+from jaxbench.results import Record
+from jaxbench.summary import summarize
+
+BARE_PARAMS = ("size", "dtype", "strategy", "optimizer")
+COLUMNS = (
+    "benchmark",
+    "params",
+    "status",
+    "n",
+    "p50",
+    "p95",
+    "IQR",
+    "compile",
+    "FLOP/s",
+    "MFU",
+    "device peak",
+)
+REUSED_MARK = "*"
+
+
+def fmt_seconds(value: float | None) -> str:
+    """``1.23 ms`` style; ``n/a`` for ``None``."""
+    if value is None:
+        return "n/a"
+    for unit, scale in (("s", 1.0), ("ms", 1e-3), ("µs", 1e-6)):
+        if value >= scale:
+            return f"{value / scale:.3g} {unit}"
+    return f"{value / 1e-9:.3g} ns"
+
+
+def fmt_bytes(value: int | None) -> str:
+    """MiB with one decimal; ``n/a`` for ``None`` (never 0 for "unknown")."""
+    return "n/a" if value is None else f"{value / 2**20:.1f} MiB"
+
+
+def fmt_rate(value: float | None) -> str:
+    """GFLOP/s; ``n/a`` for ``None``."""
+    return "n/a" if value is None else f"{value / 1e9:.3g} GFLOP/s"
+
+
+def params_label(params: dict) -> str:
+    """``tiny float32 k=8 wrt=input``: values alone where the name is obvious."""
+    return " ".join(
+        str(v) if k in BARE_PARAMS else f"{k}={v}" for k, v in params.items() if k != "strategy"
+    )
+
+
+def records_table(records: list[Record], title: str) -> Table:
+    """One row per record: status, p50, p95, IQR, compile s, FLOP/s, MFU, device peak.
+
+    A compile time marked ``*`` was measured once for a program that an earlier case of the same
+    process compiled first; the caption says so.
+    """
+    table = Table(title=title)
+    for col in COLUMNS:
+        table.add_column(col, justify="left" if col in COLUMNS[:3] else "right")
+    reused_any = False
+    for rec in records:
+        s = summarize(rec)
+        reused = bool(rec.compilation_cache.get("compile_reused_in_process"))
+        reused_any |= reused
+        status = rec.status if rec.status == "ok" else f"[yellow]{rec.status}[/]"
+        table.add_row(
+            rec.benchmark,
+            params_label(rec.params),
+            status,
+            str(s["n"]),
+            fmt_seconds(s["p50_s"]),
+            fmt_seconds(s["p95_s"]),
+            fmt_seconds(s["iqr_s"]),
+            fmt_seconds(rec.compile_s) + (REUSED_MARK if reused else ""),
+            fmt_rate(s["flops_per_s"]),
+            "n/a" if s["mfu"] is None else f"{100 * s['mfu']:.1f}%",
+            fmt_bytes(rec.device_peak_bytes),
+        )
+    if reused_any:
+        table.caption = f"{REUSED_MARK} compiled once, by an earlier case of this run"
+    return table
+
+
+def problems(records: list[Record]) -> list[str]:
+    """One line per distinct (status, reason) among records that are not ``ok``, with a count."""
+    groups = Counter((r.status, r.error) for r in records if r.status != "ok")
+    first = {}
+    for r in records:
+        first.setdefault((r.status, r.error), r)
+    lines = []
+    for (status, error), n in groups.items():
+        example = first[(status, error)]
+        where = f"{example.benchmark} {params_label(example.params)}"
+        more = f" (and {n - 1} more)" if n > 1 else ""
+        lines.append(f"{status}: {where}{more}: {error}")
+    return lines
