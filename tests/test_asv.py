@@ -39,7 +39,9 @@ def _config(tmp_path: Path, **over) -> Path:
 def _asv(tmp_path: Path, *args: str, timeout: int = 600, env: dict | None = None):
     home = tmp_path / "home"
     home.mkdir(exist_ok=True)
-    full_env = {**os.environ, "HOME": str(home), **(env or {})}
+    # A fresh HOME for asv's machine file; pip keeps the real download cache.
+    pip_cache = os.environ.get("PIP_CACHE_DIR") or str(Path.home() / ".cache" / "pip")
+    full_env = {**os.environ, "HOME": str(home), "PIP_CACHE_DIR": pip_cache, **(env or {})}
     if not (home / ".asv-machine.json").exists():
         subprocess.run(
             [*ASV, "machine", "--yes", "--machine", "testbox"],
