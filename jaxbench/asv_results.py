@@ -161,6 +161,7 @@ def _records_of(
         results = [results] * len(combos)
     names = list(meta.get("param_names") or [f"param{i}" for i in range(len(params))])
     kind = meta.get("type") or name.rsplit(".", 1)[-1].split("_", 1)[0]
+    kind = "peakmem" if kind == "peakmemory" else kind
     method = name.rsplit(".", 1)[-1]
     samples = _row_value(row, columns, "samples")
     started = _row_value(row, columns, "started_at")
