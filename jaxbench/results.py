@@ -180,8 +180,9 @@ def load_records(
 
     Columns are the :class:`Record` fields, with ``params`` spread into one column per parameter
     (``param.size``, ``param.dtype``, ...) and the most used ``env`` keys spread into
-    ``jax``, ``jaxlib``, ``backend`` and ``device_kind``. ``samples_s`` stays a list per row; use
-    :func:`samples_frame` for one row per sample. Also has ``file`` (the source path).
+    ``jax``, ``jaxlib``, ``backend`` and ``device_kind``, plus ``machine`` (host name) and
+    ``commit`` (git). ``samples_s`` stays a list per row; use :func:`samples_frame` for one row
+    per sample. Also has ``file`` (the source path). See :func:`record_row`.
 
     Raises:
         ResultsFormatError: As :func:`read_records`.
@@ -192,14 +193,26 @@ def load_records(
     rows = []
     for file in result_files(paths):
         for rec in read_records(file, errors=errors):
-            row = rec.model_dump()
-            for key, value in rec.params.items():
-                row[f"param.{key}"] = value
-            for key in ("jax", "jaxlib", "backend", "device_kind"):
-                row[key] = rec.env.get(key)
-            row["file"] = str(file)
-            rows.append(row)
+            rows.append(record_row(rec, file))
     return pd.DataFrame(rows)
+
+
+def record_row(rec: Record, file: str | os.PathLike[str]) -> dict[str, Any]:
+    """One row of the :func:`load_records` frame: the record's fields plus spread columns.
+
+    Spread columns: ``param.<name>`` per parameter; ``jax``, ``jaxlib``, ``backend``,
+    ``device_kind`` from ``env``; ``machine`` (``env.host.hostname``) and ``commit``
+    (``env.git.commit``); ``file``.
+    """
+    row = rec.model_dump()
+    for key, value in rec.params.items():
+        row[f"param.{key}"] = value
+    for key in ("jax", "jaxlib", "backend", "device_kind"):
+        row[key] = rec.env.get(key)
+    row["machine"] = (rec.env.get("host") or {}).get("hostname")
+    row["commit"] = (rec.env.get("git") or {}).get("commit")
+    row["file"] = str(file)
+    return row
 
 
 def samples_frame(records: pd.DataFrame) -> pd.DataFrame:

@@ -37,6 +37,13 @@ def init(key: jax.Array, sizes: Sequence[int], dtype: Any = jnp.float32) -> Para
     """
     if len(sizes) < 2 or min(sizes) < 1:
         raise ValueError(f"sizes must be >= 2 positive ints, got {tuple(sizes)!r}")
+    # One compiled program instead of a few eager ops per layer (each an XLA compile in a
+    # fresh process: most of a case's set-up time, paid again by every asv benchmark process).
+    return _init(key, tuple(sizes), jnp.dtype(dtype))
+
+
+@functools.partial(jax.jit, static_argnums=(1, 2))
+def _init(key: jax.Array, sizes: tuple[int, ...], dtype: Any) -> Params:
     keys = jax.random.split(key, len(sizes) - 1)
     return [
         {
@@ -131,6 +138,11 @@ def make_batch(key: jax.Array, batch: int, d_in: int, d_out: int, dtype: Any) ->
 
     ``y`` is ``sin`` of a fixed random projection of ``x``, so one descent step lowers the loss.
     """
+    return _make_batch(key, batch, d_in, d_out, jnp.dtype(dtype))
+
+
+@functools.partial(jax.jit, static_argnums=(1, 2, 3, 4))
+def _make_batch(key: jax.Array, batch: int, d_in: int, d_out: int, dtype: Any) -> Batch:
     kx, kp = jax.random.split(key)
     x = jax.random.normal(kx, (batch, d_in), jnp.float32)
     proj = jax.random.normal(kp, (d_in, d_out), jnp.float32) / jnp.sqrt(d_in)

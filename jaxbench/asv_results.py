@@ -1,0 +1,233 @@
+"""Read asv results (``results/asv/<machine>/<commit>-<env>.json``) into the core's tidy frame.
+
+Each asv result file holds, per benchmark, one value per parameter combination and (with
+``asv run --record-samples``) the raw samples. :func:`load_asv_results` turns every combination
+into a :class:`jaxbench.results.Record` and then into a row of the same frame as
+:func:`jaxbench.results.load_records`: ``benchmark``, ``params`` and ``param.<name>``, ``jax``,
+``jaxlib``, ``machine``, ``commit``, ``samples_s`` (seconds, per call), ``status``, ...
+
+Mapping (asv -> record):
+
+- ``benchmark``: asv's name, e.g. ``bench_train_step.TrainStep.time_step``;
+- ``status``: ``ok``; ``failed`` where asv stored no value (the benchmark raised);
+  ``skipped`` where it stored NaN (``NotImplementedError``: backend absent, not applicable);
+- ``samples_s``: the raw samples of ``time_*`` benchmarks (empty without ``--record-samples``);
+- ``metrics``: ``value`` (asv's result: the median for ``time_*``), ``unit``, ``type``
+  (``time``/``track``/``peakmem``), ``asv_env``, ``stats_q_25``/``stats_q_75``, ``number``;
+- ``track_compile_s``, ``track_lower_s``, ``track_device_peak_bytes`` and ``peakmem_*`` also fill
+  ``compile_s``, ``lower_s``, ``device_peak_bytes`` and ``host_peak_rss_bytes``;
+- ``env``: ``jax``/``jaxlib`` from the environment's requirements (``None`` for asv's
+  ``existing`` environments, which do not record them), ``python``, ``backend`` (the
+  ``backend`` parameter), ``host`` (asv's machine name, CPU, core count, OS, RAM) and
+  ``git.commit``.
+
+Results are JSON only (asv's format version 2).
+"""
+
+from __future__ import annotations
+
+import ast
+import datetime as _dt
+import itertools
+import json
+import math
+import os
+from collections.abc import Iterable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from jaxbench.results import Record, ResultsFormatError, record_row
+
+ASV_RESULTS_VERSION = 2
+_FIELD_OF_TRACK = {
+    "track_compile_s": "compile_s",
+    "track_lower_s": "lower_s",
+    "track_device_peak_bytes": "device_peak_bytes",
+}
+_SKIP_FILES = {"benchmarks.json", "machine.json"}
+
+
+def _read_json(path: Path) -> dict[str, Any]:
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        raise ResultsFormatError(f"{path}: not readable as JSON: {exc}") from exc
+    if not isinstance(data, dict):
+        raise ResultsFormatError(f"{path}: expected a JSON object")
+    return data
+
+
+def asv_result_files(paths: Iterable[str | os.PathLike[str]]) -> list[Path]:
+    """Expand files and folders (searched recursively) into sorted asv result files.
+
+    ``benchmarks.json`` and ``machine.json`` are not result files and are left out.
+    """
+    files: list[Path] = []
+    for p in map(Path, paths):
+        if p.is_dir():
+            files.extend(f for f in sorted(p.rglob("*.json")) if f.name not in _SKIP_FILES)
+        else:
+            files.append(p)
+    return files
+
+
+def _benchmarks_meta(file: Path) -> dict[str, Any]:
+    """``benchmarks.json`` of the results folder holding ``file`` (param names, units)."""
+    for parent in file.parents:
+        meta = parent / "benchmarks.json"
+        if meta.is_file():
+            return _read_json(meta)
+    return {}
+
+
+def _value(text: Any) -> Any:
+    """Turn asv parameter reprs (how asv stores them) back into values."""
+    if not isinstance(text, str):
+        return text
+    try:
+        return ast.literal_eval(text)
+    except (ValueError, SyntaxError):
+        return text
+
+
+def _row_value(row: list[Any], columns: list[str], name: str) -> Any:
+    i = columns.index(name) if name in columns else -1
+    return row[i] if 0 <= i < len(row) else None
+
+
+def _at(values: Any, i: int) -> Any:
+    return values[i] if isinstance(values, list) and i < len(values) else None
+
+
+def read_asv_file(path: str | os.PathLike[str]) -> Iterator[Record]:
+    """The records of one asv result file: one per benchmark and parameter combination.
+
+    Raises:
+        ResultsFormatError: Not JSON, not asv's results format version 2, or a malformed entry;
+            the message names the file (and the benchmark).
+    """
+    file = Path(path)
+    data = _read_json(file)
+    if data.get("version") != ASV_RESULTS_VERSION:
+        raise ResultsFormatError(
+            f"{file}: asv results version {data.get('version')!r} is not supported "
+            f"(expected {ASV_RESULTS_VERSION})"
+        )
+    for key in ("commit_hash", "env_name", "results", "result_columns"):
+        if key not in data:
+            raise ResultsFormatError(f"{file}: not an asv result file (no {key!r})")
+    meta = _benchmarks_meta(file)
+    columns: list[str] = data["result_columns"]
+    info = data.get("params") or {}
+    reqs = data.get("requirements") or {}
+    env_base = {
+        "jax": reqs.get("jax") or info.get("jax") or None,
+        "jaxlib": reqs.get("jaxlib") or info.get("jaxlib") or None,
+        "python": data.get("python"),
+        "device_kind": None,
+        "host": {
+            "hostname": info.get("machine"),
+            "cpu_model": info.get("cpu"),
+            "cpu_count": int(info["num_cpu"]) if str(info.get("num_cpu", "")).isdigit() else None,
+            "os": info.get("os"),
+            "memory_bytes": int(info["ram"]) if str(info.get("ram", "")).isdigit() else None,
+        },
+        "git": {"commit": data["commit_hash"]},
+        "asv": {"env_name": data["env_name"], "date": data.get("date")},
+        "env_vars": data.get("env_vars") or {},
+    }
+    run_id = f"asv-{str(data['commit_hash'])[:8]}-{data['env_name']}"
+    for name, row in data["results"].items():
+        try:
+            yield from _records_of(name, row, columns, meta.get(name, {}), env_base, run_id)
+        except (TypeError, ValueError, IndexError) as exc:
+            raise ResultsFormatError(f"{file}: benchmark {name!r}: {exc}") from exc
+
+
+def _records_of(
+    name: str,
+    row: list[Any],
+    columns: list[str],
+    meta: dict[str, Any],
+    env_base: dict[str, Any],
+    run_id: str,
+) -> Iterator[Record]:
+    results = _row_value(row, columns, "result")
+    params = _row_value(row, columns, "params") or []
+    combos = list(itertools.product(*params)) if params else [()]
+    if not isinstance(results, list):
+        results = [results] * len(combos)
+    names = list(meta.get("param_names") or [f"param{i}" for i in range(len(params))])
+    kind = meta.get("type") or name.rsplit(".", 1)[-1].split("_", 1)[0]
+    kind = "peakmem" if kind == "peakmemory" else kind
+    method = name.rsplit(".", 1)[-1]
+    samples = _row_value(row, columns, "samples")
+    started = _row_value(row, columns, "started_at")
+    started_at = (
+        _dt.datetime.fromtimestamp(started / 1000, _dt.UTC).isoformat()
+        if isinstance(started, int | float)
+        else None
+    )
+    for i, combo in enumerate(combos):
+        case = {k: _value(v) for k, v in zip(names, combo, strict=True)}
+        value = results[i] if i < len(results) else None
+        rec: dict[str, Any] = {
+            "run_id": run_id,
+            "benchmark": name,
+            "params": case,
+            "started_at": started_at,
+            "env": {**env_base, "backend": case.get("backend")},
+            "metrics": {
+                "value": value,
+                "unit": meta.get("unit"),
+                "type": kind,
+                "asv_env": env_base["asv"]["env_name"],
+                "stats_q_25": _at(_row_value(row, columns, "stats_q_25"), i),
+                "stats_q_75": _at(_row_value(row, columns, "stats_q_75"), i),
+                "number": _at(_row_value(row, columns, "stats_number"), i),
+            },
+        }
+        if value is None:
+            rec |= {"status": "failed", "error": "asv: the benchmark raised (see asv's log)"}
+        elif isinstance(value, float) and math.isnan(value):
+            rec |= {"status": "skipped", "error": "asv: skipped (NotImplementedError)"}
+        else:
+            rec["status"] = "ok"
+            if kind == "time":
+                rec["samples_s"] = [float(s) for s in (_at(samples, i) or [])]
+            elif kind == "peakmem":
+                rec["host_peak_rss_bytes"] = int(value)
+            elif method in _FIELD_OF_TRACK:
+                field = _FIELD_OF_TRACK[method]
+                rec[field] = int(value) if field == "device_peak_bytes" else float(value)
+        yield Record(**rec)
+
+
+def load_asv_results(
+    paths: Iterable[str | os.PathLike[str]] | str | os.PathLike[str] = "results/asv",
+) -> pd.DataFrame:
+    """Load asv result files into the frame of :func:`jaxbench.results.load_records`.
+
+    Args:
+        paths: Files or folders (searched recursively), e.g. ``results/asv``.
+
+    Returns:
+        One row per benchmark, parameter combination and result file; the columns of
+        :func:`jaxbench.results.load_records` (``samples_s`` in seconds per call, ``jax``,
+        ``machine``, ``commit``, ``param.<name>``, ...). :func:`jaxbench.results.samples_frame`
+        gives one row per sample.
+
+    Raises:
+        ResultsFormatError: As :func:`read_asv_file`.
+        FileNotFoundError: A named path does not exist.
+    """
+    if isinstance(paths, str | os.PathLike):
+        paths = [paths]
+    paths = list(paths)
+    for p in map(Path, paths):
+        if not p.exists():
+            raise FileNotFoundError(f"no such asv results file or folder: {p}")
+    rows = [record_row(rec, f) for f in asv_result_files(paths) for rec in read_asv_file(f)]
+    return pd.DataFrame(rows)

@@ -1,0 +1,115 @@
+"""A case prepared once per process: built, compiled, gated and warmed, then reused.
+
+asv (asv_runner >= 0.3) re-runs a benchmark's ``setup()`` before every timed sample. Fetching the
+case from :func:`prepare` makes that free: the first ``setup()`` of a process builds the case,
+compiles its programs (figures from :func:`jaxbench.measure.compile_targets`), runs the
+correctness gate and warms it with the harness; every later one gets the same object back, so no
+sample can contain tracing or compilation. Failures (absent backend, gate, not applicable) are
+remembered too and raised again on every call.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from jaxbench.measure.harness import (
+    CompileStats,
+    Measurement,
+    TimingConfig,
+    compile_targets,
+    measure,
+)
+from jaxbench.runner import Case, resolve_device
+from jaxbench.workloads import Built, get_workload
+
+WARMUP = TimingConfig(budget_s=0.0, min_samples=1, max_samples=1, warmup_calls=3)
+
+
+@dataclass
+class PreparedCase:
+    """A built, compiled, gated and warmed case on one device.
+
+    Attributes:
+        case: Workload name and parameters.
+        device: The ``jax.Device`` it runs on.
+        built: The workload's :class:`~jaxbench.workloads.Built` (timed unit, state, metrics).
+        stats: Lowering and compile figures of its programs (seconds, FLOP, bytes), measured cold
+            by the first preparation in the process.
+        gate: Facts from the correctness gate (tolerances, largest errors).
+        warmup: The harness's first call and warm-up (:data:`WARMUP`), compile events counted.
+        state: The argument PyTree of the next call, committed to ``device``; outputs that feed
+            the next call (donated params) are threaded into it.
+    """
+
+    case: Case
+    device: Any
+    built: Built
+    stats: CompileStats
+    gate: dict[str, Any]
+    warmup: Measurement = field(repr=False)
+    state: Any = field(repr=False)
+
+    def call_once(self) -> Any:
+        """One call of the timed unit on the current state, blocked on its whole output.
+
+        Returns:
+            The output PyTree (ready). The state is advanced with ``built.next_state``.
+        """
+        import jax
+
+        out = jax.block_until_ready(self.built.call(self.state))
+        if self.built.next_state is not None:
+            self.state = self.built.next_state(self.state, out)
+        return out
+
+    def steady_state(self, timing: TimingConfig) -> Measurement:
+        """Time the case with the harness (:func:`jaxbench.measure.measure`) from its state."""
+        m = measure(self.built.call, self.state, timing, self.built.next_state, self.device)
+        self.state = m.final_state
+        return m
+
+
+_PREPARED: dict[tuple[Any, ...], PreparedCase | BaseException] = {}
+
+
+def prepare(workload: str, params: Mapping[str, Any], backend: str = "default") -> PreparedCase:
+    """The case ``workload`` at ``params`` on ``backend``, prepared once per process.
+
+    Same order as :func:`jaxbench.runner.measure_case`: build, compile, gate, then warm up (first
+    call plus :data:`WARMUP` warm-up calls, through the harness).
+
+    Raises:
+        ValueError: Unknown workload or backend, or a bad parameter.
+        RuntimeError: ``backend`` is not present here (from
+            :func:`jaxbench.runner.resolve_device`).
+        jaxbench.workloads.NotApplicable: The case does not apply (e.g. a Jacobian too large).
+        jaxbench.workloads.GateFailure: The case failed its correctness gate.
+    """
+    import jax
+
+    spec = get_workload(workload)
+    spec.validate(params)
+    case = Case(workload, dict(params))
+    key = (*case.key, backend)
+    if key not in _PREPARED:
+        try:
+            device = resolve_device(backend)
+            with jax.default_device(device):
+                built = spec.build(case.params)
+                stats = compile_targets(built.targets)
+                gate = built.check()
+                state = jax.device_put(built.make_state(), device)
+            # Outside the default-device context, like every later call: that context is part
+            # of jit's cache key, so warming inside it would leave a compile for the first sample.
+            warm = measure(built.call, state, WARMUP, built.next_state, device)
+            _PREPARED[key] = PreparedCase(
+                case, device, built, stats, gate, warm, state=warm.final_state
+            )
+        except Exception as exc:
+            _PREPARED[key] = exc
+    found = _PREPARED[key]
+    if isinstance(found, BaseException):
+        raise found
+    return found

@@ -1,0 +1,348 @@
+"""The asv suite: discovery, no compile in timed samples, asv run/publish, the results reader."""
+
+import json
+import os
+import re
+import shutil
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from jaxbench.asv_results import load_asv_results
+from jaxbench.results import ResultsFormatError, load_records, samples_frame
+from tests.conftest import ROOT, run_cli
+
+ASV = [sys.executable, "-m", "asv"]
+BENCH_DIR = ROOT / "benchmarks"
+
+
+def _config(tmp_path: Path, **over) -> Path:
+    """A copy of asv.conf.json with every output folder under ``tmp_path``."""
+    text = (ROOT / "asv.conf.json").read_text()
+    conf = json.loads("\n".join(ln for ln in text.splitlines() if not ln.strip().startswith("//")))
+    conf |= {
+        "repo": str(ROOT),
+        "benchmark_dir": str(BENCH_DIR),
+        "env_dir": str(tmp_path / "env"),
+        "results_dir": str(tmp_path / "results"),
+        "html_dir": str(tmp_path / "html"),
+    } | over
+    path = tmp_path / "asv.conf.json"
+    path.write_text(json.dumps(conf, indent=2))
+    return path
+
+
+def _asv(tmp_path: Path, *args: str, timeout: int = 600, env: dict | None = None):
+    home = tmp_path / "home"
+    home.mkdir(exist_ok=True)
+    # A fresh HOME for asv's machine file; pip keeps the real download cache.
+    pip_cache = os.environ.get("PIP_CACHE_DIR") or str(Path.home() / ".cache" / "pip")
+    full_env = {**os.environ, "HOME": str(home), "PIP_CACHE_DIR": pip_cache, **(env or {})}
+    if not (home / ".asv-machine.json").exists():
+        subprocess.run(
+            [*ASV, "machine", "--yes", "--machine", "testbox"],
+            env=full_env,
+            check=True,
+            capture_output=True,
+        )
+    return subprocess.run(
+        [*ASV, *args],
+        cwd=tmp_path,
+        env=full_env,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
+
+
+def _head() -> str:
+    return subprocess.run(
+        ["git", "-C", str(ROOT), "rev-parse", "HEAD"], capture_output=True, text=True, check=True
+    ).stdout.strip()
+
+
+def test_suite_discovery_names_units_and_params():
+    from asv_runner.discovery import disc_benchmarks
+
+    sys.path.insert(0, str(ROOT))
+    found = {b.name: b for b in disc_benchmarks(str(BENCH_DIR))}
+    for name in (
+        "bench_train_step.TrainStep.time_step",
+        "bench_train_step.TrainStepMemory.peakmem_step",
+        "bench_train_step.TrainStepCosts.track_compile_s",
+        "bench_train_step.TrainStepCosts.track_lower_s",
+        "bench_train_step.TrainStepCosts.track_flops_per_s",
+        "bench_train_step.TrainStepCosts.track_mfu",
+        "bench_train_step.TrainStepCosts.track_device_peak_bytes",
+        "bench_forward.ForwardProducts.time_products",
+        "bench_forward.ForwardCosts.track_held_bytes",
+    ):
+        assert name in found, sorted(found)
+    assert not [n for n in found if "_Costs" in n or ".common." in n]
+    units = {n.rsplit(".", 1)[-1]: b.unit for n, b in found.items()}
+    assert units["track_compile_s"] == "seconds"
+    assert units["track_flops_per_s"] == "FLOP/s"
+    assert units["track_mfu"] == "fraction"
+    assert units["track_held_bytes"] == "bytes"
+    assert found["bench_forward.ForwardProducts.time_products"].param_names[-1] == "backend"
+
+
+PROBE = r"""
+import itertools, json, statistics, sys
+sys.path.insert(0, sys.argv[1])
+from asv_runner.discovery import get_benchmark_from_name
+from jaxbench.measure import TimingConfig, compile_events
+from jaxbench.prepared import prepare
+from benchmarks.bench_train_step import TrainStep
+
+params = ("small", "float32", "cpu")
+idx = list(itertools.product(*TrainStep.params)).index(params)
+name = f"bench_train_step.TrainStep.time_step-{idx}"
+bench = get_benchmark_from_name(sys.argv[1] + "/benchmarks", name)
+bench.set_cache(None)
+setups = [0]
+orig = bench._setups[0]
+def counted(*a):
+    setups[0] += 1
+    return orig(*a)
+bench._setups = [counted]
+start = compile_events.snapshot()
+assert not bench.do_setup()
+first = compile_events.since(start)
+start = compile_events.snapshot()
+result = bench.do_run()          # asv's own timing loop: setup() re-run before every sample
+timed = compile_events.since(start)
+bench.do_teardown()
+case = prepare("train_step", {"size": "small", "dtype": "float32", "optimizer": "sgd",
+               "donate": True}, "cpu")
+plain = case.steady_state(TimingConfig(budget_s=1.0, min_samples=50))
+print(json.dumps({
+    "setup_compiles": first.compiles, "run_compiles": timed.compiles, "run_traces": timed.traces,
+    "setups": setups[0], "samples": result["samples"], "number": result["number"],
+    "plain_median": statistics.median(plain.samples_s), "plain_compiles": plain.compiles_timed,
+}))
+"""
+
+
+@pytest.mark.slow
+def test_asv_samples_hold_no_compile_and_match_the_plain_loop():
+    out = subprocess.run(
+        [sys.executable, "-c", PROBE, str(ROOT)], capture_output=True, text=True, timeout=300
+    )
+    assert out.returncode == 0, out.stderr
+    got = json.loads(out.stdout.strip().splitlines()[-1])
+    assert got["setup_compiles"] > 0  # the counter works: the first setup() compiled
+    assert got["run_compiles"] == 0 and got["run_traces"] == 0
+    assert got["number"] == 1 and len(got["samples"]) >= 10
+    assert got["setups"] >= len(got["samples"])  # setup() really ran before each sample
+    median = sorted(got["samples"])[len(got["samples"]) // 2]
+    assert 0.5 <= median / got["plain_median"] <= 2.0, (median, got["plain_median"])
+
+
+GATE_BENCH = '''
+"""A benchmark whose bfloat16 case fails its correctness gate (forced), for the tests."""
+import jaxbench.workloads.train_step as ts
+from jaxbench.workloads import GateFailure
+
+from benchmarks.bench_train_step import TrainStep
+
+_gate = ts._gate
+
+
+def _failing_gate(optimizer, step, state0, batch, dtype):
+    if dtype == "bfloat16":
+        raise GateFailure("forced by the test")
+    return _gate(optimizer, step, state0, batch, dtype)
+
+
+ts._gate = _failing_gate
+
+
+class GateCheck(TrainStep):
+    params = (["tiny"], ["float32", "bfloat16"], ["cpu"])
+'''
+
+
+@pytest.mark.slow
+def test_asv_run_existing_env_saves_samples_and_a_failure_fails_alone(tmp_path):
+    suite = tmp_path / "suite" / "benchmarks"
+    shutil.copytree(BENCH_DIR, suite, ignore=shutil.ignore_patterns("__pycache__"))
+    (suite / "bench_gate.py").write_text(GATE_BENCH)
+    conf = _config(tmp_path, benchmark_dir=str(suite))
+    head = _head()
+    out = _asv(
+        tmp_path,
+        "run",
+        "--config",
+        str(conf),
+        "-E",
+        "existing:same",
+        "--quick",
+        "--record-samples",
+        "--set-commit-hash",
+        head,
+        "--bench",
+        r"TrainStepMemory|ForwardCosts\.track_(held_bytes|compile_s)|GateCheck",
+        timeout=600,
+    )
+    log = out.stdout + out.stderr
+    assert "GateCheck.time_step" in log
+    assert "forced by the test" in log
+    frame = load_asv_results(tmp_path / "results")
+    status = {
+        (r.benchmark.rsplit(".", 1)[-1], r.get("param.dtype")): r
+        for _, r in frame.iterrows()
+        if r.benchmark.startswith("bench_gate")
+    }
+    assert status[("time_step", "float32")]["status"] == "ok"
+    assert status[("time_step", "bfloat16")]["status"] == "failed"
+    # The others ran: held bytes on the CPU, n/a on the absent GPU.
+    held = frame[frame.benchmark == "bench_forward.ForwardCosts.track_held_bytes"]
+    by = {(r["param.strategy"], r["param.backend"]): r for _, r in held.iterrows()}
+    assert by[("linearize", "cpu")]["metrics"]["value"] > 0
+    assert by[("vmap_jvp", "cpu")]["metrics"]["value"] == 0
+    assert by[("linearize", "gpu")]["status"] == "skipped"
+    mem = frame[frame.benchmark.str.endswith("peakmem_step") & (frame["param.backend"] == "cpu")]
+    assert (mem["host_peak_rss_bytes"] > 0).all()
+    assert set(frame["commit"]) == {head}
+    assert set(frame["machine"]) == {"testbox"}
+    ok_time = frame[(frame.benchmark == "bench_gate.GateCheck.time_step") & (frame.status == "ok")]
+    assert len(ok_time.iloc[0]["samples_s"]) >= 1
+    assert not samples_frame(ok_time).empty
+
+
+@pytest.mark.slow
+def test_asv_frame_has_the_core_columns(tmp_path):
+    out = run_cli(
+        "run", "-o", str(tmp_path / "core"), "-w", "train_step", "-s", "tiny", "-d", "float32",
+        "--budget", "0", "--min-samples", "3",
+    )  # fmt: skip
+    assert out.returncode == 0, out.stderr
+    core = load_records(tmp_path / "core")
+    asv = load_asv_results(ROOT / "results" / "asv")
+    assert set(core.columns) - set(asv.columns) <= {"param.optimizer", "param.donate"}
+    for col in ("benchmark", "params", "jax", "machine", "commit", "samples_s", "status"):
+        assert col in asv.columns
+    assert asv["jax"].nunique() >= 2  # committed results cover at least two JAX versions
+    timed = asv[(asv.status == "ok") & asv.benchmark.str.contains(r"\.time_")]
+    assert not timed.empty and (timed["samples_s"].map(len) > 1).all()
+
+
+def test_reader_rejects_a_bad_file(tmp_path):
+    bad = tmp_path / "abc-env.json"
+    bad.write_text('{"version": 1}')
+    with pytest.raises(ResultsFormatError, match=r"abc-env\.json"):
+        load_asv_results(bad)
+    with pytest.raises(FileNotFoundError):
+        load_asv_results(tmp_path / "missing")
+
+
+@pytest.mark.slow
+def test_matrix_reports_an_uninstallable_version_and_runs_the_rest(tmp_path):
+    conf = _config(tmp_path, matrix={"req": {"jax": ["0.12.0.1", "99.0.0"]}}, exclude=[])
+    home = tmp_path / "home"
+    home.mkdir()
+    pip_cache = os.environ.get("PIP_CACHE_DIR") or str(Path.home() / ".cache" / "pip")
+    env = {**os.environ, "HOME": str(home), "PIP_CACHE_DIR": pip_cache, "ASV_CONFIG": str(conf)}
+    env["ASV"] = str(Path(sys.executable).parent / "asv")
+    out = subprocess.run(
+        [str(ROOT / "scripts" / "asv-matrix"), "--quick", "--bench",
+         r"ForwardCosts\.track_held_bytes", "HEAD^!"],
+        env=env, capture_output=True, text=True, timeout=900,
+    )  # fmt: skip
+    assert out.returncode == 1
+    assert "jax 99.0.0 FAILED" in out.stdout, out.stdout[-3000:]
+    assert re.search(r"No matching distribution|Could not find", out.stdout), out.stdout[-3000:]
+    frame = load_asv_results(tmp_path / "results")
+    assert set(frame["jax"]) == {"0.12.0.1"}
+    assert (frame[frame["param.backend"] == "cpu"]["status"] == "ok").all()
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.mark.slow
+def test_publish_html_opens_in_headless_chromium(tmp_path):
+    chromium = shutil.which("chromium") or shutil.which("chromium-browser")
+    if not chromium:
+        pytest.skip("chromium is not installed (Debian: apt-get install chromium)")
+    if not shutil.which("npm"):
+        pytest.skip("npm is not installed: asv's page needs its CDN scripts vendored from npm")
+    results = tmp_path / "results"
+    shutil.copytree(ROOT / "results" / "asv", results)
+    conf = _config(tmp_path, results_dir=str(results))
+    out = _asv(tmp_path, "publish", "--config", str(conf))
+    assert out.returncode == 0, out.stderr
+    html = tmp_path / "html"
+    assert (html / "index.html").is_file()
+    # No internet here: serve asv's CDN scripts from local copies (npm registry).
+    vend = subprocess.run(
+        [str(ROOT / "scripts" / "asv-offline-html"), str(html)],
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert vend.returncode == 0, vend.stderr
+    assert "code.jquery.com" not in (html / "index.html").read_text()
+    port = _free_port()
+    server = subprocess.Popen(
+        [sys.executable, "-m", "http.server", str(port), "--bind", "127.0.0.1"],
+        cwd=html,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        time.sleep(1.0)
+        flags = [
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--disable-quic",
+            "--no-first-run",
+            "--disable-background-networking",
+            "--disable-component-update",
+            "--disable-sync",
+            "--virtual-time-budget=15000",
+            "--window-size=1280,1600",
+        ]
+        url = f"http://127.0.0.1:{port}/index.html"
+        shot = tmp_path / "index.png"
+        subprocess.run(
+            [chromium, *flags, f"--user-data-dir={tmp_path / 'p1'}", f"--screenshot={shot}", url],
+            capture_output=True,
+            timeout=120,
+        )
+        dom = subprocess.run(
+            [chromium, *flags, f"--user-data-dir={tmp_path / 'p2'}", "--dump-dom", url],
+            capture_output=True,
+            text=True,
+            timeout=120,
+        ).stdout
+    finally:
+        server.terminate()
+        server.wait(timeout=10)
+    assert shot.is_file() and shot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert shot.stat().st_size > 20_000  # a rendered page, not a blank one
+    assert "failed to load" not in dom
+    for name in ("TrainStep.time_step", "ForwardProducts.time_products", "track_held_bytes"):
+        assert name in dom, name
+
+
+def test_asv_run_script_always_records_samples():
+    text = (ROOT / "scripts" / "asv-run").read_text()
+    assert re.search(r"run \| continuous\) exec .* --record-samples", text)
+    conf = (ROOT / "asv.conf.json").read_text()
+    assert '"results_dir": "results/asv"' in conf
+    ignored = subprocess.run(
+        ["git", "-C", str(ROOT), "check-ignore", "-q", ".asv/html/index.html"]
+    ).returncode
+    assert ignored == 0
+    for version in ("0.10.2", "0.11.2", "0.12.0.1"):
+        assert f'"{version}"' in conf
