@@ -17,7 +17,7 @@ DTYPE = "float32"
 
 
 def _params(size: str, k: int, strategy: str) -> dict[str, Any]:
-    return {"size": size, "dtype": DTYPE, "k": k, "strategy": strategy}
+    return {"size": size, "dtype": DTYPE, "k": k, "strategy": strategy, "wrt": "input"}
 
 
 class ForwardProducts:
