@@ -15,9 +15,10 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from jaxbench.cases import Case, resolve_device
 from jaxbench.measure import TimingConfig
 from jaxbench.prepared import PreparedCase, prepare
-from jaxbench.runner import Case, measure_case, new_run_id, resolve_device
+from jaxbench.runner import measure_case, new_run_id
 from jaxbench.summary import summarize
 from jaxbench.workloads import NotApplicable
 from jaxbench.workloads.sizes import get_size
@@ -98,7 +99,7 @@ class _Costs:
             if reason:
                 out[repr(combo)] = {"status": "skipped", "error": reason}
                 continue
-            record = measure_case(case, resolve_device(backend), TRACK_TIMING, run_id)
+            record = measure_case(case, backend, TRACK_TIMING, run_id)
             out[repr(combo)] = record.model_dump()
         return out
 

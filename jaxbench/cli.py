@@ -9,8 +9,8 @@ import typer
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
+from jaxbench.cases import Case
 from jaxbench.results import Record, read_records
-from jaxbench.runner import Case
 from jaxbench.tables import problems, records_table
 
 app = typer.Typer(
@@ -86,8 +86,9 @@ def run_cmd(
     ] = None,
 ) -> None:
     """Run the selected cases and write one JSON Lines file of records; exit 1 if any failed."""
+    from jaxbench.cases import BACKENDS, select_cases
     from jaxbench.measure import TimingConfig, configure_compilation_cache
-    from jaxbench.runner import BACKENDS, run, select_cases
+    from jaxbench.runner import run
 
     try:
         if backend not in BACKENDS:

@@ -14,6 +14,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from jaxbench.cases import Case, resolve_device
 from jaxbench.measure.harness import (
     CompileStats,
     Measurement,
@@ -21,8 +22,7 @@ from jaxbench.measure.harness import (
     compile_targets,
     measure,
 )
-from jaxbench.runner import Case, resolve_device
-from jaxbench.workloads import Built, get_workload
+from jaxbench.workloads import Built, Workload, get_workload
 
 WARMUP = TimingConfig(budget_s=0.0, min_samples=1, max_samples=1, warmup_calls=3)
 
@@ -74,42 +74,50 @@ class PreparedCase:
 _PREPARED: dict[tuple[Any, ...], PreparedCase | BaseException] = {}
 
 
-def prepare(workload: str, params: Mapping[str, Any], backend: str = "default") -> PreparedCase:
-    """The case ``workload`` at ``params`` on ``backend``, prepared once per process.
+def prepare(
+    workload: str, params: Mapping[str, Any], backend: str = "default", keep: bool = True
+) -> PreparedCase:
+    """The case ``workload`` at ``params`` on ``backend``: built, compiled, gated, warmed up.
 
-    Same order as :func:`jaxbench.runner.measure_case`: build, compile, gate, then warm up (first
-    call plus :data:`WARMUP` warm-up calls, through the harness).
+    In order: build, compile (:func:`jaxbench.measure.compile_targets`), gate, then the first
+    call and :data:`WARMUP` warm-up calls through the harness. With ``keep`` the result (or the
+    error) is kept and returned again by every later call in the process; without it nothing is
+    kept but the compiled programs, so a long run holds one case's arrays at a time.
 
     Raises:
         ValueError: Unknown workload or backend, or a bad parameter.
         RuntimeError: ``backend`` is not present here (from
-            :func:`jaxbench.runner.resolve_device`).
+            :func:`jaxbench.cases.resolve_device`).
         jaxbench.workloads.NotApplicable: The case does not apply (e.g. a Jacobian too large).
         jaxbench.workloads.GateFailure: The case failed its correctness gate.
     """
-    import jax
-
     spec = get_workload(workload)
     spec.validate(params)
     case = Case(workload, dict(params))
+    if not keep:
+        return _prepare_now(spec, case, backend)
     key = (*case.key, backend)
     if key not in _PREPARED:
         try:
-            device = resolve_device(backend)
-            with jax.default_device(device):
-                built = spec.build(case.params)
-                stats = compile_targets(built.targets)
-                gate = built.check()
-                state = jax.device_put(built.make_state(), device)
-            # Outside the default-device context, like every later call: that context is part
-            # of jit's cache key, so warming inside it would leave a compile for the first sample.
-            warm = measure(built.call, state, WARMUP, built.next_state, device)
-            _PREPARED[key] = PreparedCase(
-                case, device, built, stats, gate, warm, state=warm.final_state
-            )
+            _PREPARED[key] = _prepare_now(spec, case, backend)
         except Exception as exc:
             _PREPARED[key] = exc
     found = _PREPARED[key]
     if isinstance(found, BaseException):
         raise found
     return found
+
+
+def _prepare_now(spec: Workload, case: Case, backend: str) -> PreparedCase:
+    import jax
+
+    device = resolve_device(backend)
+    with jax.default_device(device):
+        built = spec.build(case.params)
+        stats = compile_targets(built.targets)
+        gate = built.check()
+        state = jax.device_put(built.make_state(), device)
+    # Outside the default-device context, like every later call: that context is part of jit's
+    # cache key, so warming inside it would leave a compile for the first sample.
+    warm = measure(built.call, state, WARMUP, built.next_state, device)
+    return PreparedCase(case, device, built, stats, gate, warm, state=warm.final_state)

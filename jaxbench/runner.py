@@ -1,4 +1,4 @@
-"""Run a selection of cases: build, compile, gate, time, and write one record per case.
+"""Run a selection of cases: prepare, time, and write one record per case.
 
 A case that fails (gate, error, absent backend) is recorded with its reason and the run goes on;
 each record is on disk before the next case starts.
@@ -7,91 +7,19 @@ each record is on disk before the next case starts.
 from __future__ import annotations
 
 import datetime as _dt
-import itertools
 import uuid
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from jaxbench import env as env_mod
+from jaxbench.cases import BACKENDS, Case, resolve_device
 from jaxbench.measure.cache import cache_settings
-from jaxbench.measure.harness import TimingConfig, compile_targets, measure
+from jaxbench.measure.harness import TimingConfig
+from jaxbench.prepared import prepare
 from jaxbench.results import Record, ResultsWriter
-from jaxbench.workloads import WORKLOADS, GateFailure, NotApplicable, get_workload
-
-BACKENDS = ("default", "cpu", "gpu", "cuda", "rocm", "tpu")
-
-
-@dataclass(frozen=True)
-class Case:
-    """One workload at one point of its grid."""
-
-    workload: str
-    params: Mapping[str, Any]
-
-    @property
-    def key(self) -> tuple[Any, ...]:
-        """Hashable identity: workload plus sorted params."""
-        return (self.workload, *sorted(self.params.items()))
-
-    @property
-    def label(self) -> str:
-        """Human-readable ``workload k=v ...``."""
-        return " ".join([self.workload, *(f"{k}={v}" for k, v in self.params.items())])
-
-
-def select_cases(
-    workloads: Iterable[str] | None = None,
-    quick: bool = True,
-    overrides: Mapping[str, list[Any]] | None = None,
-) -> list[Case]:
-    """The cases of the chosen workloads' grids, with some parameters replaced.
-
-    Args:
-        workloads: Workload names; ``None`` for all.
-        quick: Start from the quick grid (about a minute on 2 CPU cores) or the full one.
-        overrides: Parameter name -> values to use instead of the grid's, e.g.
-            ``{"size": ["small"], "k": [64]}``; repeated values count once.
-
-    Raises:
-        ValueError: Unknown workload, a parameter no chosen workload has, or a bad value (the
-            message names the parameter and the choices).
-    """
-    names = list(workloads) if workloads else list(WORKLOADS)
-    chosen = [get_workload(n) for n in names]
-    overrides = {k: list(dict.fromkeys(v)) for k, v in (overrides or {}).items() if v}
-    for param in overrides:
-        if not any(param in w.param_names for w in chosen):
-            raise ValueError(f"no selected workload has a parameter {param!r}")
-    cases = []
-    for workload in chosen:
-        grid = workload.grid(quick)
-        grid.update({k: list(v) for k, v in overrides.items() if k in workload.param_names})
-        for values in itertools.product(*(grid[p] for p in workload.param_names)):
-            params = dict(zip(workload.param_names, values, strict=True))
-            workload.validate(params)
-            cases.append(Case(workload.name, params))
-    return cases
-
-
-def resolve_device(backend: str) -> Any:
-    """The first device of ``backend`` (``"default"``: JAX's default device).
-
-    Raises:
-        ValueError: ``backend`` is not one of :data:`BACKENDS`.
-        RuntimeError: That backend is not present here.
-    """
-    import jax
-
-    if backend not in BACKENDS:
-        raise ValueError(f"unknown backend {backend!r}; choose from {', '.join(BACKENDS)}")
-    if backend == "default":
-        return jax.devices()[0]
-    try:
-        return jax.devices(backend)[0]
-    except RuntimeError as exc:
-        raise RuntimeError(f"backend {backend!r} is not present: {exc}") from None
+from jaxbench.workloads import GateFailure, NotApplicable, get_workload
 
 
 def new_run_id() -> str:
@@ -100,31 +28,16 @@ def new_run_id() -> str:
     return f"{stamp}-{uuid.uuid4().hex[:8]}"
 
 
-_GATES: dict[tuple[Any, ...], dict[str, Any] | GateFailure] = {}
+def measure_case(case: Case, backend: str, timing: TimingConfig, run_id: str) -> Record:
+    """Prepare (build, compile, gate, warm up) and time one case; never raises for its failure.
 
-
-def _gate_once(case: Case, check: Callable[[], dict[str, Any]]) -> dict[str, Any]:
-    """Run a case's gate once per process; later calls return (or re-raise) the first outcome."""
-    if case.key not in _GATES:
-        try:
-            _GATES[case.key] = check()
-        except GateFailure as exc:
-            _GATES[case.key] = exc
-    outcome = _GATES[case.key]
-    if isinstance(outcome, GateFailure):
-        raise outcome
-    return outcome
-
-
-def measure_case(case: Case, device: Any, timing: TimingConfig, run_id: str) -> Record:
-    """Build, compile, gate and time one case on ``device``; never raises for a case's failure.
+    The prepared case is not kept after (see :func:`jaxbench.prepared.prepare`), so a long run
+    holds one case's arrays at a time; compiled programs and their compile figures stay cached.
 
     Returns:
         A :class:`Record`: ``ok``; ``recompiled``; ``failed`` (gate or error, reason in
-        ``error``); or ``skipped`` (not applicable).
+        ``error``); or ``skipped`` (not applicable, or backend absent).
     """
-    import jax
-
     workload = get_workload(case.workload)
     base: dict[str, Any] = {
         "run_id": run_id,
@@ -134,11 +47,12 @@ def measure_case(case: Case, device: Any, timing: TimingConfig, run_id: str) -> 
         "compilation_cache": cache_settings(),
     }
     try:
-        with jax.default_device(device):
-            built = workload.build(case.params)
-            stats = compile_targets(built.targets)
-            gate = _gate_once(case, built.check)
-            m = measure(built.call, built.make_state(), timing, built.next_state, device)
+        device = resolve_device(backend)
+    except RuntimeError as exc:
+        return Record(**base, status="skipped", error=str(exc), env=env_mod.collect())
+    try:
+        prepared = prepare(case.workload, case.params, backend, keep=False)
+        m = prepared.steady_state(timing)
     except NotApplicable as exc:
         return Record(**base, status="skipped", error=str(exc), env=env_mod.collect(device))
     except GateFailure as exc:
@@ -152,6 +66,7 @@ def measure_case(case: Case, device: Any, timing: TimingConfig, run_id: str) -> 
             error=f"{type(exc).__name__}: {exc}",
             env=env_mod.collect(device),
         )
+    stats = prepared.stats
     base["compilation_cache"] |= {
         "cache_hits": stats.cache_hits,
         "cache_misses": stats.cache_misses,
@@ -170,8 +85,8 @@ def measure_case(case: Case, device: Any, timing: TimingConfig, run_id: str) -> 
         samples_s=m.samples_s,
         lower_s=stats.lower_s,
         compile_s=stats.compile_s,
-        first_call_s=m.first_call_s,
-        compiles_setup=m.compiles_setup,
+        first_call_s=prepared.warmup.first_call_s,
+        compiles_setup=prepared.warmup.compiles_setup + m.compiles_setup,
         compiles_timed=m.compiles_timed,
         traces_timed=m.traces_timed,
         flops=stats.flops,
@@ -179,8 +94,8 @@ def measure_case(case: Case, device: Any, timing: TimingConfig, run_id: str) -> 
         device_peak_bytes=m.device_peak_bytes,
         host_peak_rss_bytes=m.host_peak_rss_bytes,
         memory=stats.memory,
-        gate=gate,
-        metrics=built.metrics,
+        gate=prepared.gate,
+        metrics=prepared.built.metrics,
         env=env_mod.collect(device),
     )
 
@@ -217,33 +132,18 @@ def run(
         ValueError: Unknown backend name.
         OSError: ``out_dir`` cannot be created or written (before any case runs).
     """
-    import jax
-
     timing = timing or TimingConfig()
+    if backend not in BACKENDS:
+        raise ValueError(f"unknown backend {backend!r}; choose from {', '.join(BACKENDS)}")
     run_id = new_run_id()
     path = Path(out_dir) / f"{run_id}.jsonl"
     result = RunResult(path)
-    try:
-        device = resolve_device(backend)
-        absent = None
-    except RuntimeError as exc:
-        device, absent = jax.devices()[0], str(exc)
     with ResultsWriter(path) as writer:
         try:
             for case in cases:
                 if on_case:
                     on_case(case)
-                if absent:
-                    record = Record(
-                        run_id=run_id,
-                        benchmark=get_workload(case.workload).benchmark(case.params),
-                        params=dict(case.params),
-                        status="skipped",
-                        error=absent,
-                        env=env_mod.collect(device),
-                    )
-                else:
-                    record = measure_case(case, device, timing, run_id)
+                record = measure_case(case, backend, timing, run_id)
                 record.env["requested_backend"] = backend
                 writer.write(record)
                 result.records.append(record)

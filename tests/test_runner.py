@@ -5,9 +5,10 @@ import jax.numpy as jnp
 import pytest
 
 from jaxbench import workloads
+from jaxbench.cases import Case, resolve_device, select_cases
 from jaxbench.measure.harness import CompileTarget
 from jaxbench.results import read_records
-from jaxbench.runner import Case, measure_case, resolve_device, run, select_cases
+from jaxbench.runner import measure_case, run
 from jaxbench.workloads.base import Built
 
 
@@ -106,7 +107,7 @@ def test_ok_record_carries_compile_gate_env_and_flops(fast_timing):
     case = Case(
         "train_step", {"size": "tiny", "dtype": "float32", "optimizer": "sgd", "donate": True}
     )
-    rec = measure_case(case, resolve_device("cpu"), fast_timing, "r")
+    rec = measure_case(case, "cpu", fast_timing, "r")
     assert rec.status == "ok", rec.error
     assert len(rec.samples_s) == 5 and rec.compiles_timed == 0
     assert rec.compile_s > 0 and rec.lower_s > 0 and rec.first_call_s > 0
@@ -126,9 +127,9 @@ def test_rebuilding_a_case_reuses_the_compiled_callable(fast_timing):
         "forward",
         {"size": "tiny", "dtype": "float32", "k": 3, "strategy": "jvp_loop", "wrt": "params"},
     )
-    first = measure_case(case, resolve_device("cpu"), fast_timing, "r")
+    first = measure_case(case, "cpu", fast_timing, "r")
     before = compile_events.snapshot()
-    second = measure_case(case, resolve_device("cpu"), fast_timing, "r")
+    second = measure_case(case, "cpu", fast_timing, "r")
     assert compile_events.since(before).compiles == 0
     assert second.compilation_cache["compile_reused_in_process"]
     assert second.compile_s == first.compile_s

@@ -1,0 +1,83 @@
+"""Cases: one workload at one point of its grid; selection from grids; backends to devices."""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from jaxbench.workloads import WORKLOADS, get_workload
+
+BACKENDS = ("default", "cpu", "gpu", "cuda", "rocm", "tpu")
+
+
+@dataclass(frozen=True)
+class Case:
+    """One workload at one point of its grid."""
+
+    workload: str
+    params: Mapping[str, Any]
+
+    @property
+    def key(self) -> tuple[Any, ...]:
+        """Hashable identity: workload plus sorted params."""
+        return (self.workload, *sorted(self.params.items()))
+
+    @property
+    def label(self) -> str:
+        """Human-readable ``workload k=v ...``."""
+        return " ".join([self.workload, *(f"{k}={v}" for k, v in self.params.items())])
+
+
+def select_cases(
+    workloads: Iterable[str] | None = None,
+    quick: bool = True,
+    overrides: Mapping[str, list[Any]] | None = None,
+) -> list[Case]:
+    """The cases of the chosen workloads' grids, with some parameters replaced.
+
+    Args:
+        workloads: Workload names; ``None`` for all.
+        quick: Start from the quick grid (about a minute on 2 CPU cores) or the full one.
+        overrides: Parameter name -> values to use instead of the grid's, e.g.
+            ``{"size": ["small"], "k": [64]}``; repeated values count once.
+
+    Raises:
+        ValueError: Unknown workload, a parameter no chosen workload has, or a bad value (the
+            message names the parameter and the choices).
+    """
+    names = list(workloads) if workloads else list(WORKLOADS)
+    chosen = [get_workload(n) for n in names]
+    overrides = {k: list(dict.fromkeys(v)) for k, v in (overrides or {}).items() if v}
+    for param in overrides:
+        if not any(param in w.param_names for w in chosen):
+            raise ValueError(f"no selected workload has a parameter {param!r}")
+    cases = []
+    for workload in chosen:
+        grid = workload.grid(quick)
+        grid.update({k: list(v) for k, v in overrides.items() if k in workload.param_names})
+        for values in itertools.product(*(grid[p] for p in workload.param_names)):
+            params = dict(zip(workload.param_names, values, strict=True))
+            workload.validate(params)
+            cases.append(Case(workload.name, params))
+    return cases
+
+
+def resolve_device(backend: str) -> Any:
+    """The first device of ``backend`` (``"default"``: JAX's default device).
+
+    Raises:
+        ValueError: ``backend`` is not one of :data:`BACKENDS`.
+        RuntimeError: That backend is not present here.
+    """
+    import jax
+
+    if backend not in BACKENDS:
+        raise ValueError(f"unknown backend {backend!r}; choose from {', '.join(BACKENDS)}")
+    if backend == "default":
+        return jax.devices()[0]
+    try:
+        return jax.devices(backend)[0]
+    except RuntimeError as exc:
+        raise RuntimeError(f"backend {backend!r} is not present: {exc}") from None
