@@ -86,7 +86,9 @@ def measure_case(case: Case, backend: str, timing: TimingConfig, run_id: str) ->
         lower_s=stats.lower_s,
         compile_s=stats.compile_s,
         first_call_s=prepared.warmup.first_call_s,
-        compiles_setup=prepared.warmup.compiles_setup + m.compiles_setup,
+        compiles_setup=(
+            prepared.warmup.compiles_setup + prepared.warmup.compiles_timed + m.compiles_setup
+        ),
         compiles_timed=m.compiles_timed,
         traces_timed=m.traces_timed,
         flops=stats.flops,
