@@ -36,12 +36,20 @@ def _config(tmp_path: Path, **over) -> Path:
     return path
 
 
-def _asv(tmp_path: Path, *args: str, timeout: int = 600, env: dict | None = None):
+def _asv(
+    tmp_path: Path, *args: str, timeout: int = 600, env: dict | None = None, script: bool = False
+):
+    """Run asv with a fresh HOME (machine ``testbox``).
+
+    ``script=True`` goes through ``scripts/asv-run`` (``--record-samples``, ``PYENV_VERSION`` for
+    asv's virtualenvs), as the documented commands do.
+    """
     home = tmp_path / "home"
     home.mkdir(exist_ok=True)
     # A fresh HOME for asv's machine file; pip keeps the real download cache.
     pip_cache = os.environ.get("PIP_CACHE_DIR") or str(Path.home() / ".cache" / "pip")
     full_env = {**os.environ, "HOME": str(home), "PIP_CACHE_DIR": pip_cache, **(env or {})}
+    full_env["ASV"] = str(Path(sys.executable).parent / "asv")
     if not (home / ".asv-machine.json").exists():
         subprocess.run(
             [*ASV, "machine", "--yes", "--machine", "testbox"],
@@ -50,7 +58,7 @@ def _asv(tmp_path: Path, *args: str, timeout: int = 600, env: dict | None = None
             capture_output=True,
         )
     return subprocess.run(
-        [*ASV, *args],
+        [str(ROOT / "scripts" / "asv-run"), *args] if script else [*ASV, *args],
         cwd=tmp_path,
         env=full_env,
         capture_output=True,
@@ -260,6 +268,91 @@ def test_matrix_reports_an_uninstallable_version_and_runs_the_rest(tmp_path):
     frame = load_asv_results(tmp_path / "results")
     assert set(frame["jax"]) == {"0.12.0.1"}
     assert (frame[frame["param.backend"] == "cpu"]["status"] == "ok").all()
+
+
+ONE_STEP = r"TrainStep\.time_step\('tiny', 'float32', 'cpu'\)"
+"""``--bench`` regex: one parameter set of one benchmark (asv matches ``name(params)``)."""
+SLOW_LINE = "        __import__('time').sleep(0.005)  # a deliberate regression (test_asv)\n"
+
+
+def _clone_with_a_regression(tmp_path: Path) -> tuple[Path, str, str]:
+    """A throwaway clone of HEAD plus two commits: a no-op comment, then a 5 ms slower step.
+
+    Returns the clone and the full hashes of the two new commits (HEAD~1, HEAD).
+    """
+    repo = tmp_path / "repo"
+    subprocess.run(["git", "clone", "--quiet", str(ROOT), str(repo)], check=True)
+    subprocess.run(["git", "-C", str(repo), "checkout", "--quiet", "--detach", _head()], check=True)
+    git = ["git", "-C", str(repo), "-c", "user.name=test", "-c", "user.email=test@invalid"]
+    with (repo / "jaxbench" / "__init__.py").open("a") as f:
+        f.write("# a no-op change (test_asv)\n")
+    subprocess.run([*git, "commit", "--quiet", "-am", "no-op"], check=True)
+    prepared = repo / "jaxbench" / "prepared.py"
+    call = "        out = jax.block_until_ready(self.built.call(self.state))\n"
+    text = prepared.read_text()
+    assert text.count(call) == 1, "PreparedCase.call_once changed: update this test"
+    prepared.write_text(text.replace(call, SLOW_LINE + call))
+    subprocess.run([*git, "commit", "--quiet", "-am", "slower call_once"], check=True)
+    revs = subprocess.run(
+        [*git, "rev-parse", "HEAD~1", "HEAD"], capture_output=True, text=True, check=True
+    ).stdout.split()
+    return repo, revs[0], revs[1]
+
+
+@pytest.mark.slow
+def test_run_two_commits_then_compare_and_continuous_catch_a_regression(tmp_path):
+    from importlib.metadata import version
+
+    status = ["git", "-C", str(ROOT), "status", "--porcelain"]
+    status_before = subprocess.run(status, capture_output=True, text=True).stdout
+    repo, base, slow = _clone_with_a_regression(tmp_path)
+    # One matrix entry: the JAX already installed here (pip's cache serves it).
+    jax_req = {"jax": [version("jax")], "jaxlib": [version("jaxlib")]}
+    conf = _config(
+        tmp_path,
+        repo=str(repo),
+        benchmark_dir=str(repo / "benchmarks"),
+        matrix={"req": jax_req},
+        exclude=[],
+    )
+    cfg = ("--config", str(conf))
+    fast = ("-a", "rounds=1", "-a", "repeat=10", "--bench", ONE_STEP)  # 10 samples a commit
+
+    # `asv run HEAD~2..HEAD`: the last two commits (git range), samples kept by scripts/asv-run.
+    out = _asv(tmp_path, "run", *cfg, *fast, "HEAD~2..HEAD", script=True)
+    assert out.returncode == 0, (out.stdout + out.stderr)[-3000:]
+    files = sorted(p.name for p in (tmp_path / "results" / "testbox").glob("*-virtualenv-*.json"))
+    assert [f[:8] for f in files] == sorted([base[:8], slow[:8]]), files
+    frame = load_asv_results(tmp_path / "results")
+    ok = frame[frame.status == "ok"]
+    assert set(ok["commit"]) == {base, slow}
+    assert set(ok["param.size"]) == {"tiny"} and set(ok["param.backend"]) == {"cpu"}
+    assert (ok["samples_s"].map(len) == 10).all()  # --record-samples: every raw sample
+    median = {r.commit: sorted(r.samples_s)[5] for r in ok.itertuples()}
+    assert median[slow] - median[base] > 0.004  # the 5 ms sleep is measured
+
+    # `asv compare` reads the saved results; it exits 0 even on a regression.
+    out = _asv(tmp_path, "compare", *cfg, "HEAD~1", "HEAD", script=True)
+    assert out.returncode == 0, out.stderr
+    row = [ln for ln in out.stdout.splitlines() if "time_step('tiny', 'float32', 'cpu')" in ln]
+    assert len(row) == 1 and row[0].lstrip("| ").startswith("+"), out.stdout  # "+": slower
+
+    # `asv continuous` runs both commits again: exit 1 on a regression beyond the factor ...
+    out = _asv(tmp_path, "continuous", *cfg, *fast, "HEAD~1", "HEAD", script=True)
+    assert out.returncode == 1, (out.stdout + out.stderr)[-3000:]
+    assert "PERFORMANCE DECREASED" in out.stdout
+    assert "bench_train_step.TrainStep.time_step('tiny', 'float32', 'cpu')" in out.stdout
+    # ... and 0 when the change is within it (-f 1000: 1000x slower would be needed).
+    out = _asv(tmp_path, "continuous", *cfg, *fast, "-f", "1000", "HEAD~1", "HEAD", script=True)
+    assert out.returncode == 0, (out.stdout + out.stderr)[-3000:]
+    assert "BENCHMARKS NOT SIGNIFICANTLY CHANGED" in out.stdout
+
+    # It needs built environments: an existing one cannot hold two commits.
+    out = _asv(tmp_path, "continuous", *cfg, "-E", "existing:same", "HEAD~1", "HEAD", script=True)
+    assert out.returncode != 0
+    assert "No range spec may be specified" in out.stdout + out.stderr
+    # Nothing was written into this repository.
+    assert subprocess.run(status, capture_output=True, text=True).stdout == status_before
 
 
 def _free_port() -> int:
