@@ -12,6 +12,13 @@ from jaxbench.workloads import WORKLOADS, get_workload
 BACKENDS = ("default", "cpu", "gpu", "cuda", "rocm", "tpu")
 
 
+def check_backend(backend: str) -> str:
+    """Return ``backend`` if it is one of :data:`BACKENDS`; else ``ValueError`` listing them."""
+    if backend not in BACKENDS:
+        raise ValueError(f"unknown backend {backend!r}; choose from {', '.join(BACKENDS)}")
+    return backend
+
+
 @dataclass(frozen=True)
 class Case:
     """One workload at one point of its grid."""
@@ -73,8 +80,7 @@ def resolve_device(backend: str) -> Any:
     """
     import jax
 
-    if backend not in BACKENDS:
-        raise ValueError(f"unknown backend {backend!r}; choose from {', '.join(BACKENDS)}")
+    check_backend(backend)
     if backend == "default":
         return jax.devices()[0]
     try:

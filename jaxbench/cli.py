@@ -86,13 +86,12 @@ def run_cmd(
     ] = None,
 ) -> None:
     """Run the selected cases and write one JSON Lines file of records; exit 1 if any failed."""
-    from jaxbench.cases import BACKENDS, select_cases
+    from jaxbench.cases import check_backend, select_cases
     from jaxbench.measure import TimingConfig, configure_compilation_cache
     from jaxbench.runner import run
 
     try:
-        if backend not in BACKENDS:
-            raise ValueError(f"unknown backend {backend!r}; choose from {', '.join(BACKENDS)}")
+        check_backend(backend)
         timing = TimingConfig(
             budget_s=budget,
             min_samples=min_samples,

@@ -10,6 +10,7 @@ remembered too and raised again on every call.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -24,7 +25,7 @@ from jaxbench.measure.harness import (
 )
 from jaxbench.workloads import Built, Workload, get_workload
 
-WARMUP = TimingConfig(budget_s=0.0, min_samples=1, max_samples=1, warmup_calls=3)
+WARMUP_CALLS = 3
 
 
 @dataclass
@@ -38,7 +39,7 @@ class PreparedCase:
         stats: Lowering and compile figures of its programs (seconds, FLOP, bytes), measured cold
             by the first preparation in the process.
         gate: Facts from the correctness gate (tolerances, largest errors).
-        warmup: The harness's first call and warm-up (:data:`WARMUP`), compile events counted.
+        warmup: The harness's first call and warm-up calls, compile events counted.
         state: The argument PyTree of the next call, committed to ``device``; outputs that feed
             the next call (donated params) are threaded into it.
     """
@@ -65,7 +66,11 @@ class PreparedCase:
         return out
 
     def steady_state(self, timing: TimingConfig) -> Measurement:
-        """Time the case with the harness (:func:`jaxbench.measure.measure`) from its state."""
+        """Time the case with the harness (:func:`jaxbench.measure.measure`) from its state.
+
+        The case is warm already, so ``timing.warmup_calls`` is not spent again.
+        """
+        timing = dataclasses.replace(timing, warmup_calls=0)
         m = measure(self.built.call, self.state, timing, self.built.next_state, self.device)
         self.state = m.final_state
         return m
@@ -75,12 +80,16 @@ _PREPARED: dict[tuple[Any, ...], PreparedCase | BaseException] = {}
 
 
 def prepare(
-    workload: str, params: Mapping[str, Any], backend: str = "default", keep: bool = True
+    workload: str,
+    params: Mapping[str, Any],
+    backend: str = "default",
+    keep: bool = True,
+    warmup_calls: int = WARMUP_CALLS,
 ) -> PreparedCase:
     """The case ``workload`` at ``params`` on ``backend``: built, compiled, gated, warmed up.
 
     In order: build, compile (:func:`jaxbench.measure.compile_targets`), gate, then the first
-    call and :data:`WARMUP` warm-up calls through the harness. With ``keep`` the result (or the
+    call and ``warmup_calls`` warm-up calls through the harness. With ``keep`` the result (or the
     error) is kept and returned again by every later call in the process; without it nothing is
     kept but the compiled programs, so a long run holds one case's arrays at a time.
 
@@ -95,11 +104,11 @@ def prepare(
     spec.validate(params)
     case = Case(workload, dict(params))
     if not keep:
-        return _prepare_now(spec, case, backend)
+        return _prepare_now(spec, case, backend, warmup_calls)
     key = (*case.key, backend)
     if key not in _PREPARED:
         try:
-            _PREPARED[key] = _prepare_now(spec, case, backend)
+            _PREPARED[key] = _prepare_now(spec, case, backend, warmup_calls)
         except Exception as exc:
             _PREPARED[key] = exc
     found = _PREPARED[key]
@@ -108,7 +117,7 @@ def prepare(
     return found
 
 
-def _prepare_now(spec: Workload, case: Case, backend: str) -> PreparedCase:
+def _prepare_now(spec: Workload, case: Case, backend: str, warmup_calls: int) -> PreparedCase:
     import jax
 
     device = resolve_device(backend)
@@ -119,5 +128,6 @@ def _prepare_now(spec: Workload, case: Case, backend: str) -> PreparedCase:
         state = jax.device_put(built.make_state(), device)
     # Outside the default-device context, like every later call: that context is part of jit's
     # cache key, so warming inside it would leave a compile for the first sample.
-    warm = measure(built.call, state, WARMUP, built.next_state, device)
+    warmup = TimingConfig(budget_s=0.0, min_samples=1, max_samples=1, warmup_calls=warmup_calls)
+    warm = measure(built.call, state, warmup, built.next_state, device)
     return PreparedCase(case, device, built, stats, gate, warm, state=warm.final_state)

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from jaxbench import env as env_mod
-from jaxbench.cases import BACKENDS, Case, resolve_device
+from jaxbench.cases import Case, check_backend, resolve_device
 from jaxbench.measure.cache import cache_settings
 from jaxbench.measure.harness import TimingConfig
 from jaxbench.prepared import prepare
@@ -51,7 +51,9 @@ def measure_case(case: Case, backend: str, timing: TimingConfig, run_id: str) ->
     except RuntimeError as exc:
         return Record(**base, status="skipped", error=str(exc), env=env_mod.collect())
     try:
-        prepared = prepare(case.workload, case.params, backend, keep=False)
+        prepared = prepare(
+            case.workload, case.params, backend, keep=False, warmup_calls=timing.warmup_calls
+        )
         m = prepared.steady_state(timing)
     except NotApplicable as exc:
         return Record(**base, status="skipped", error=str(exc), env=env_mod.collect(device))
@@ -135,8 +137,7 @@ def run(
         OSError: ``out_dir`` cannot be created or written (before any case runs).
     """
     timing = timing or TimingConfig()
-    if backend not in BACKENDS:
-        raise ValueError(f"unknown backend {backend!r}; choose from {', '.join(BACKENDS)}")
+    check_backend(backend)
     run_id = new_run_id()
     path = Path(out_dir) / f"{run_id}.jsonl"
     result = RunResult(path)
