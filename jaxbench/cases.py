@@ -7,16 +7,10 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from jaxbench.backends import BACKENDS, check_backend
 from jaxbench.workloads import WORKLOADS, get_workload
 
-BACKENDS = ("default", "cpu", "gpu", "cuda", "rocm", "tpu")
-
-
-def check_backend(backend: str) -> str:
-    """Return ``backend`` if it is one of :data:`BACKENDS`; else ``ValueError`` listing them."""
-    if backend not in BACKENDS:
-        raise ValueError(f"unknown backend {backend!r}; choose from {', '.join(BACKENDS)}")
-    return backend
+__all__ = ["BACKENDS", "Case", "check_backend", "resolve_device", "select_cases"]
 
 
 @dataclass(frozen=True)

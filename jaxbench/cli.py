@@ -6,25 +6,35 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
-from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
+from jaxbench import cluster_cli
 from jaxbench.cases import Case
+from jaxbench.cli_options import (
+    Budget,
+    Dtypes,
+    Full,
+    Ks,
+    MinSamples,
+    Optimizers,
+    Sizes,
+    Strategies,
+    Warmup,
+    Workloads,
+    Wrts,
+    console,
+    err_console,
+    fail,
+    selection,
+    timing_fields,
+    writable_folder,
+)
 from jaxbench.results import Record, read_records
 from jaxbench.tables import problems, records_table
 
 app = typer.Typer(
     add_completion=False, no_args_is_help=True, help="Honest timing of warmed JAX workloads."
 )
-console = Console()
-if not console.is_terminal:  # logs and CI: do not squeeze the table into 80 columns
-    console = Console(width=160)
-err_console = Console(stderr=True)
-
-
-def _fail(message: str, code: int = 2) -> typer.Exit:
-    err_console.print(f"[bold red]error:[/] {message}", highlight=False)
-    return typer.Exit(code)
 
 
 @app.command("list")
@@ -50,33 +60,21 @@ def list_workloads() -> None:
 
 @app.command("run")
 def run_cmd(
-    workload: Annotated[
-        list[str] | None, typer.Option("--workload", "-w", help="Workload(s); default all.")
-    ] = None,
-    size: Annotated[
-        list[str] | None, typer.Option("--size", "-s", help="Model size(s): see `list`.")
-    ] = None,
-    dtype: Annotated[
-        list[str] | None, typer.Option("--dtype", "-d", help="float32 and/or bfloat16.")
-    ] = None,
-    k: Annotated[list[int] | None, typer.Option("--k", "-k", help="Tangents (forward).")] = None,
-    strategy: Annotated[
-        list[str] | None, typer.Option("--strategy", help="Forward strategy(ies): see `list`.")
-    ] = None,
-    optimizer: Annotated[
-        list[str] | None, typer.Option("--optimizer", help="Train step: sgd and/or adam.")
-    ] = None,
-    wrt: Annotated[
-        list[str] | None, typer.Option("--wrt", help="Forward primal: input or params.")
-    ] = None,
+    workload: Workloads = None,
+    size: Sizes = None,
+    dtype: Dtypes = None,
+    k: Ks = None,
+    strategy: Strategies = None,
+    optimizer: Optimizers = None,
+    wrt: Wrts = None,
     backend: Annotated[
         str, typer.Option("--backend", "-b", help="default, cpu, gpu, cuda, rocm or tpu.")
     ] = "default",
-    full: Annotated[bool, typer.Option("--full", help="Full grid instead of quick.")] = False,
+    full: Full = False,
     out: Annotated[str, typer.Option("--out", "-o", help="Results folder.")] = "results",
-    budget: Annotated[float, typer.Option(help="Timed seconds per case.")] = 0.2,
-    min_samples: Annotated[int, typer.Option(help="Samples per case, at least.")] = 20,
-    warmup: Annotated[int, typer.Option(help="Warm-up calls per case.")] = 3,
+    budget: Budget = 0.2,
+    min_samples: MinSamples = 20,
+    warmup: Warmup = 3,
     compilation_cache: Annotated[
         str, typer.Option(help="Persistent compile cache: off, fresh, or a folder.")
     ] = "off",
@@ -86,31 +84,21 @@ def run_cmd(
     ] = None,
 ) -> None:
     """Run the selected cases and write one JSON Lines file of records; exit 1 if any failed."""
-    from jaxbench.cases import check_backend, select_cases
+    from jaxbench.cases import check_backend
     from jaxbench.measure import TimingConfig, configure_compilation_cache
     from jaxbench.runner import run
 
     try:
         check_backend(backend)
-        timing = TimingConfig(
-            budget_s=budget,
-            min_samples=min_samples,
-            max_samples=max(100_000, min_samples),
-            warmup_calls=warmup,
-        )
-        overrides = {
-            "size": size,
-            "dtype": dtype,
-            "k": k,
-            "strategy": strategy,
-            "optimizer": optimizer,
-            "wrt": wrt,
-        }
-        cases = select_cases(workload, quick=not full, overrides=overrides)
+        timing = TimingConfig(**timing_fields(budget, min_samples, warmup))
+        cases = selection(
+            workload, full, size=size, dtype=dtype, k=k, strategy=strategy,
+            optimizer=optimizer, wrt=wrt,
+        )  # fmt: skip
         configure_compilation_cache(compilation_cache, min_compile_time_s=cache_min_compile_time)
     except ValueError as exc:
-        raise _fail(str(exc)) from None
-    out_dir = _results_folder(out)
+        raise fail(str(exc)) from None
+    out_dir = writable_folder(out)
     _warn_gpu_sizes_on_cpu(cases, backend)
 
     with Progress(
@@ -143,30 +131,13 @@ def run_cmd(
         console.print(f"[yellow]{line}[/]", highlight=False)
     console.print(f"results: {result.path}", highlight=False)
     if result.interrupted:
-        raise _fail(
+        raise fail(
             f"interrupted after {len(result.records)} of {len(cases)} cases; "
             f"their records are in {result.path}",
             code=130,
         )
     if result.failed:
-        raise _fail(f"{len(result.failed)} of {len(result.records)} cases failed", code=1)
-
-
-def _results_folder(out: str) -> Path:
-    """Create and probe the results folder; exit 2 with one line if it cannot be written."""
-    if not out.strip():
-        raise _fail("results folder must be a path, got ''")
-    path = Path(out)
-    if path.exists() and not path.is_dir():
-        raise _fail(f"results folder {out!r} is a file, not a folder")
-    try:
-        path.mkdir(parents=True, exist_ok=True)
-        probe = path / ".jaxbench-write-test"
-        probe.touch()
-        probe.unlink()
-    except OSError as exc:
-        raise _fail(f"results folder {out!r} is not writable: {exc.strerror or exc}") from None
-    return path
+        raise fail(f"{len(result.failed)} of {len(result.records)} cases failed", code=1)
 
 
 def _warn_gpu_sizes_on_cpu(cases: list[Case], backend: str) -> None:
@@ -193,11 +164,14 @@ def show_cmd(files: Annotated[list[Path], typer.Argument(help="Result files (.js
         try:
             records = read_records(file)
         except (OSError, ResultsFormatError) as exc:
-            raise _fail(str(exc)) from None
+            raise fail(str(exc)) from None
         if not records:
             err_console.print(f"{file}: no records", highlight=False)
             continue
         console.print(records_table(records, title=str(file)))
+
+
+cluster_cli.register(app)
 
 
 def main() -> None:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import uuid
 import warnings
 from collections.abc import Iterable
 from pathlib import Path
@@ -124,6 +125,61 @@ class ResultsWriter:
         self.close()
 
 
+def write_record_file(path: str | os.PathLike[str], record: Record) -> Path:
+    """Write one record as its own JSON file, atomically: readers see all of it or nothing.
+
+    The record goes to a temporary file in the same folder, is ``fsync``-ed, then renamed over
+    ``path`` (``os.replace``, atomic on POSIX and on NFS for a rename within one folder); the
+    folder is ``fsync``-ed too. Many processes may write different files of one folder at once.
+
+    Returns:
+        ``path`` as a :class:`~pathlib.Path`.
+
+    Raises:
+        OSError: The folder cannot be created or written.
+    """
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.{uuid.uuid4().hex[:8]}.tmp")
+    try:
+        with open(tmp, "wb") as fh:
+            fh.write(record.model_dump_json().encode())
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+    finally:
+        tmp.unlink(missing_ok=True)
+    dir_fd = os.open(path.parent, os.O_RDONLY)
+    try:
+        os.fsync(dir_fd)
+    finally:
+        os.close(dir_fd)
+    return path
+
+
+def read_record_file(path: str | os.PathLike[str]) -> Record:
+    """Read a file written by :func:`write_record_file`.
+
+    Raises:
+        ResultsFormatError: The file is not one valid record of this schema (names the file).
+        OSError: The file cannot be read.
+    """
+    try:
+        return _parse_record(Path(path).read_bytes())
+    except (ValueError, ValidationError) as exc:
+        raise ResultsFormatError(f"{path}: {str(exc).splitlines()[0]}") from exc
+
+
+def _parse_record(data: bytes) -> Record:
+    raw = json.loads(data.decode("utf-8"))
+    if not isinstance(raw, dict):
+        raise ValueError("expected a JSON object")
+    version = raw.get("schema_version")
+    if version != SCHEMA_VERSION:
+        raise ValueError(f"schema_version {version!r} is not supported (expected {SCHEMA_VERSION})")
+    return Record.model_validate(raw)
+
+
 def read_records(
     path: str | os.PathLike[str], errors: Literal["raise", "warn"] = "raise"
 ) -> list[Record]:
@@ -146,15 +202,7 @@ def read_records(
             if not line.strip():
                 continue
             try:
-                raw = json.loads(line.decode("utf-8"))
-                if not isinstance(raw, dict):
-                    raise ValueError("expected a JSON object")
-                version = raw.get("schema_version")
-                if version != SCHEMA_VERSION:
-                    raise ValueError(
-                        f"schema_version {version!r} is not supported (expected {SCHEMA_VERSION})"
-                    )
-                out.append(Record.model_validate(raw))
+                out.append(_parse_record(line))
             except (ValueError, ValidationError) as exc:  # UnicodeDecodeError is a ValueError
                 reason = str(exc).splitlines()[0]
                 err = ResultsFormatError(f"{path}:{lineno}: {reason}")

@@ -1,0 +1,83 @@
+"""What ``jaxbench run`` and ``jaxbench submit`` share: consoles, selection and timing options."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.console import Console
+
+console = Console()
+if not console.is_terminal:  # logs and CI: do not squeeze the table into 80 columns
+    console = Console(width=160)
+err_console = Console(stderr=True)
+
+
+def fail(message: str, code: int = 2) -> typer.Exit:
+    """Print ``error: message`` on stderr; return the ``typer.Exit`` to raise."""
+    err_console.print(f"[bold red]error:[/] {message}", highlight=False)
+    return typer.Exit(code)
+
+
+Workloads = Annotated[
+    list[str] | None, typer.Option("--workload", "-w", help="Workload(s); default all.")
+]
+Sizes = Annotated[list[str] | None, typer.Option("--size", "-s", help="Model size(s): see `list`.")]
+Dtypes = Annotated[list[str] | None, typer.Option("--dtype", "-d", help="float32 and/or bfloat16.")]
+Ks = Annotated[list[int] | None, typer.Option("--k", "-k", help="Tangents (forward).")]
+Strategies = Annotated[
+    list[str] | None, typer.Option("--strategy", help="Forward strategy(ies): see `list`.")
+]
+Optimizers = Annotated[
+    list[str] | None, typer.Option("--optimizer", help="Train step: sgd and/or adam.")
+]
+Wrts = Annotated[list[str] | None, typer.Option("--wrt", help="Forward primal: input or params.")]
+Full = Annotated[bool, typer.Option("--full", help="Full grid instead of quick.")]
+Budget = Annotated[float, typer.Option(help="Timed seconds per case.")]
+MinSamples = Annotated[int, typer.Option(help="Samples per case, at least.")]
+Warmup = Annotated[int, typer.Option(help="Warm-up calls per case.")]
+
+
+def selection(
+    workload: list[str] | None,
+    full: bool,
+    **overrides: list | None,
+) -> list:
+    """The selected :class:`jaxbench.cases.Case` list (quick grid unless ``full``).
+
+    Raises:
+        ValueError: Unknown workload, parameter or value (from :func:`select_cases`).
+    """
+    from jaxbench.cases import select_cases
+
+    return select_cases(workload, quick=not full, overrides=overrides)
+
+
+def timing_fields(budget: float, min_samples: int, warmup: int) -> dict:
+    """:class:`jaxbench.measure.TimingConfig` fields, validated.
+
+    Raises:
+        ValueError: A value out of range (named in the message).
+    """
+    from dataclasses import asdict
+
+    from jaxbench.measure import TimingConfig
+
+    timing = TimingConfig(
+        budget_s=budget,
+        min_samples=min_samples,
+        max_samples=max(100_000, min_samples),
+        warmup_calls=warmup,
+    )
+    return asdict(timing)
+
+
+def writable_folder(out: str) -> Path:
+    """Create and probe a results folder; exit 2 with one line if it cannot be written."""
+    from jaxbench.folders import ensure_writable
+
+    try:
+        return ensure_writable(out)
+    except ValueError as exc:
+        raise fail(str(exc)) from None

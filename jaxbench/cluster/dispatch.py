@@ -1,0 +1,346 @@
+"""Submit a sweep as submitit job arrays, resume it, follow it, and collect its records.
+
+A task's outcome is judged from submitit's ``job.exception()`` (the result the task itself
+pickled, or the scheduler's reason it has none), never from the scheduler state alone: a local
+job that was killed at its time limit can read ``FINISHED``.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import submitit
+
+from jaxbench.backends import JAX_PLATFORMS
+from jaxbench.cluster import preflight, pyenvs
+from jaxbench.cluster.executors import is_requeueable, make_executor, time_limit_min
+from jaxbench.cluster.profile import Profile
+from jaxbench.cluster.sweep import (
+    CaseSpec,
+    Submission,
+    Sweep,
+    SweepManifest,
+    TaskSpec,
+    new_sweep_id,
+    shard,
+    utc_now,
+)
+from jaxbench.cluster.worker import RequeueableShardTask, ShardTask
+
+ACTIVE = ("pending", "running")
+
+
+@dataclass
+class SweepRequest:
+    """What ``jaxbench submit`` was asked for.
+
+    Attributes:
+        profile: The cluster profile.
+        cases: The selected cases.
+        timing: :class:`jaxbench.measure.TimingConfig` fields.
+        jax_versions: JAX versions, each in its own environment; empty for the profile's own.
+        cases_per_task: Shard size; ``None`` takes the profile's.
+        time_limit_min: Time limit per task; ``None`` derives it from the shard.
+        sweeps_dir: Folder for the sweep; ``None`` takes the profile's.
+    """
+
+    profile: Profile
+    cases: list[CaseSpec]
+    timing: dict[str, Any]
+    jax_versions: list[str]
+    cases_per_task: int | None = None
+    time_limit_min: int | None = None
+    sweeps_dir: Path | None = None
+
+
+def worker_env(profile: Profile) -> dict[str, str]:
+    """Variables the worker sets before importing JAX: the profile's, plus ``JAX_PLATFORMS``."""
+    env = dict(profile.worker.env)
+    platforms = JAX_PLATFORMS.get(profile.worker.backend)
+    if platforms and "JAX_PLATFORMS" not in env:
+        env["JAX_PLATFORMS"] = platforms
+    return env
+
+
+def plan(request: SweepRequest) -> tuple[Sweep, SweepManifest]:
+    """Shard the cases into tasks, one array per JAX version, and run every check.
+
+    Nothing is written or submitted (except the probe of the results folder).
+
+    Raises:
+        preflight.PreflightError: A check failed (folder, partition, GPUs, time, interpreter).
+        ValueError: A requested JAX version is not on the package index, or no cases.
+        pyenvs.PyEnvError: The index or the base interpreter cannot be asked.
+    """
+    profile = request.profile
+    if not request.cases:
+        raise ValueError("the selection has no cases")
+    sweeps_dir = Path(request.sweeps_dir or profile.sweeps_dir).absolute()
+    per_task = request.cases_per_task
+    if per_task is None:
+        per_task = profile.worker.cases_per_task
+    env_root = Path(profile.environment.env_root or sweeps_dir / "envs").absolute()
+    base = pyenvs.base_python(profile.environment.base_python)
+    tasks: list[TaskSpec] = []
+    for version in request.jax_versions or [None]:
+        if version is None:
+            python = sys.executable if profile.environment.python == "current" else None
+            python = python or profile.environment.python
+        else:
+            folder = pyenvs.env_dir(
+                env_root, version, profile.environment.jax_extra, pyenvs.python_tag(base)
+            )
+            python = str(pyenvs.env_python(folder))
+        shards = shard(request.cases, per_task)
+        if request.time_limit_min is not None and request.time_limit_min < 1:
+            raise ValueError(f"--time-limit must be >= 1 minute, got {request.time_limit_min}")
+        limit = request.time_limit_min or max(
+            time_limit_min(s, request.timing, profile.worker.startup_s) for s in shards
+        )
+        if limit > profile.max_time_min:
+            raise preflight.PreflightError(
+                f"a task needs a {limit} min time limit, over the profile's max_time_min "
+                f"({profile.max_time_min}): use fewer --cases-per-task"
+            )
+        for cases in shards:
+            tasks.append(
+                TaskSpec(
+                    index=len(tasks),
+                    jax=version,
+                    python=python,
+                    cases=cases,
+                    time_limit_min=limit,
+                    requeueable=is_requeueable(limit),
+                )
+            )
+    preflight.check_writable(sweeps_dir)
+    if profile.executor == "slurm":
+        preflight.check_slurm(profile, max(t.time_limit_min for t in tasks))
+    if not request.jax_versions:
+        preflight.check_python(tasks[0].python)
+    else:
+        pyenvs.check_versions(base, request.jax_versions)
+    sweep_id = new_sweep_id()
+    manifest = SweepManifest(
+        sweep_id=sweep_id,
+        created_at=utc_now(),
+        profile_path=profile.path,
+        profile=profile.model_dump(),
+        backend=profile.worker.backend,
+        timing=request.timing,
+        worker_env=worker_env(profile),
+        env_root=str(env_root),
+        tasks=tasks,
+    )
+    return Sweep(sweeps_dir / sweep_id), manifest
+
+
+def submit(
+    sweep: Sweep,
+    manifest: SweepManifest,
+    only: dict[int, list[CaseSpec]] | None = None,
+    on_progress: Callable[[str], None] = lambda _: None,
+) -> Submission:
+    """Build missing ``--jax`` environments, then submit one job array per JAX version.
+
+    Args:
+        sweep: The sweep folder (created here).
+        manifest: From :func:`plan` (or loaded, for a resume); saved before and after.
+        only: Task index -> cases to run (a resume); ``None`` runs every task whole.
+        on_progress: Called with one line per step (environment built, array submitted).
+
+    Returns:
+        The submission, also appended to the manifest.
+
+    Raises:
+        pyenvs.PyEnvError: An environment could not be built (nothing was submitted).
+        submitit.core.utils.FailedSubmissionError: ``sbatch`` refused a job.
+    """
+    profile = Profile.model_validate(manifest.profile)
+    sweep.save(manifest)
+    sweep.records_dir.mkdir(parents=True, exist_ok=True)
+    todo = [t for t in manifest.tasks if only is None or t.index in only]
+    versions = list(dict.fromkeys(t.jax for t in todo))
+    base = pyenvs.base_python(profile.environment.base_python)
+    for version in versions:
+        if version is not None:
+            on_progress(f"environment for jax {version} in {manifest.env_root}")
+            pyenvs.ensure_env(Path(manifest.env_root), version, base, profile.environment.jax_extra)
+    job_ids: dict[int, str] = {}
+    for version in versions:
+        group = [t for t in todo if t.jax == version]
+        executor = make_executor(
+            profile,
+            sweep.submitit_dir / "%j",
+            python=group[0].python,
+            limit_min=group[0].time_limit_min,
+            job_name=f"jaxbench-{manifest.sweep_id[-8:]}",
+        )
+        with executor.batch():
+            jobs = [executor.submit(_shard_task(sweep, manifest, t, only)) for t in group]
+        for task, job in zip(group, jobs, strict=True):
+            job_ids[task.index] = job.job_id
+        on_progress(f"jax {version or 'of the profile'}: {len(group)} task(s), jobs {_ids(jobs)}")
+    submission = Submission(submitted_at=utc_now(), executor=profile.executor, job_ids=job_ids)
+    manifest.submissions.append(submission)
+    sweep.save(manifest)
+    return submission
+
+
+def _shard_task(
+    sweep: Sweep, manifest: SweepManifest, task: TaskSpec, only: dict[int, list[CaseSpec]] | None
+) -> ShardTask:
+    cls = RequeueableShardTask if task.requeueable else ShardTask
+    return cls(
+        sweep_dir=str(sweep.root),
+        task_index=task.index,
+        cases=list(only[task.index]) if only is not None else list(task.cases),
+        jax_version=task.jax,
+        backend=manifest.backend,
+        timing=dict(manifest.timing),
+        env=dict(manifest.worker_env),
+    )
+
+
+def _ids(jobs: list[submitit.Job[Any]]) -> str:
+    ids = [j.job_id for j in jobs]
+    return ids[0] if len(ids) == 1 else f"{ids[0]} .. {ids[-1]}"
+
+
+@dataclass
+class TaskStatus:
+    """Where one task stands.
+
+    Attributes:
+        task: The task.
+        job_id: Its latest job (``None``: never submitted).
+        state: ``pending``, ``running``, ``completed``, ``failed``, ``timed out``,
+            ``cancelled``, ``lost`` (ended without a result) or ``not submitted``.
+        detail: First line of the job's error, if any.
+        ok: Cases with an ``ok`` record.
+        other: Cases with a record of another status.
+        missing: Cases without a record.
+    """
+
+    task: TaskSpec
+    job_id: str | None
+    state: str
+    detail: str
+    ok: int
+    other: int
+    missing: int
+
+
+def status(sweep: Sweep, manifest: SweepManifest) -> list[TaskStatus]:
+    """The state of every task of the sweep, and its records so far."""
+    jobs = manifest.latest_jobs()
+    out = []
+    for task in manifest.tasks:
+        records = [sweep.read_record(c, task.jax) for c in task.cases]
+        ok = sum(1 for r in records if r is not None and r.status == "ok")
+        missing = sum(1 for r in records if r is None)
+        job_id = jobs.get(task.index)
+        state, detail = ("not submitted", "")
+        if job_id is not None:
+            state, detail = _job_state(sweep, manifest.executor, job_id)
+        other = len(records) - ok - missing
+        out.append(TaskStatus(task, job_id, state, detail, ok, other, missing))
+    return out
+
+
+class _SweepSlurmJob(submitit.SlurmJob):  # type: ignore[type-arg]
+    """A ``SlurmJob`` that waits 3 s, not 15 s, for a result file the task never wrote."""
+
+    _results_timeout_s = 3
+
+
+def _job_state(sweep: Sweep, executor: str, job_id: str) -> tuple[str, str]:
+    folder = sweep.submitit_dir / "%j"
+    if executor == "local":
+        job: submitit.Job[Any] = submitit.LocalJob(folder, job_id)
+        if not job.paths.result_pickle.exists():
+            return ("running", "") if _pid_running(int(job_id)) else ("lost", "no result file")
+    else:
+        job = _SweepSlurmJob(folder, job_id)
+        if not job.done(force_check=True):
+            return ("pending" if job.state.upper() == "PENDING" else "running"), job.state
+    error = job.exception()
+    if error is None:
+        return "completed", ""
+    return _classify(str(error)), _first_line(str(error))
+
+
+def _classify(message: str) -> str:
+    if "timed-out" in message or "TIMEOUT" in message:
+        return "timed out"
+    if "CANCELLED" in message:
+        return "cancelled"
+    return "failed"
+
+
+def _first_line(message: str) -> str:
+    lines = [ln.strip() for ln in message.splitlines() if ln.strip() and set(ln.strip()) != {"-"}]
+    interesting = [ln for ln in lines if "Error" in ln or "timed-out" in ln or "state:" in ln]
+    return (interesting or lines or [""])[-1][:200]
+
+
+def _pid_running(pid: int) -> bool:
+    try:
+        reaped, _ = os.waitpid(pid, os.WNOHANG)
+        if reaped:
+            return False
+    except ChildProcessError:
+        pass
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().split(")")[-1].split()[0] != "Z"
+    except OSError:
+        return True
+
+
+def resume(sweep: Sweep, on_progress: Callable[[str], None] = lambda _: None) -> Submission | None:
+    """Submit again only the cases without an ``ok`` record; ``None`` if none are left.
+
+    Raises:
+        preflight.PreflightError: A task of the sweep is still pending or running (its cases
+            would run twice).
+    """
+    manifest = sweep.load()
+    busy = [s for s in status(sweep, manifest) if s.state in ACTIVE]
+    if busy:
+        names = ", ".join(f"task {s.task.index} (job {s.job_id}, {s.state})" for s in busy)
+        raise preflight.PreflightError(
+            f"{names} still active: wait for it or scancel it, then resume"
+        )
+    only = {t.index: sweep.missing_cases(t) for t in manifest.tasks}
+    only = {i: cases for i, cases in only.items() if cases}
+    if not only:
+        return None
+    return submit(sweep, manifest, only=only, on_progress=on_progress)
+
+
+def wait(sweep: Sweep, poll_s: float = 5.0, timeout_s: float | None = None) -> list[TaskStatus]:
+    """Poll :func:`status` until no task is pending or running.
+
+    Raises:
+        TimeoutError: ``timeout_s`` passed first.
+    """
+    start = time.monotonic()
+    while True:
+        states = status(sweep, sweep.load())
+        if not any(s.state in ACTIVE for s in states):
+            return states
+        if timeout_s is not None and time.monotonic() - start > timeout_s:
+            raise TimeoutError(f"sweep {sweep.root.name} still running after {timeout_s:.0f} s")
+        time.sleep(poll_s)

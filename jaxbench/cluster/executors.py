@@ -1,0 +1,156 @@
+"""submitit executors from a profile; task time limits; the sbatch script a submission makes.
+
+Time limits come from the shard's expected duration (worker start-up plus, per case, a set-up
+estimate by model size and the timing budget), doubled, plus two minutes, and never under three
+minutes: submitit asks Slurm to signal a task ``signal_delay_s`` (90 s) before its limit, and
+Slurm may signal up to 60 s early (``man sbatch``, ``--signal``).
+"""
+
+from __future__ import annotations
+
+import math
+import shlex
+from pathlib import Path
+from typing import Any
+
+import submitit
+
+from jaxbench.cluster.profile import Profile
+from jaxbench.cluster.sweep import CaseSpec
+
+SETUP_S_BY_SIZE = {"tiny": 5.0, "small": 5.0, "medium": 20.0, "large": 60.0, "xl": 180.0}
+"""Expected seconds to build, compile, gate and warm up one case, by size (measured on the CPU
+for tiny to medium, see docs/performance.md; guessed for the GPU sizes)."""
+UNKNOWN_SIZE_SETUP_S = 60.0
+MARGIN = 2.0
+MARGIN_MIN = 2
+FLOOR_MIN = 3
+REQUEUE_MIN_TIME_MIN = 10
+"""submitit counts a signal as a time-out, not a pre-emption, once a task has run
+``min(0.8 T, T - 10 min)`` of its limit ``T`` (``submitit/core/job_environment.py``,
+``SignalHandler.has_timed_out``); for ``T <= 10`` min that is from the start, so such tasks
+cannot tell a pre-emption from a time-out and are not made requeueable."""
+
+
+def expected_case_s(case: CaseSpec, timing: dict[str, Any]) -> float:
+    """Seconds one case is expected to take: set-up by size plus the timing budget."""
+    setup = SETUP_S_BY_SIZE.get(str(case.params.get("size")), UNKNOWN_SIZE_SETUP_S)
+    return setup + float(timing.get("budget_s", 1.0))
+
+
+def time_limit_min(cases: list[CaseSpec], timing: dict[str, Any], startup_s: float) -> int:
+    """Time limit for a shard, whole minutes: ``2 x expected + 2``, at least 3."""
+    expected_s = startup_s + sum(expected_case_s(c, timing) for c in cases)
+    return max(FLOOR_MIN, math.ceil(expected_s * MARGIN / 60) + MARGIN_MIN)
+
+
+def is_requeueable(limit_min: int) -> bool:
+    """Whether a task with this time limit may be requeued (see :data:`REQUEUE_MIN_TIME_MIN`)."""
+    return limit_min > REQUEUE_MIN_TIME_MIN
+
+
+def slurm_parameters(profile: Profile, limit_min: int, job_name: str) -> dict[str, Any]:
+    """``SlurmExecutor.update_parameters`` arguments for one array of a profile.
+
+    Raises:
+        ValueError: The profile has no ``[slurm]`` table.
+    """
+    s = profile.slurm
+    if s is None:
+        raise ValueError(f"profile {profile.name!r} has no [slurm] table")
+    params: dict[str, Any] = {
+        "job_name": job_name,
+        "partition": s.partition,
+        "time": limit_min,
+        "nodes": s.nodes,
+        "ntasks_per_node": 1,
+        "cpus_per_task": s.cpus_per_task,
+        "signal_delay_s": s.signal_delay_s,
+        "array_parallelism": s.array_parallelism,
+    }
+    optional = {
+        "gpus_per_node": s.gpus_per_node or None,
+        "gres": s.gres,
+        "mem": _sbatch_mem(s.mem_gb),
+        "exclusive": True if s.exclusive else None,
+        "account": s.account,
+        "qos": s.qos,
+        "constraint": s.constraint,
+        "setup": list(profile.environment.setup) or None,
+        "srun_args": list(s.srun_args) or None,
+        "additional_parameters": dict(s.sbatch_args) or None,
+    }
+    params.update({k: v for k, v in optional.items() if v is not None})
+    return params
+
+
+def _sbatch_mem(mem_gb: float | None) -> str | None:
+    """``--mem`` value: whole gigabytes as ``NGB``, else megabytes (``man sbatch``)."""
+    if mem_gb is None:
+        return None
+    return f"{int(mem_gb)}GB" if mem_gb == int(mem_gb) else f"{round(mem_gb * 1024)}MB"
+
+
+def make_executor(
+    profile: Profile, folder: Path, python: str, limit_min: int, job_name: str
+) -> submitit.Executor:
+    """The submitit executor for one array: Slurm or local, per the profile.
+
+    Args:
+        profile: The cluster profile.
+        folder: submitit's folder (``<sweep>/submitit/%j``).
+        python: Interpreter command for the job (submitit's ``python``).
+        limit_min: Time limit, minutes.
+        job_name: Slurm job name.
+
+    Raises:
+        RuntimeError: ``executor = "slurm"`` but ``srun`` is not on ``PATH`` (from submitit).
+    """
+    max_timeouts = 0
+    if is_requeueable(limit_min) and profile.slurm is not None:
+        max_timeouts = profile.slurm.max_num_timeout
+    if profile.executor == "local":
+        local = profile.local
+        assert local is not None
+        executor: submitit.Executor = submitit.LocalExecutor(
+            folder, max_num_timeout=max_timeouts, python=python
+        )
+        executor.update_parameters(
+            timeout_min=limit_min,
+            gpus_per_node=local.gpus_per_node,
+            visible_gpus=tuple(local.visible_gpus),
+            setup=list(profile.environment.setup),
+        )
+        return executor
+    executor = submitit.SlurmExecutor(folder, max_num_timeout=max_timeouts, python=python)
+    executor.update_parameters(**slurm_parameters(profile, limit_min, job_name))
+    return executor
+
+
+class _PreviewSlurmExecutor(submitit.SlurmExecutor):
+    """A ``SlurmExecutor`` that builds scripts where there is no ``srun``; never submits."""
+
+    @classmethod
+    def affinity(cls) -> int:
+        return 1
+
+
+def sbatch_script(
+    profile: Profile, folder: Path, python: str, n_tasks: int, limit_min: int, job_name: str
+) -> str:
+    """The sbatch script submitit writes for an array of ``n_tasks`` tasks of this profile.
+
+    Built by submitit's own code (``SlurmExecutor._make_submission_file_text``) with the same
+    parameters as :func:`make_executor`, so it shows what a submission sends; it works where
+    Slurm is absent (``jaxbench submit --dry-run``, the golden-file test).
+    """
+    executor = _PreviewSlurmExecutor(folder, python=python)
+    executor.update_parameters(**slurm_parameters(profile, limit_min, job_name))
+    if n_tasks > 1:
+        executor.parameters["map_count"] = n_tasks
+    return executor._make_submission_file_text(executor._submitit_command_str, uid="preview")
+
+
+def python_command(python: str) -> str:
+    """A shell-quoted interpreter path for submitit's ``python`` parameter."""
+    return shlex.quote(python)

@@ -1,0 +1,140 @@
+"""Checks made before anything is submitted: each failure is one clear :class:`PreflightError`.
+
+Slurm facts come from ``sinfo`` (partitions, GRES per node, time limits), so a profile asking for
+a partition the cluster lacks, more GPUs than its nodes have, or more time than it allows fails
+here and not as a job that pends forever.
+"""
+
+from __future__ import annotations
+
+import re
+import shutil
+import subprocess
+from dataclasses import dataclass
+from pathlib import Path
+
+from jaxbench.cluster.profile import Profile
+from jaxbench.folders import ensure_writable
+
+
+class PreflightError(ValueError):
+    """The sweep cannot be submitted as asked; nothing was submitted."""
+
+
+@dataclass(frozen=True)
+class Partition:
+    """What ``sinfo`` says of one partition.
+
+    Attributes:
+        name: Partition name.
+        max_gpus_per_node: Most GPUs on one of its nodes (0: none).
+        time_limit_min: Its time limit in minutes, ``None`` for unlimited.
+    """
+
+    name: str
+    max_gpus_per_node: int
+    time_limit_min: int | None
+
+
+def parse_gpu_count(gres: str) -> int:
+    """GPUs in a GRES string such as ``gpu:2``, ``gpu:h100:8(S:0-1)`` or ``(null)``."""
+    return sum(int(n) for n in re.findall(r"\bgpu(?::[A-Za-z0-9_.-]+)?:(\d+)", gres))
+
+
+def parse_time_limit(text: str) -> int | None:
+    """Minutes in a Slurm time (``[D-]HH:MM:SS``, ``MM:SS``, ``MM``); ``None`` if unlimited.
+
+    Raises:
+        ValueError: Not a Slurm time.
+    """
+    text = text.strip()
+    if text.lower() in ("infinite", "unlimited", "n/a"):
+        return None
+    days, _, clock = text.rpartition("-")
+    fields = [int(f) for f in clock.split(":")]
+    if not 1 <= len(fields) <= 3:
+        raise ValueError(f"not a Slurm time: {text!r}")
+    if len(fields) == 1:
+        hours, minutes, seconds = 0, fields[0], 0
+    elif len(fields) == 2:
+        hours, minutes, seconds = 0, fields[0], fields[1]
+    else:
+        hours, minutes, seconds = fields
+    total_min = int(days or 0) * 1440 + hours * 60 + minutes + (1 if seconds else 0)
+    return total_min
+
+
+def slurm_partitions() -> dict[str, Partition]:
+    """Partitions of the cluster this machine submits to.
+
+    Raises:
+        PreflightError: ``sinfo`` is missing or fails.
+    """
+    if shutil.which("sinfo") is None or shutil.which("sbatch") is None:
+        raise PreflightError(
+            "sinfo/sbatch not found on PATH: this machine is not a Slurm login node "
+            "(use --profile local to run here)"
+        )
+    proc = subprocess.run(
+        ["sinfo", "--noheader", "--format=%R|%G|%l"], capture_output=True, text=True, timeout=60
+    )
+    if proc.returncode != 0:
+        raise PreflightError(f"sinfo failed: {proc.stderr.strip()}")
+    gpus: dict[str, int] = {}
+    limits: dict[str, int | None] = {}
+    for line in proc.stdout.splitlines():
+        name, gres, limit = [*line.split("|"), "", ""][:3]
+        gpus[name] = max(gpus.get(name, 0), parse_gpu_count(gres))
+        limits[name] = parse_time_limit(limit) if limit else None
+    return {n: Partition(n, gpus[n], limits[n]) for n in gpus}
+
+
+def check_slurm(profile: Profile, limit_min: int) -> Partition:
+    """The profile's partition exists and can hold one task of this profile.
+
+    Raises:
+        PreflightError: Unknown partition, too many GPUs, or a time limit over the partition's.
+    """
+    s = profile.slurm
+    assert s is not None
+    partitions = slurm_partitions()
+    part = partitions.get(s.partition)
+    if part is None:
+        raise PreflightError(
+            f"profile {profile.name!r}: partition {s.partition!r} does not exist "
+            f"(sinfo lists: {', '.join(sorted(partitions)) or 'none'})"
+        )
+    asked = s.gpus_per_node or (parse_gpu_count(s.gres) if s.gres else 0)
+    if asked > part.max_gpus_per_node:
+        raise PreflightError(
+            f"profile {profile.name!r} asks for {asked} GPU(s) per node, but partition "
+            f"{part.name!r} has at most {part.max_gpus_per_node} per node"
+        )
+    if part.time_limit_min is not None and limit_min > part.time_limit_min:
+        raise PreflightError(
+            f"a task needs a {limit_min} min time limit, over partition {part.name!r}'s "
+            f"{part.time_limit_min} min: use fewer --cases-per-task"
+        )
+    return part
+
+
+def check_writable(folder: Path) -> Path:
+    """The results folder can be created and written (see :func:`ensure_writable`).
+
+    Raises:
+        PreflightError: It cannot.
+    """
+    try:
+        return ensure_writable(folder)
+    except ValueError as exc:
+        raise PreflightError(str(exc)) from None
+
+
+def check_python(python: str) -> None:
+    """The interpreter exists (a path) or is on ``PATH`` (a name).
+
+    Raises:
+        PreflightError: It does not.
+    """
+    if shutil.which(python) is None and not Path(python).is_file():
+        raise PreflightError(f"environment.python {python!r} is not an interpreter here")

@@ -1,0 +1,132 @@
+"""One Python environment per requested JAX version, built once on the shared filesystem.
+
+``jaxbench submit --jax 0.11.2,0.12.0.1`` runs each version's tasks with the interpreter of
+``<env_root>/jax-<version>[-<extra>]-py<X.Y>/``: a ``venv`` with this checkout installed in
+editable mode (so every version runs the same jaxbench code) plus ``jax==<version>`` and
+``jaxlib==<version>``. An environment is complete once its ``jaxbench-env.json`` exists; a build
+cut short is wiped and redone; concurrent builders of one environment wait on a lock file.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import json
+import re
+import shutil
+import subprocess
+import sys
+from collections.abc import Iterable
+from pathlib import Path
+
+from jaxbench.cluster.profile import REPO_ROOT
+
+MARKER = "jaxbench-env.json"
+
+
+class PyEnvError(RuntimeError):
+    """An environment could not be built; the message has pip's last lines."""
+
+
+def base_python(configured: str | None) -> str:
+    """The interpreter environments are made from: ``configured``, else the base of this one."""
+    return configured or getattr(sys, "_base_executable", None) or sys.executable
+
+
+def python_tag(python: str) -> str:
+    """``X.Y`` of an interpreter (``3.12``).
+
+    Raises:
+        PyEnvError: It cannot be run.
+    """
+    out = _run([python, "-c", "import sys; print('%d.%d' % sys.version_info[:2])"], "python")
+    return out.strip()
+
+
+def env_dir(env_root: Path, jax_version: str, extra: str | None, py_tag: str) -> Path:
+    """Folder of the environment for one JAX version."""
+    suffix = f"-{extra}" if extra else ""
+    return env_root / f"jax-{jax_version}{suffix}-py{py_tag}"
+
+
+def env_python(folder: Path) -> Path:
+    """The interpreter inside an environment folder."""
+    return folder / "bin" / "python"
+
+
+def index_versions(python: str, package: str) -> list[str]:
+    """Versions of ``package`` the package index offers for ``python`` (``pip index versions``).
+
+    Raises:
+        PyEnvError: pip failed (no index reachable) or its output had no version list.
+    """
+    out = _run(
+        [python, "-m", "pip", "index", "versions", package, "--disable-pip-version-check"],
+        f"pip index versions {package}",
+    )
+    match = re.search(r"Available versions:\s*(.+)", out)
+    if not match:
+        raise PyEnvError(f"pip index versions {package}: no version list in {out!r}")
+    return [v.strip() for v in match.group(1).split(",") if v.strip()]
+
+
+def check_versions(python: str, versions: Iterable[str]) -> None:
+    """Fail unless the index has every requested version of both ``jax`` and ``jaxlib``.
+
+    Raises:
+        ValueError: A version is missing; the message names it and the newest ones offered.
+        PyEnvError: The index cannot be asked.
+    """
+    versions = list(versions)
+    for package in ("jax", "jaxlib"):
+        offered = index_versions(python, package)
+        missing = [v for v in versions if v not in offered]
+        if missing:
+            raise ValueError(
+                f"--jax: {package} {', '.join(missing)} is not on the package index for "
+                f"{python} (newest offered: {', '.join(offered[:5])})"
+            )
+
+
+def ensure_env(env_root: Path, jax_version: str, python: str, extra: str | None = None) -> Path:
+    """Build (once) the environment for ``jax_version``; returns its interpreter.
+
+    Raises:
+        PyEnvError: ``venv`` or ``pip install`` failed, or the environment imports a
+            different JAX version than asked.
+    """
+    folder = env_dir(env_root, jax_version, extra, python_tag(python))
+    folder.parent.mkdir(parents=True, exist_ok=True)
+    lock_path = folder.parent / f".{folder.name}.lock"
+    with open(lock_path, "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if (folder / MARKER).is_file():
+            return env_python(folder)
+        shutil.rmtree(folder, ignore_errors=True)
+        _run([python, "-m", "venv", str(folder)], "python -m venv")
+        jax_req = f"jax[{extra}]=={jax_version}" if extra else f"jax=={jax_version}"
+        _run(
+            [str(env_python(folder)), "-m", "pip", "install", "--quiet",
+             "--disable-pip-version-check", "-e", str(REPO_ROOT), jax_req,
+             f"jaxlib=={jax_version}"],
+            f"pip install {jax_req}",
+        )  # fmt: skip
+        imported = _run(
+            [str(env_python(folder)), "-c", "import jax; print(jax.__version__)"], "import jax"
+        ).strip()
+        if imported != jax_version:
+            raise PyEnvError(f"{folder}: imports jax {imported}, not {jax_version}")
+        (folder / MARKER).write_text(
+            json.dumps({"jax": jax_version, "extra": extra, "base_python": python}, indent=2)
+        )
+    return env_python(folder)
+
+
+def _run(cmd: list[str], what: str) -> str:
+    try:
+        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=1800)
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        raise PyEnvError(f"{what}: {exc}") from None
+    if proc.returncode != 0:
+        tail = "\n".join((proc.stderr or proc.stdout).strip().splitlines()[-8:])
+        raise PyEnvError(f"{what} failed (exit {proc.returncode}):\n{tail}")
+    return proc.stdout

@@ -1,0 +1,140 @@
+"""What runs on a node: set the environment, then time a shard, one record file per case.
+
+submitit pickles a :class:`ShardTask` and unpickles it in the job's Python, which imports this
+module; neither imports JAX. :meth:`ShardTask.__call__` sets the variables JAX reads at start-up
+(``XLA_FLAGS``, allocator settings, ``JAX_PLATFORMS``, ...) and only then imports the runner,
+and with it JAX. Each finished case's record is written atomically into the sweep's ``records/``
+at once, so a task that is killed, cancelled or timed out keeps every case it finished.
+
+When the scheduler signals the end of the time limit (or a pre-emption), the case being timed is
+abandoned, not recorded, and submitit decides what follows: a requeue of a
+:class:`RequeueableShardTask` (which skips the cases that already have an ``ok`` record), or
+the end of the task with submitit's "timed-out" error.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from jaxbench.cluster.sweep import CaseSpec, Sweep
+
+
+class JaxImportedTooEarly(RuntimeError):
+    """JAX was already imported when the worker started, so its environment would be ignored."""
+
+
+class _Signalled(BaseException):
+    """Raised from the scheduler's signal handler; a ``BaseException`` so no case catches it."""
+
+    def __init__(self, signum: int):
+        super().__init__(signum)
+        self.signum = signum
+
+
+@dataclass
+class ShardTask:
+    """A picklable shard of a sweep, run as one array task.
+
+    Attributes:
+        sweep_dir: The sweep folder (on a filesystem the nodes share).
+        task_index: The task's number in the manifest.
+        cases: The cases to run, in order.
+        jax_version: JAX version the task's Python is meant to have (``None``: any); the
+            records carry the version actually imported.
+        backend: Backend name (see :data:`jaxbench.backends.BACKENDS`).
+        timing: :class:`jaxbench.measure.TimingConfig` fields.
+        env: Variables set before JAX is imported.
+    """
+
+    sweep_dir: str
+    task_index: int
+    cases: list[CaseSpec]
+    jax_version: str | None
+    backend: str
+    timing: dict[str, Any]
+    env: dict[str, str] = field(default_factory=dict)
+
+    def __call__(self) -> dict[str, Any]:
+        """Run the shard; returns a summary: task, host, JAX version, status per case.
+
+        Raises:
+            JaxImportedTooEarly: JAX was imported before ``env`` could be set.
+            submitit.core.utils.UncompletedJobError: The task was signalled for its time limit
+                and is not requeued (raised by submitit's handler).
+        """
+        if self.env and "jax" in sys.modules:
+            raise JaxImportedTooEarly(
+                f"jax was imported before the worker set {', '.join(sorted(self.env))}; they "
+                "would be ignored. Do not import jax in the job's setup or sitecustomize."
+            )
+        os.environ.update(self.env)
+        usr_sig = getattr(signal, "SIG" + os.environ.get("SUBMITIT_PREEMPT_SIGNAL", "USR2"))
+        submitit_handler = signal.getsignal(usr_sig)
+        signal.signal(usr_sig, _raise_signalled)
+        try:
+            return self._run_cases()
+        except _Signalled as stop:
+            signal.signal(usr_sig, submitit_handler)
+            if callable(submitit_handler):
+                submitit_handler(stop.signum, None)  # requeues and exits, or raises
+            raise RuntimeError(f"task stopped by signal {stop.signum}") from None
+        finally:
+            signal.signal(usr_sig, submitit_handler)
+
+    def _run_cases(self) -> dict[str, Any]:
+        import jax
+
+        from jaxbench.cases import Case
+        from jaxbench.measure import TimingConfig
+        from jaxbench.results import write_record_file
+        from jaxbench.runner import measure_case
+
+        sweep = Sweep(self.sweep_dir)
+        timing = TimingConfig(**self.timing)
+        run_id = Path(self.sweep_dir).name
+        statuses: dict[str, str] = {}
+        for spec in self.cases:
+            if sweep.has_ok_record(spec, self.jax_version):
+                statuses[spec.label] = "ok (earlier)"
+                continue
+            record = measure_case(Case(spec.workload, spec.params), self.backend, timing, run_id)
+            record.env["requested_backend"] = self.backend
+            record.env["sweep"] = {
+                "task": self.task_index,
+                "requested_jax": self.jax_version,
+                "worker_env": dict(self.env),
+            }
+            write_record_file(sweep.record_path(spec, self.jax_version), record)
+            statuses[spec.label] = record.status
+        return {
+            "task": self.task_index,
+            "host": socket.gethostname(),
+            "jax": jax.__version__,
+            "finished_at": time.time(),
+            "statuses": statuses,
+        }
+
+
+@dataclass
+class RequeueableShardTask(ShardTask):
+    """A :class:`ShardTask` that submitit requeues when pre-empted or timed out.
+
+    On requeue the same task runs again and skips every case that has an ``ok`` record.
+    """
+
+    def checkpoint(self) -> Any:
+        """Called by submitit on pre-emption or time-out: resubmit this same task."""
+        import submitit
+
+        return submitit.helpers.DelayedSubmission(self)
+
+
+def _raise_signalled(signum: int, frame: object) -> None:
+    raise _Signalled(signum)

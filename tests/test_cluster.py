@@ -1,0 +1,413 @@
+"""The cluster runner without Slurm: profiles, plans, the worker, records, the local executor."""
+
+import json
+import multiprocessing
+import os
+import pickle
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+from conftest import ROOT, run_cli
+
+from jaxbench.cluster import dispatch, preflight
+from jaxbench.cluster.executors import (
+    FLOOR_MIN,
+    is_requeueable,
+    sbatch_script,
+    time_limit_min,
+)
+from jaxbench.cluster.profile import ProfileError, load_profile
+from jaxbench.cluster.sweep import CaseSpec, Sweep, shard
+from jaxbench.cluster.worker import JaxImportedTooEarly, ShardTask
+from jaxbench.results import Record, read_record_file, read_records, write_record_file
+
+TINY = CaseSpec(
+    workload="train_step",
+    params={"size": "tiny", "dtype": "float32", "optimizer": "sgd", "donate": True},
+)
+TIMING = {"budget_s": 0.0, "min_samples": 3, "max_samples": 3, "warmup_calls": 1}
+
+
+def _profile(tmp_path, text, name="p.toml"):
+    path = tmp_path / name
+    path.write_text(textwrap.dedent(text))
+    return path
+
+
+# --- profiles -------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("name", ["cpu", "gpu", "local", "test-cluster"])
+def test_shipped_profiles_load(name):
+    profile = load_profile(name)
+    assert profile.name == name
+    assert (profile.slurm is None) == (profile.executor == "local")
+
+
+def test_profile_with_unknown_key_names_it(tmp_path):
+    path = _profile(tmp_path, '[slurm]\npartition = "cpu"\npartiton = "x"\n')
+    path.write_text('executor = "slurm"\n' + path.read_text())
+    with pytest.raises(ProfileError, match=r"unknown key 'slurm\.partiton'"):
+        load_profile(str(path))
+
+
+def test_profile_with_wrong_type_names_key_and_value(tmp_path):
+    path = _profile(
+        tmp_path, 'executor = "slurm"\n[slurm]\npartition = "gpu"\ngpus_per_node = "two"\n'
+    )
+    with pytest.raises(ProfileError, match=r"slurm\.gpus_per_node: .*integer.*'two'"):
+        load_profile(str(path))
+
+
+def test_slurm_profile_needs_a_slurm_table(tmp_path):
+    path = _profile(tmp_path, 'executor = "slurm"\n')
+    with pytest.raises(ProfileError, match=r"\[slurm\] table"):
+        load_profile(str(path))
+
+
+def test_profile_with_unknown_backend_is_rejected(tmp_path):
+    path = _profile(tmp_path, 'executor = "local"\n[worker]\nbackend = "npu"\n')
+    with pytest.raises(ProfileError, match="npu"):
+        load_profile(str(path))
+
+
+def test_missing_profile_lists_the_known_ones():
+    with pytest.raises(ProfileError, match=r"'nope' not found.*gpu.*local"):
+        load_profile("nope")
+
+
+# --- plans: shards, time limits, the sbatch script ------------------------------------------
+
+
+def test_gpu_profile_sbatch_script_matches_golden_file():
+    script = sbatch_script(
+        load_profile("slurm/gpu.toml"),
+        Path("/shared/sweeps/SWEEP/submitit/%j"),
+        "/shared/sweeps/envs/jax-0.12.0.1-cuda12-py3.12/bin/python",
+        n_tasks=12,
+        limit_min=25,
+        job_name="jaxbench-golden",
+    )
+    assert script == (ROOT / "tests/golden/gpu.sbatch").read_text()
+
+
+def test_shards_are_consecutive_and_cover_every_case():
+    cases = [CaseSpec(workload="w", params={"i": i}) for i in range(10)]
+    shards = shard(cases, 4)
+    assert [len(s) for s in shards] == [4, 4, 2]
+    assert [c for s in shards for c in s] == cases
+    with pytest.raises(ValueError, match="per task"):
+        shard(cases, 0)
+
+
+def test_time_limit_grows_with_the_shard_and_has_a_floor():
+    one = time_limit_min([TINY], {"budget_s": 0.1}, startup_s=0)
+    assert one == FLOOR_MIN
+    many = time_limit_min([TINY] * 40, {"budget_s": 10.0}, startup_s=30)
+    assert many == 2 + -(-(30 + 40 * 15) * 2 // 60)
+    big = CaseSpec(workload="train_step", params={"size": "xl"})
+    assert time_limit_min([big], {"budget_s": 1}, 0) > time_limit_min([TINY], {"budget_s": 1}, 0)
+
+
+def test_tasks_under_ten_minutes_are_not_requeueable():
+    assert not is_requeueable(3)
+    assert not is_requeueable(10)
+    assert is_requeueable(11)
+
+
+def test_case_record_files_are_distinct_per_case_and_jax_version():
+    other = CaseSpec(workload=TINY.workload, params={**TINY.params, "dtype": "bfloat16"})
+    stems = {c.file_stem(v) for c in (TINY, other) for v in (None, "0.11.2", "0.12.0.1")}
+    assert len(stems) == 6
+    assert all("/" not in s for s in stems)
+
+
+# --- records written by many processes at once ----------------------------------------------
+
+
+def _write_many(folder, worker, n, template):
+    record = Record.model_validate_json(template)
+    for i in range(n):
+        record.params = {"worker": worker, "i": i}
+        write_record_file(Path(folder) / f"w{worker}-{i}.json", record)
+        write_record_file(Path(folder) / f"shared-{i}.json", record)  # all workers, same file
+
+
+def test_sixteen_processes_writing_one_folder_leave_every_record_readable(tmp_path):
+    template = Record(
+        run_id="r", benchmark="b", params={}, status="ok", samples_s=[1e-3] * 2000, env={}
+    ).model_dump_json()
+    ctx = multiprocessing.get_context("spawn")
+    procs = [ctx.Process(target=_write_many, args=(tmp_path, w, 20, template)) for w in range(16)]
+    for p in procs:
+        p.start()
+    seen_partial = 0
+    while any(p.is_alive() for p in procs):  # read while they write
+        for f in tmp_path.glob("shared-*.json"):
+            try:
+                read_record_file(f)
+            except Exception:
+                seen_partial += 1
+    for p in procs:
+        p.join()
+        assert p.exitcode == 0
+    files = sorted(tmp_path.iterdir())
+    assert len(files) == 16 * 20 + 20  # no temporary file left behind
+    for f in files:
+        assert read_record_file(f).samples_s == [1e-3] * 2000
+    assert seen_partial == 0
+
+
+# --- the worker -----------------------------------------------------------------------------
+
+
+def test_unpickling_a_shard_task_does_not_import_jax(tmp_path):
+    task = ShardTask(str(tmp_path), 0, [TINY], None, "cpu", TIMING)
+    blob = tmp_path / "task.pkl"
+    blob.write_bytes(pickle.dumps(task))
+    code = (
+        "import pickle, sys; pickle.loads(open(sys.argv[1], 'rb').read()); "
+        "print('jax' in sys.modules)"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code, str(blob)], capture_output=True, text=True, check=True
+    )
+    assert out.stdout.strip() == "False"
+
+
+def test_worker_sets_its_environment_before_jax_starts(tmp_path):
+    """XLA_FLAGS only take effect if set before JAX initialises its CPU backend."""
+    sweep = Sweep(tmp_path / "s")
+    task = ShardTask(
+        str(sweep.root),
+        0,
+        [TINY],
+        None,
+        "cpu",
+        TIMING,
+        env={"XLA_FLAGS": "--xla_force_host_platform_device_count=3", "JAX_PLATFORMS": "cpu"},
+    )
+    blob = tmp_path / "task.pkl"
+    blob.write_bytes(pickle.dumps(task))
+    code = "import pickle, sys; print(pickle.loads(open(sys.argv[1], 'rb').read())())"
+    env = {k: v for k, v in os.environ.items() if k not in ("XLA_FLAGS", "JAX_PLATFORMS")}
+    subprocess.run([sys.executable, "-c", code, str(blob)], env=env, check=True, timeout=300)
+    record = read_record_file(sweep.record_path(TINY, None))
+    assert record.status == "ok"
+    assert record.env["device_count"] == 3
+    assert record.env["env_vars"]["XLA_FLAGS"] == "--xla_force_host_platform_device_count=3"
+    assert record.env["sweep"]["task"] == 0
+
+
+def test_worker_refuses_to_run_after_jax_was_imported(tmp_path):
+    import jax  # noqa: F401
+
+    task = ShardTask(str(tmp_path), 0, [TINY], None, "cpu", TIMING, env={"XLA_FLAGS": "x"})
+    with pytest.raises(JaxImportedTooEarly, match="XLA_FLAGS"):
+        task()
+
+
+def test_worker_skips_cases_that_already_have_an_ok_record(tmp_path, monkeypatch):
+    sweep = Sweep(tmp_path)
+    done = Record(run_id="earlier", benchmark="train_step", params=TINY.params, status="ok", env={})
+    write_record_file(sweep.record_path(TINY, None), done)
+    monkeypatch.setattr(
+        "jaxbench.runner.measure_case", lambda *a: pytest.fail("an ok case was measured again")
+    )
+    summary = ShardTask(str(tmp_path), 0, [TINY], None, "cpu", TIMING)()
+    assert summary["statuses"] == {TINY.label: "ok (earlier)"}
+    assert read_record_file(sweep.record_path(TINY, None)).run_id == "earlier"
+
+
+# --- collect --------------------------------------------------------------------------------
+
+
+def _manifest(tmp_path, cases, jax=None):
+    profile = load_profile("local")
+    request = dispatch.SweepRequest(profile, cases, TIMING, [], sweeps_dir=tmp_path)
+    sweep, manifest = dispatch.plan(request)
+    for task in manifest.tasks:
+        task.jax = jax
+    sweep.save(manifest)
+    return sweep, manifest
+
+
+def test_collect_reports_missing_and_corrupt_records_and_keeps_the_rest(tmp_path):
+    cases = [CaseSpec(workload="w", params={"i": i}) for i in range(3)]
+    sweep, manifest = _manifest(tmp_path, cases)
+    ok = Record(run_id="r", benchmark="w", params={"i": 0}, status="ok", env={})
+    write_record_file(sweep.record_path(cases[0], None), ok)
+    sweep.record_path(cases[1], None).write_text('{"schema_version": 1, "run_id": ')
+    result = sweep.collect(manifest)
+    assert [r.params for r in result.records] == [{"i": 0}]
+    assert [c.params for _, c in result.missing] == [{"i": 2}]
+    assert (
+        len(result.unreadable) == 1
+        and sweep.record_path(cases[1], None).name in (result.unreadable[0])
+    )
+    assert [r.params for r in read_records(sweep.results_path)] == [{"i": 0}]
+    sweep.collect(manifest)  # idempotent: rewritten, not appended
+    assert len(read_records(sweep.results_path)) == 1
+
+
+# --- preflight with a stand-in sinfo --------------------------------------------------------
+
+
+@pytest.fixture
+def fake_slurm(tmp_path, monkeypatch):
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    (bin_dir / "sinfo").write_text(
+        "#!/bin/sh\nprintf 'cpu|(null)|infinite\\ngpu|gpu:2|1-00:00:00\\n"
+        "gpu|gpu:h100:1(S:0)|1-00:00:00\\n'\n"
+    )
+    for name in ("sinfo", "sbatch", "srun"):
+        path = bin_dir / name
+        if not path.exists():
+            path.write_text("#!/bin/sh\nexit 1\n")
+        path.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{bin_dir}:{os.environ['PATH']}")
+
+
+def _slurm_profile(tmp_path, **slurm):
+    lines = ['executor = "slurm"', "[slurm]"] + [f"{k} = {json.dumps(v)}" for k, v in slurm.items()]
+    return load_profile(str(_profile(tmp_path, "\n".join(lines) + "\n")))
+
+
+def test_preflight_reads_partitions_from_sinfo(fake_slurm):
+    parts = preflight.slurm_partitions()
+    assert parts["cpu"] == preflight.Partition("cpu", 0, None)
+    assert parts["gpu"] == preflight.Partition("gpu", 2, 1440)
+
+
+def test_preflight_rejects_unknown_partition(fake_slurm, tmp_path):
+    with pytest.raises(
+        preflight.PreflightError, match=r"partition 'a100' does not exist.*cpu, gpu"
+    ):
+        preflight.check_slurm(_slurm_profile(tmp_path, partition="a100"), 5)
+
+
+def test_preflight_rejects_more_gpus_than_the_partition_has(fake_slurm, tmp_path):
+    profile = _slurm_profile(tmp_path, partition="gpu", gpus_per_node=4)
+    with pytest.raises(preflight.PreflightError, match=r"4 GPU\(s\) per node.*at most 2"):
+        preflight.check_slurm(profile, 5)
+    profile = _slurm_profile(tmp_path, partition="cpu", gres="gpu:1")
+    with pytest.raises(preflight.PreflightError, match=r"1 GPU\(s\).*'cpu' has at most 0"):
+        preflight.check_slurm(profile, 5)
+
+
+def test_preflight_rejects_a_time_limit_over_the_partitions(fake_slurm, tmp_path):
+    profile = _slurm_profile(tmp_path, partition="gpu", max_time_min=5000)
+    with pytest.raises(preflight.PreflightError, match="over partition 'gpu'"):
+        preflight.check_slurm(profile, 2000)
+
+
+@pytest.mark.parametrize(
+    ("text", "minutes"),
+    [("30", 30), ("1:30:00", 90), ("2-00:00:00", 2880), ("05:30", 6), ("infinite", None)],
+)
+def test_slurm_time_limits_parse(text, minutes):
+    assert preflight.parse_time_limit(text) == minutes
+
+
+def test_no_slurm_here_is_a_clear_error(tmp_path, monkeypatch):
+    monkeypatch.setenv("PATH", str(tmp_path))
+    with pytest.raises(preflight.PreflightError, match=r"not a Slurm login node.*--profile local"):
+        preflight.slurm_partitions()
+
+
+# --- the command, on the local executor -----------------------------------------------------
+
+
+@pytest.mark.slow
+def test_local_sweep_end_to_end_then_status_from_another_process(tmp_path):
+    proc = run_cli(
+        "submit", "-p", "local", "-w", "train_step", "-s", "tiny", "-d", "float32",
+        "--optimizer", "sgd", "--sweeps-dir", str(tmp_path), "--budget", "0", "--min-samples",
+        "3", "--wait",
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr + proc.stdout
+    (sweep_dir,) = [p for p in tmp_path.iterdir() if p.name.startswith("sweep-")]
+    (record,) = read_records(sweep_dir / "results.jsonl")
+    assert record.status == "ok" and record.run_id == sweep_dir.name
+    status = run_cli("status", str(sweep_dir))
+    assert status.returncode == 0
+    assert "completed" in status.stdout
+    again = run_cli("submit", "--resume", str(sweep_dir))
+    assert again.returncode == 0 and "nothing to submit" in again.stdout
+
+
+@pytest.mark.slow
+def test_local_task_over_its_time_limit_is_timed_out_and_keeps_its_records(tmp_path):
+    """The local executor kills the task at one minute; its job can still read FINISHED."""
+    proc = run_cli(
+        "submit", "-p", "local", "-w", "forward", "-s", "tiny", "--strategy", "linearize",
+        "-k", "1", "-k", "2", "-k", "4", "-k", "8", "-k", "16", "-k", "32",
+        "--sweeps-dir", str(tmp_path), "--budget", "15", "--time-limit", "1", "--wait",
+    )  # fmt: skip
+    assert proc.returncode == 1, proc.stdout
+    (sweep_dir,) = [p for p in tmp_path.iterdir() if p.name.startswith("sweep-")]
+    sweep = Sweep(sweep_dir)
+    (state,) = dispatch.status(sweep, sweep.load())
+    assert state.state == "timed out", state
+    assert 1 <= state.ok < 6 and state.other == 0
+    kept = read_records(sweep.results_path)
+    assert len(kept) == state.ok and all(r.status == "ok" for r in kept)
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["-p", "nope"], "profile 'nope' not found"),
+        ([], "--profile is required"),
+        (["-p", "local", "--sweeps-dir", "/dev/null/sweeps"], "is not writable"),
+        (["-p", "local", "-w", "nope"], "nope"),
+        (["-p", "local", "--cases-per-task", "0"], "per task must be >= 1"),
+        (["-p", "local", "--time-limit", "500"], "over the profile's max_time_min"),
+        (["-p", "local", "--time-limit", "0"], "--time-limit must be >= 1"),
+        (["-p", "cpu"], "not a Slurm login node"),
+    ],
+)
+def test_bad_submit_input_is_one_line_and_nothing_is_submitted(tmp_path, args, message):
+    env = {"PATH": str(Path(sys.executable).parent)}  # no sinfo/sbatch: not a Slurm host
+    if "--sweeps-dir" not in args:
+        args = [*args, "--sweeps-dir", str(tmp_path / "s")]
+    proc = run_cli("submit", *args, env=env)
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    assert message in proc.stderr
+    assert not list((tmp_path / "s").glob("sweep-*/sweep.json"))
+
+
+@pytest.mark.slow
+def test_a_jax_version_the_index_lacks_is_an_error_before_submission(tmp_path):
+    proc = run_cli(
+        "submit", "-p", "local", "--jax", "0.12.0.1,99.0.0", "--sweeps-dir", str(tmp_path)
+    )
+    assert proc.returncode == 2
+    assert "99.0.0" in proc.stderr and "not on the package index" in proc.stderr
+    assert not list(tmp_path.glob("sweep-*"))
+
+
+@pytest.mark.slow
+def test_each_jax_version_runs_in_its_own_environment(tmp_path):
+    proc = run_cli(
+        "submit", "-p", "local", "--jax", "0.11.2,0.12.0.1", "-w", "train_step", "-s", "tiny",
+        "-d", "float32", "--optimizer", "sgd", "--budget", "0", "--min-samples", "3",
+        "--sweeps-dir", str(tmp_path), "--wait", timeout=1200,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    (sweep_dir,) = [p for p in tmp_path.iterdir() if p.name.startswith("sweep-")]
+    manifest = Sweep(sweep_dir).load()
+    pythons = {t.jax: Path(t.python) for t in manifest.tasks}
+    assert set(pythons) == {"0.11.2", "0.12.0.1"}
+    for version, python in pythons.items():
+        assert python.is_relative_to(tmp_path / "envs") and version in str(python)
+    records = read_records(sweep_dir / "results.jsonl")
+    assert sorted((r.env["jax"], r.env["sweep"]["requested_jax"]) for r in records) == [
+        ("0.11.2", "0.11.2"),
+        ("0.12.0.1", "0.12.0.1"),
+    ]
+    assert all(r.status == "ok" for r in records)

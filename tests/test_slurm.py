@@ -1,0 +1,224 @@
+"""The cluster runner against a real single-node Slurm (with accounting) started by the tests.
+
+Skipped with the reason where the cluster cannot run (no root, packages missing), except when
+``JAXBENCH_REQUIRE_SLURM=1`` (set by ``.ci/run``), where that is a failure.
+"""
+
+import os
+import subprocess
+import time
+from datetime import datetime
+
+import pytest
+from conftest import ROOT, run_cli
+from slurm_local import LocalSlurm
+
+from jaxbench.cluster import dispatch
+from jaxbench.cluster.executors import sbatch_script
+from jaxbench.cluster.profile import load_profile
+from jaxbench.cluster.sweep import Sweep
+from jaxbench.results import read_record_file
+
+pytestmark = pytest.mark.slow
+
+FAST = ["--budget", "0", "--min-samples", "3", "--warmup", "1"]
+SIXTEEN_CASES = [
+    "-w", "forward", "-s", "tiny", "--wrt", "input", "-k", "1", "-k", "2", "-k", "4", "-k", "8",
+    "--strategy", "linearize", "--strategy", "vmap_jvp", "--strategy", "jvp_loop",
+    "--strategy", "linearize_apply",
+]  # fmt: skip
+
+
+@pytest.fixture(scope="module")
+def slurm(tmp_path_factory):
+    reason = LocalSlurm.unavailable_reason()
+    if reason:
+        if os.environ.get("JAXBENCH_REQUIRE_SLURM") == "1":
+            pytest.fail(f"JAXBENCH_REQUIRE_SLURM=1 but no local Slurm: {reason}")
+        pytest.skip(reason)
+    with (
+        LocalSlurm().start(tmp_path_factory.mktemp("slurm")) as cluster,
+        pytest.MonkeyPatch.context() as mp,
+    ):
+        for name, value in cluster.env().items():
+            mp.setenv(name, value)
+        yield cluster
+
+
+def _submit(slurm, tmp_path, *args, profile="test-cluster"):
+    proc = run_cli("submit", "-p", profile, "--sweeps-dir", str(tmp_path), *args, env=slurm.env())
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    (sweep_dir,) = [p for p in tmp_path.iterdir() if p.name.startswith("sweep-")]
+    return Sweep(sweep_dir)
+
+
+def _wait_for(predicate, timeout_s, what):
+    start = time.monotonic()
+    while not predicate():
+        if time.monotonic() - start > timeout_s:
+            pytest.fail(f"{what}: not after {timeout_s} s")
+        time.sleep(1)
+
+
+def _max_overlap(intervals):
+    events = sorted([(s, 1) for s, _ in intervals] + [(e, -1) for _, e in intervals])
+    running = best = 0
+    for _, step in events:
+        running += step
+        best = max(best, running)
+    return best
+
+
+def test_sixteen_array_tasks_return_every_record(slurm, tmp_path):
+    sweep = _submit(slurm, tmp_path, *SIXTEEN_CASES, *FAST)
+    manifest = sweep.load()
+    assert len(manifest.tasks) == 16
+    states = dispatch.wait(sweep, poll_s=2, timeout_s=900)
+    assert [s.state for s in states] == ["completed"] * 16, states
+    result = sweep.collect(sweep.load())
+    assert not result.missing and not result.unreadable
+    assert len(result.records) == 16 and all(r.status == "ok" for r in result.records)
+    assert len({(r.benchmark, r.params["k"]) for r in result.records}) == 16
+    tasks = {r.env["slurm"]["SLURM_ARRAY_TASK_ID"] for r in result.records}
+    assert tasks == {str(i) for i in range(16)}
+
+    array_id = manifest.latest_jobs()[0].split("_")[0]
+
+    def spans():
+        out = slurm.run("sacct", "-j", array_id, "-X", "-n", "-P", "-o", "Start,End").stdout
+        return [line.split("|") for line in out.splitlines() if "Unknown" not in line]
+
+    _wait_for(lambda: len(spans()) == 16, 60, "accounting of all 16 tasks")
+    spans = [tuple(map(datetime.fromisoformat, span)) for span in spans()]
+    assert len(spans) == 16
+    assert _max_overlap(spans) >= 8  # they did write into one folder at the same time
+
+    submitted = (sweep.submitit_dir / array_id / f"{array_id}_submission.sh").read_text()
+    task = manifest.tasks[0]
+    expected = sbatch_script(
+        load_profile("test-cluster"),
+        sweep.submitit_dir / "%j",
+        task.python,
+        16,
+        task.time_limit_min,
+        f"jaxbench-{manifest.sweep_id[-8:]}",
+    )
+    assert submitted == expected
+
+
+def test_scancel_keeps_finished_records_and_resume_completes_without_duplicates(slurm, tmp_path):
+    args = ["-w", "forward", "-s", "tiny", "--wrt", "input", "--strategy", "linearize"]
+    args += ["-k", "1", "-k", "2", "-k", "4", "-k", "8", "-k", "16", "-k", "32"]
+    args += ["--cases-per-task", "3", "--budget", "4", "--min-samples", "3"]
+    sweep = _submit(slurm, tmp_path, *args)
+    manifest = sweep.load()
+    victim = manifest.tasks[1]
+    job_id = manifest.latest_jobs()[1]
+    _wait_for(
+        lambda: any(sweep.has_ok_record(c, None) for c in victim.cases),
+        300,
+        "a first record of task 1",
+    )
+    slurm.run("scancel", job_id, check=True)
+    states = dispatch.wait(sweep, poll_s=2, timeout_s=300)
+    assert states[0].state == "completed" and states[0].ok == 3
+    assert states[1].state == "cancelled", states[1]
+    assert 1 <= states[1].ok < 3 and states[1].other == 0
+    kept = {
+        c.label: read_record_file(sweep.record_path(c, None)).started_at
+        for c in victim.cases
+        if sweep.has_ok_record(c, None)
+    }
+
+    proc = run_cli("submit", "--resume", str(sweep.root), env=slurm.env())
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    manifest = sweep.load()
+    assert list(manifest.submissions[-1].job_ids) == [1]  # only the task with missing cases
+    states = dispatch.wait(sweep, poll_s=2, timeout_s=300)
+    assert [s.state for s in states] == ["completed", "completed"]
+    result = sweep.collect(manifest)
+    assert not result.missing
+    assert sorted(r.params["k"] for r in result.records) == [1, 2, 4, 8, 16, 32]
+    assert len(list(sweep.records_dir.glob("*.json"))) == 6
+    for case in victim.cases:
+        if case.label in kept:  # not run again
+            assert read_record_file(sweep.record_path(case, None)).started_at == kept[case.label]
+
+    again = run_cli("submit", "--resume", str(sweep.root), env=slurm.env())
+    assert again.returncode == 0 and "nothing to submit" in again.stdout
+
+
+def test_task_over_its_time_limit_is_reported_timed_out_with_its_records(slurm, tmp_path):
+    args = ["-w", "forward", "-s", "tiny", "--wrt", "input", "--strategy", "vmap_jvp"]
+    args += ["-k", "1", "-k", "2", "-k", "4", "-k", "8", "-k", "16", "-k", "32"]
+    args += ["--cases-per-task", "6", "--budget", "12", "--time-limit", "2"]
+    sweep = _submit(slurm, tmp_path, *args)
+    (state,) = dispatch.wait(sweep, poll_s=2, timeout_s=400)
+    assert state.state == "timed out", state
+    assert 1 <= state.ok < 6 and state.other == 0
+    result = sweep.collect(sweep.load())
+    assert len(result.records) == state.ok and len(result.missing) == 6 - state.ok
+    status = run_cli("status", str(sweep.root), env=slurm.env())
+    assert "timed out" in status.stdout
+
+
+def test_gpu_partition_tasks_get_one_placeholder_gpu_each(slurm, tmp_path):
+    profile = tmp_path / "gpu-test.toml"
+    profile.write_text(
+        (ROOT / "slurm/test-cluster.toml")
+        .read_text()
+        .replace('partition = "cpu"', 'partition = "gpu"\ngpus_per_node = 1')
+    )
+    sweeps = tmp_path / "sweeps"
+    sweep = _submit(
+        slurm, sweeps, "-w", "train_step", "-s", "tiny", "--optimizer", "sgd", *FAST,
+        profile=str(profile),
+    )  # fmt: skip
+    states = dispatch.wait(sweep, poll_s=2, timeout_s=300)
+    assert [s.state for s in states] == ["completed", "completed"]
+    records = sweep.collect(sweep.load()).records
+    assert {r.env["env_vars"]["CUDA_VISIBLE_DEVICES"] for r in records} <= {"0", "1"}
+    assert {r.env["slurm"]["SLURM_JOB_PARTITION"] for r in records} == {"gpu"}
+    assert {r.env["backend"] for r in records} == {"cpu"}  # JAX_PLATFORMS=cpu from the profile
+
+
+@pytest.mark.parametrize(
+    ("slurm_table", "message"),
+    [
+        ('partition = "a100"', "partition 'a100' does not exist (sinfo lists: cpu, gpu)"),
+        ('partition = "gpu"\ngpus_per_node = 3', "partition 'gpu' has at most 2 per node"),
+    ],
+)
+def test_profile_the_cluster_cannot_serve_is_refused_before_submission(
+    slurm, tmp_path, slurm_table, message
+):
+    profile = tmp_path / "bad.toml"
+    profile.write_text(f'executor = "slurm"\n[slurm]\n{slurm_table}\n')
+    proc = run_cli(
+        "submit", "-p", str(profile), "-w", "train_step", "-s", "tiny", "--sweeps-dir",
+        str(tmp_path / "s"), env=slurm.env(),
+    )  # fmt: skip
+    assert proc.returncode == 2
+    assert message in proc.stderr
+    assert not list((tmp_path / "s").glob("sweep-*"))
+    queue = subprocess.run(["squeue", "-h"], capture_output=True, text=True, env=slurm.env())
+    assert queue.stdout.strip() == ""
+
+
+def test_preempted_long_task_is_requeued_and_skips_its_finished_cases(slurm, tmp_path):
+    args = ["-w", "forward", "-s", "tiny", "--wrt", "input", "--strategy", "jvp_loop"]
+    args += ["-k", "1", "-k", "2", "-k", "4", "-k", "8", "--cases-per-task", "4"]
+    args += ["--budget", "3", "--time-limit", "15"]  # over 10 min: requeueable
+    sweep = _submit(slurm, tmp_path, *args)
+    (task,) = sweep.load().tasks
+    assert task.requeueable
+    job_id = sweep.load().latest_jobs()[0]
+    _wait_for(lambda: sweep.has_ok_record(task.cases[0], None), 300, "the first record")
+    first = read_record_file(sweep.record_path(task.cases[0], None)).started_at
+    slurm.run("scancel", "--signal=TERM", job_id, check=True)  # what pre-emption sends first
+    slurm.run("scancel", "--signal=USR2", job_id, check=True)
+    (state,) = dispatch.wait(sweep, poll_s=2, timeout_s=600)
+    assert state.state == "completed" and state.ok == 4, state
+    assert read_record_file(sweep.record_path(task.cases[0], None)).started_at == first
+    restarts = slurm.run("sacct", "-j", job_id, "-X", "-n", "-D", "-P", "-o", "State").stdout
+    assert "REQUEUED" in restarts or len(restarts.split()) > 1, restarts
