@@ -156,10 +156,17 @@ def _warn_gpu_sizes_on_cpu(cases: list[Case], backend: str) -> None:
 
 
 @app.command("show")
-def show_cmd(files: Annotated[list[Path], typer.Argument(help="Result files (.jsonl).")]) -> None:
+def show_cmd(
+    paths: Annotated[
+        list[Path], typer.Argument(help="Result files (.jsonl), or folders searched for them.")
+    ],
+) -> None:
     """Print the summary table of result files."""
-    from jaxbench.results import ResultsFormatError
+    from jaxbench.results import ResultsFormatError, result_files
 
+    files = result_files(paths)
+    if not files:
+        raise fail(f"no .jsonl result files in {', '.join(map(str, paths))}")
     for file in files:
         try:
             records = read_records(file)

@@ -11,7 +11,7 @@ from rich.console import Console
 console = Console()
 if not console.is_terminal:  # logs and CI: do not squeeze the table into 80 columns
     console = Console(width=160)
-err_console = Console(stderr=True)
+err_console = Console(stderr=True, soft_wrap=True)  # one error, one line
 
 
 def fail(message: str, code: int = 2) -> typer.Exit:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from rich.table import Table
@@ -27,13 +27,20 @@ from jaxbench.cli_options import (
 )
 from jaxbench.tables import problems, records_table
 
+if TYPE_CHECKING:
+    from jaxbench.cluster.profile import Profile
+    from jaxbench.cluster.sweep import Submission, Sweep, SweepManifest
+
 SweepArg = Annotated[Path, typer.Argument(help="The sweep folder (printed by `submit`).")]
 
 
 def submit_cmd(
+    ctx: typer.Context,
     profile: Annotated[
         str | None,
-        typer.Option("--profile", "-p", help="slurm/<name>.toml, or a name: cpu, gpu, local."),
+        typer.Option(
+            "--profile", "-p", help="slurm/<name>.toml, or a name: cpu, gpu, local, test-cluster."
+        ),
     ] = None,
     workload: Workloads = None,
     size: Sizes = None,
@@ -75,56 +82,72 @@ def submit_cmd(
     from jaxbench.cluster.sweep import Sweep
 
     if resume is not None:
-        try:
-            sweep = Sweep(resume)
-            submission = dispatch.resume(sweep, on_progress=_say)
-        except (OSError, ValueError, RuntimeError) as exc:
-            raise fail(str(exc)) from None
-        if submission is None:
-            console.print(f"{sweep.root}: every case has an ok record; nothing to submit")
-            return
+        sweep = Sweep(resume)
+        submission = _resume(ctx, sweep, dry_run)
     else:
-        sweep, submission = _submit_new(
-            profile, workload, size, dtype, k, strategy, optimizer, wrt, full, jax,
-            cases_per_task, time_limit, sweeps_dir, budget, min_samples, warmup, dry_run,
-        )  # fmt: skip
-        if submission is None:
-            return
+        sweep, submission = _submit_new(ctx.params)
+    if submission is None:
+        return
     ids = sorted(set(submission.job_ids.values()))
     console.print(f"submitted {len(submission.job_ids)} task(s): jobs {' '.join(ids)}")
-    console.print(f"sweep: {sweep.root}", highlight=False)
+    console.print(f"sweep: {sweep.root}", highlight=False, soft_wrap=True)
     if wait:
         dispatch.wait(sweep)
         status_cmd(sweep.root)
         collect_cmd(sweep.root)
 
 
-def _submit_new(
-    profile, workload, size, dtype, k, strategy, optimizer, wrt, full, jax,
-    cases_per_task, time_limit, sweeps_dir, budget, min_samples, warmup, dry_run,
-):  # fmt: skip
+def _resume(ctx: typer.Context, sweep: Sweep, dry_run: bool) -> Submission | None:
     from jaxbench.cluster import dispatch
-    from jaxbench.cluster.executors import sbatch_script
+
+    own = {"resume", "wait", "dry_run"}
+    given = [
+        f"--{name.replace('_', '-')}"
+        for name in ctx.params
+        if name not in own and getattr(ctx.get_parameter_source(name), "name", "") == "COMMANDLINE"
+    ]
+    if given:
+        raise fail(
+            f"--resume runs the sweep's own cases with its own profile and timing; "
+            f"drop {', '.join(given)}"
+        )
+    try:
+        if dry_run:
+            _, only = dispatch.resume_plan(sweep)
+        else:
+            return dispatch.resume(sweep, on_progress=_say) or _nothing_left(sweep)
+    except (OSError, ValueError, RuntimeError) as exc:
+        raise fail(str(exc)) from None
+    for index, cases in only.items():
+        console.print(f"task {index}: {len(cases)} case(s) without an ok record", highlight=False)
+    console.print(f"dry run: {len(only)} task(s) would be submitted again; nothing submitted")
+    return None
+
+
+def _nothing_left(sweep: Sweep) -> None:
+    console.print(f"{sweep.root}: every case has an ok record; nothing to submit", soft_wrap=True)
+
+
+def _submit_new(opts: dict[str, Any]) -> tuple[Sweep, Submission | None]:
+    from jaxbench.cluster import dispatch
     from jaxbench.cluster.profile import load_profile
     from jaxbench.cluster.sweep import CaseSpec
 
-    if profile is None:
+    if opts["profile"] is None:
         raise fail("--profile is required (slurm/<name>.toml or a name), or use --resume")
+    selected = {k: opts[k] for k in ("size", "dtype", "k", "strategy", "optimizer", "wrt")}
     try:
-        prof = load_profile(profile)
-        cases = selection(
-            workload, full, size=size, dtype=dtype, k=k, strategy=strategy,
-            optimizer=optimizer, wrt=wrt,
-        )  # fmt: skip
-        versions = [v.strip() for v in (jax or "").split(",") if v.strip()]
+        prof = load_profile(opts["profile"])
+        cases = selection(opts["workload"], opts["full"], **selected)
+        versions = [v.strip() for v in (opts["jax"] or "").split(",") if v.strip()]
         request = dispatch.SweepRequest(
             profile=prof,
             cases=[CaseSpec(workload=c.workload, params=dict(c.params)) for c in cases],
-            timing=timing_fields(budget, min_samples, warmup),
+            timing=timing_fields(opts["budget"], opts["min_samples"], opts["warmup"]),
             jax_versions=versions,
-            cases_per_task=cases_per_task,
-            time_limit_min=time_limit,
-            sweeps_dir=sweeps_dir,
+            cases_per_task=opts["cases_per_task"],
+            time_limit_min=opts["time_limit"],
+            sweeps_dir=opts["sweeps_dir"],
         )
         sweep, manifest = dispatch.plan(request)
     except (ValueError, RuntimeError) as exc:
@@ -134,22 +157,29 @@ def _submit_new(
         f"{manifest.tasks[0].time_limit_min} min each, profile {prof.name} ({prof.executor})",
         highlight=False,
     )
-    if dry_run:
-        if prof.executor == "slurm":
-            console.print(
-                sbatch_script(
-                    prof, sweep.submitit_dir / "%j", manifest.tasks[0].python,
-                    len(manifest.tasks), manifest.tasks[0].time_limit_min, "jaxbench-dryrun",
-                ),
-                highlight=False, markup=False,
-            )  # fmt: skip
-        console.print("dry run: nothing submitted")
+    if opts["dry_run"]:
+        _print_scripts(prof, sweep, manifest)
         return sweep, None
     try:
         submission = dispatch.submit(sweep, manifest, on_progress=_say)
     except (OSError, RuntimeError) as exc:
         raise fail(f"{exc} (sweep folder: {sweep.root})", code=1) from None
     return sweep, submission
+
+
+def _print_scripts(prof: Profile, sweep: Sweep, manifest: SweepManifest) -> None:
+    from jaxbench.cluster.executors import sbatch_script
+
+    if prof.executor == "slurm":
+        for version in dict.fromkeys(t.jax for t in manifest.tasks):
+            group = [t for t in manifest.tasks if t.jax == version]
+            console.print(f"# sbatch script, jax {version or 'of the profile'}:", highlight=False)
+            script = sbatch_script(
+                prof, sweep.submitit_dir / "%j", group[0].python, len(group),
+                group[0].time_limit_min, f"jaxbench-{manifest.sweep_id[-8:]}",
+            )  # fmt: skip
+            console.print(script, highlight=False, markup=False, soft_wrap=True)
+    console.print("dry run: nothing submitted")
 
 
 def _say(line: str) -> None:

@@ -280,7 +280,7 @@ def _slurm_profile(tmp_path, **slurm):
 def test_preflight_reads_partitions_from_sinfo(fake_slurm):
     parts = preflight.slurm_partitions()
     assert parts["cpu"] == preflight.Partition("cpu", 0, None)
-    assert parts["gpu"] == preflight.Partition("gpu", 2, 1440)
+    assert parts["gpu"] == preflight.Partition("gpu", 2, 1440, (("h100", 1),))
 
 
 def test_preflight_rejects_unknown_partition(fake_slurm, tmp_path):
@@ -301,7 +301,7 @@ def test_preflight_rejects_more_gpus_than_the_partition_has(fake_slurm, tmp_path
 
 def test_preflight_rejects_a_time_limit_over_the_partitions(fake_slurm, tmp_path):
     profile = _slurm_profile(tmp_path, partition="gpu", max_time_min=5000)
-    with pytest.raises(preflight.PreflightError, match="over partition 'gpu'"):
+    with pytest.raises(preflight.PreflightError, match="limit of partition 'gpu'"):
         preflight.check_slurm(profile, 2000)
 
 
@@ -411,3 +411,37 @@ def test_each_jax_version_runs_in_its_own_environment(tmp_path):
         ("0.12.0.1", "0.12.0.1"),
     ]
     assert all(r.status == "ok" for r in records)
+
+
+def test_a_gpu_type_the_partition_lacks_is_refused(fake_slurm, tmp_path):
+    preflight.check_slurm(_slurm_profile(tmp_path, partition="gpu", gres="gpu:h100:1"), 5)
+    with pytest.raises(preflight.PreflightError, match=r"type 'a100'.*at most 0 \(types: h100\)"):
+        preflight.check_slurm(_slurm_profile(tmp_path, partition="gpu", gres="gpu:a100:1"), 5)
+
+
+def test_gpus_per_node_and_gres_together_are_refused(tmp_path):
+    with pytest.raises(ProfileError, match="set gpus_per_node or gres, not both"):
+        _slurm_profile(tmp_path, partition="gpu", gpus_per_node=1, gres="gpu:2")
+
+
+def test_a_repeated_jax_version_is_planned_once(tmp_path, monkeypatch):
+    monkeypatch.setattr("jaxbench.cluster.pyenvs.check_versions", lambda python, versions: None)
+    request = dispatch.SweepRequest(
+        load_profile("local"), [TINY], TIMING, ["0.11.2", "0.11.2"], sweeps_dir=tmp_path
+    )
+    _, manifest = dispatch.plan(request)
+    assert [t.jax for t in manifest.tasks] == ["0.11.2"]
+
+
+def test_a_corrupt_manifest_is_named(tmp_path):
+    (tmp_path / "sweep.json").write_text('{"sweep_id": 3}')
+    with pytest.raises(ValueError, match=r"sweep\.json: not a valid sweep manifest"):
+        Sweep(tmp_path).load()
+    proc = run_cli("status", str(tmp_path))
+    assert proc.returncode == 2 and "not a valid sweep manifest" in proc.stderr
+
+
+def test_resume_takes_no_selection_or_profile():
+    proc = run_cli("submit", "--resume", "/nonexistent", "-w", "forward", "--budget", "3")
+    assert proc.returncode == 2
+    assert "drop --workload, --budget" in proc.stderr

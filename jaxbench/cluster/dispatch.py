@@ -7,7 +7,7 @@ job that was killed at its time limit can read ``FINISHED``.
 
 from __future__ import annotations
 
-import os
+import contextlib
 import sys
 import time
 from collections.abc import Callable
@@ -18,8 +18,13 @@ from typing import Any
 import submitit
 
 from jaxbench.backends import JAX_PLATFORMS
-from jaxbench.cluster import preflight, pyenvs
-from jaxbench.cluster.executors import is_requeueable, make_executor, time_limit_min
+from jaxbench.cluster import jobstate, preflight, pyenvs
+from jaxbench.cluster.executors import (
+    is_requeueable,
+    make_executor,
+    python_command,
+    time_limit_min,
+)
 from jaxbench.cluster.profile import Profile
 from jaxbench.cluster.sweep import (
     CaseSpec,
@@ -87,27 +92,26 @@ def plan(request: SweepRequest) -> tuple[Sweep, SweepManifest]:
         per_task = profile.worker.cases_per_task
     env_root = Path(profile.environment.env_root or sweeps_dir / "envs").absolute()
     base = pyenvs.base_python(profile.environment.base_python)
+    if request.time_limit_min is not None and request.time_limit_min < 1:
+        raise ValueError(f"--time-limit must be >= 1 minute, got {request.time_limit_min}")
     tasks: list[TaskSpec] = []
-    for version in request.jax_versions or [None]:
-        if version is None:
-            python = sys.executable if profile.environment.python == "current" else None
-            python = python or profile.environment.python
+    versions = list(dict.fromkeys(request.jax_versions))
+    for version in versions or [None]:
+        if version is None and profile.environment.python == "current":
+            python = python_command(sys.executable)
+        elif version is None:
+            python = profile.environment.python  # may be a wrapper: "apptainer exec img python"
         else:
             folder = pyenvs.env_dir(
                 env_root, version, profile.environment.jax_extra, pyenvs.python_tag(base)
             )
-            python = str(pyenvs.env_python(folder))
+            python = python_command(str(pyenvs.env_python(folder)))
         shards = shard(request.cases, per_task)
-        if request.time_limit_min is not None and request.time_limit_min < 1:
-            raise ValueError(f"--time-limit must be >= 1 minute, got {request.time_limit_min}")
         limit = request.time_limit_min or max(
             time_limit_min(s, request.timing, profile.worker.startup_s) for s in shards
         )
         if limit > profile.max_time_min:
-            raise preflight.PreflightError(
-                f"a task needs a {limit} min time limit, over the profile's max_time_min "
-                f"({profile.max_time_min}): use fewer --cases-per-task"
-            )
+            raise preflight.PreflightError(_over_limit(limit, profile, request, per_task))
         for cases in shards:
             tasks.append(
                 TaskSpec(
@@ -125,7 +129,7 @@ def plan(request: SweepRequest) -> tuple[Sweep, SweepManifest]:
     if not request.jax_versions:
         preflight.check_python(tasks[0].python)
     else:
-        pyenvs.check_versions(base, request.jax_versions)
+        pyenvs.check_versions(base, versions)
     sweep_id = new_sweep_id()
     manifest = SweepManifest(
         sweep_id=sweep_id,
@@ -141,6 +145,17 @@ def plan(request: SweepRequest) -> tuple[Sweep, SweepManifest]:
     return Sweep(sweeps_dir / sweep_id), manifest
 
 
+def _over_limit(limit: int, profile: Profile, request: SweepRequest, per_task: int) -> str:
+    section = "slurm" if profile.executor == "slurm" else "local"
+    where = f"the profile's max_time_min ({profile.max_time_min}, [{section}] in {profile.path})"
+    if request.time_limit_min is not None:
+        return f"--time-limit {limit} is over {where}"
+    fix = "use fewer --cases-per-task, or raise it" if per_task > 1 else "raise it"
+    if profile.executor == "local":
+        fix = "raise it (local tasks all start at once, so splitting them would skew timings)"
+    return f"a task needs a {limit} min time limit, over {where}: {fix}"
+
+
 def submit(
     sweep: Sweep,
     manifest: SweepManifest,
@@ -151,7 +166,8 @@ def submit(
 
     Args:
         sweep: The sweep folder (created here).
-        manifest: From :func:`plan` (or loaded, for a resume); saved before and after.
+        manifest: From :func:`plan` (or loaded, for a resume); saved before, and after each
+            array is submitted.
         only: Task index -> cases to run (a resume); ``None`` runs every task whole.
         on_progress: Called with one line per step (environment built, array submitted).
 
@@ -172,7 +188,8 @@ def submit(
         if version is not None:
             on_progress(f"environment for jax {version} in {manifest.env_root}")
             pyenvs.ensure_env(Path(manifest.env_root), version, base, profile.environment.jax_extra)
-    job_ids: dict[int, str] = {}
+    submission = Submission(submitted_at=utc_now(), executor=profile.executor, job_ids={})
+    manifest.submissions.append(submission)
     for version in versions:
         group = [t for t in todo if t.jax == version]
         executor = make_executor(
@@ -185,11 +202,11 @@ def submit(
         with executor.batch():
             jobs = [executor.submit(_shard_task(sweep, manifest, t, only)) for t in group]
         for task, job in zip(group, jobs, strict=True):
-            job_ids[task.index] = job.job_id
+            submission.job_ids[task.index] = job.job_id
+        sweep.save(manifest)  # each array's job ids, before the next array is tried
         on_progress(f"jax {version or 'of the profile'}: {len(group)} task(s), jobs {_ids(jobs)}")
-    submission = Submission(submitted_at=utc_now(), executor=profile.executor, job_ids=job_ids)
-    manifest.submissions.append(submission)
-    sweep.save(manifest)
+    with contextlib.suppress(OSError):  # submitit's staging folder, empty once jobs have ids
+        (sweep.submitit_dir / "%j").rmdir()
     return submission
 
 
@@ -220,8 +237,7 @@ class TaskStatus:
     Attributes:
         task: The task.
         job_id: Its latest job (``None``: never submitted).
-        state: ``pending``, ``running``, ``completed``, ``failed``, ``timed out``,
-            ``cancelled``, ``lost`` (ended without a result) or ``not submitted``.
+        state: One of :data:`jobstate.STATES` (see :func:`jobstate.job_state`).
         detail: First line of the job's error, if any.
         ok: Cases with an ``ok`` record.
         other: Cases with a record of another status.
@@ -240,6 +256,7 @@ class TaskStatus:
 def status(sweep: Sweep, manifest: SweepManifest) -> list[TaskStatus]:
     """The state of every task of the sweep, and its records so far."""
     jobs = manifest.latest_jobs()
+    queued = jobstate.queued_states(jobs.values()) if manifest.executor == "slurm" else {}
     out = []
     for task in manifest.tasks:
         records = [sweep.read_record(c, task.jax) for c in task.cases]
@@ -248,75 +265,30 @@ def status(sweep: Sweep, manifest: SweepManifest) -> list[TaskStatus]:
         job_id = jobs.get(task.index)
         state, detail = ("not submitted", "")
         if job_id is not None:
-            state, detail = _job_state(sweep, manifest.executor, job_id)
+            state, detail = jobstate.job_state(
+                sweep.submitit_dir, manifest.executor, job_id, queued
+            )
         other = len(records) - ok - missing
         out.append(TaskStatus(task, job_id, state, detail, ok, other, missing))
     return out
 
 
-class _SweepSlurmJob(submitit.SlurmJob):  # type: ignore[type-arg]
-    """A ``SlurmJob`` that waits 3 s, not 15 s, for a result file the task never wrote."""
+def resume_plan(sweep: Sweep) -> tuple[SweepManifest, dict[int, list[CaseSpec]]]:
+    """What ``--resume`` would submit: task index -> its cases without an ``ok`` record.
 
-    _results_timeout_s = 3
-
-
-def _job_state(sweep: Sweep, executor: str, job_id: str) -> tuple[str, str]:
-    folder = sweep.submitit_dir / "%j"
-    if executor == "local":
-        job: submitit.Job[Any] = submitit.LocalJob(folder, job_id)
-        if not job.paths.result_pickle.exists():
-            return ("running", "") if _pid_running(int(job_id)) else ("lost", "no result file")
-    else:
-        job = _SweepSlurmJob(folder, job_id)
-        if not job.done(force_check=True):
-            return ("pending" if job.state.upper() == "PENDING" else "running"), job.state
-    error = job.exception()
-    if error is None:
-        return "completed", ""
-    return _classify(str(error)), _first_line(str(error))
-
-
-def _classify(message: str) -> str:
-    if "timed-out" in message or "TIMEOUT" in message:
-        return "timed out"
-    if "CANCELLED" in message:
-        return "cancelled"
-    return "failed"
-
-
-def _first_line(message: str) -> str:
-    lines = [ln.strip() for ln in message.splitlines() if ln.strip() and set(ln.strip()) != {"-"}]
-    interesting = [ln for ln in lines if "Error" in ln or "timed-out" in ln or "state:" in ln]
-    return (interesting or lines or [""])[-1][:200]
-
-
-def _pid_running(pid: int) -> bool:
-    try:
-        reaped, _ = os.waitpid(pid, os.WNOHANG)
-        if reaped:
-            return False
-    except ChildProcessError:
-        pass
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    try:
-        return Path(f"/proc/{pid}/stat").read_text().split(")")[-1].split()[0] != "Z"
-    except OSError:
-        return True
-
-
-def resume(sweep: Sweep, on_progress: Callable[[str], None] = lambda _: None) -> Submission | None:
-    """Submit again only the cases without an ``ok`` record; ``None`` if none are left.
+    Runs the same checks as :func:`plan` (results folder, partition, GPUs, time limit).
 
     Raises:
-        preflight.PreflightError: A task of the sweep is still pending or running (its cases
-            would run twice).
+        preflight.PreflightError: A check failed, or a task of the sweep is still pending or
+            running (its cases would run twice).
+        FileNotFoundError: Not a sweep folder.
+        ValueError: Its ``sweep.json`` is not a valid manifest.
     """
     manifest = sweep.load()
+    profile = Profile.model_validate(manifest.profile)
+    preflight.check_writable(sweep.root)
+    if profile.executor == "slurm":
+        preflight.check_slurm(profile, max(t.time_limit_min for t in manifest.tasks))
     busy = [s for s in status(sweep, manifest) if s.state in ACTIVE]
     if busy:
         names = ", ".join(f"task {s.task.index} (job {s.job_id}, {s.state})" for s in busy)
@@ -324,7 +296,16 @@ def resume(sweep: Sweep, on_progress: Callable[[str], None] = lambda _: None) ->
             f"{names} still active: wait for it or scancel it, then resume"
         )
     only = {t.index: sweep.missing_cases(t) for t in manifest.tasks}
-    only = {i: cases for i, cases in only.items() if cases}
+    return manifest, {i: cases for i, cases in only.items() if cases}
+
+
+def resume(sweep: Sweep, on_progress: Callable[[str], None] = lambda _: None) -> Submission | None:
+    """Submit again only the cases without an ``ok`` record; ``None`` if none are left.
+
+    Raises:
+        As :func:`resume_plan`; and as :func:`submit`.
+    """
+    manifest, only = resume_plan(sweep)
     if not only:
         return None
     return submit(sweep, manifest, only=only, on_progress=on_progress)

@@ -106,9 +106,7 @@ def make_executor(
     Raises:
         RuntimeError: ``executor = "slurm"`` but ``srun`` is not on ``PATH`` (from submitit).
     """
-    max_timeouts = 0
-    if is_requeueable(limit_min) and profile.slurm is not None:
-        max_timeouts = profile.slurm.max_num_timeout
+    max_timeouts = profile.slurm.max_num_timeout if profile.slurm is not None else 3
     if profile.executor == "local":
         local = profile.local
         assert local is not None

@@ -8,6 +8,7 @@ here and not as a job that pends forever.
 from __future__ import annotations
 
 import re
+import shlex
 import shutil
 import subprocess
 from dataclasses import dataclass
@@ -29,16 +30,29 @@ class Partition:
         name: Partition name.
         max_gpus_per_node: Most GPUs on one of its nodes (0: none).
         time_limit_min: Its time limit in minutes, ``None`` for unlimited.
+        gpu_types: Most GPUs of each named type on one node (untyped GPUs are not listed).
     """
 
     name: str
     max_gpus_per_node: int
     time_limit_min: int | None
+    gpu_types: tuple[tuple[str, int], ...] = ()
+
+
+def parse_gpus(gres: str) -> dict[str | None, int]:
+    """GPUs by type in a GRES string: ``gpu:h100:8(S:0-1),gpu:2`` -> ``{"h100": 8, None: 2}``.
+
+    ``(null)`` or a string without GPUs gives ``{}``.
+    """
+    gpus: dict[str | None, int] = {}
+    for kind, count in re.findall(r"\bgpu(?::([A-Za-z][\w.-]*))?:(\d+)", gres):
+        gpus[kind or None] = gpus.get(kind or None, 0) + int(count)
+    return gpus
 
 
 def parse_gpu_count(gres: str) -> int:
-    """GPUs in a GRES string such as ``gpu:2``, ``gpu:h100:8(S:0-1)`` or ``(null)``."""
-    return sum(int(n) for n in re.findall(r"\bgpu(?::[A-Za-z0-9_.-]+)?:(\d+)", gres))
+    """All GPUs in a GRES string such as ``gpu:2``, ``gpu:h100:8(S:0-1)`` or ``(null)``."""
+    return sum(parse_gpus(gres).values())
 
 
 def parse_time_limit(text: str) -> int | None:
@@ -81,12 +95,19 @@ def slurm_partitions() -> dict[str, Partition]:
     if proc.returncode != 0:
         raise PreflightError(f"sinfo failed: {proc.stderr.strip()}")
     gpus: dict[str, int] = {}
+    types: dict[str, dict[str, int]] = {}
     limits: dict[str, int | None] = {}
     for line in proc.stdout.splitlines():
         name, gres, limit = [*line.split("|"), "", ""][:3]
-        gpus[name] = max(gpus.get(name, 0), parse_gpu_count(gres))
+        by_type = parse_gpus(gres)
+        gpus[name] = max(gpus.get(name, 0), sum(by_type.values()))
+        for kind, count in by_type.items():
+            if kind is not None:
+                types.setdefault(name, {})[kind] = max(types.get(name, {}).get(kind, 0), count)
         limits[name] = parse_time_limit(limit) if limit else None
-    return {n: Partition(n, gpus[n], limits[n]) for n in gpus}
+    return {
+        n: Partition(n, gpus[n], limits[n], tuple(sorted(types.get(n, {}).items()))) for n in gpus
+    }
 
 
 def check_slurm(profile: Profile, limit_min: int) -> Partition:
@@ -104,16 +125,25 @@ def check_slurm(profile: Profile, limit_min: int) -> Partition:
             f"profile {profile.name!r}: partition {s.partition!r} does not exist "
             f"(sinfo lists: {', '.join(sorted(partitions)) or 'none'})"
         )
-    asked = s.gpus_per_node or (parse_gpu_count(s.gres) if s.gres else 0)
-    if asked > part.max_gpus_per_node:
+    asked = parse_gpus(s.gres) if s.gres else ({None: s.gpus_per_node} if s.gpus_per_node else {})
+    total = sum(asked.values())
+    if total > part.max_gpus_per_node:
         raise PreflightError(
-            f"profile {profile.name!r} asks for {asked} GPU(s) per node, but partition "
+            f"profile {profile.name!r} asks for {total} GPU(s) per node, but partition "
             f"{part.name!r} has at most {part.max_gpus_per_node} per node"
         )
+    offered = dict(part.gpu_types)
+    for kind, count in asked.items():
+        if kind is not None and count > offered.get(kind, 0):
+            raise PreflightError(
+                f"profile {profile.name!r} asks for {count} GPU(s) of type {kind!r} per node, "
+                f"but partition {part.name!r} has at most {offered.get(kind, 0)} "
+                f"(types: {', '.join(offered) or 'none named'})"
+            )
     if part.time_limit_min is not None and limit_min > part.time_limit_min:
         raise PreflightError(
-            f"a task needs a {limit_min} min time limit, over partition {part.name!r}'s "
-            f"{part.time_limit_min} min: use fewer --cases-per-task"
+            f"a task needs a {limit_min} min time limit, over the {part.time_limit_min} min "
+            f"limit of partition {part.name!r} (fewer --cases-per-task, or --time-limit)"
         )
     return part
 
@@ -131,10 +161,12 @@ def check_writable(folder: Path) -> Path:
 
 
 def check_python(python: str) -> None:
-    """The interpreter exists (a path) or is on ``PATH`` (a name).
+    """The command's program exists (a path) or is on ``PATH`` (a name).
 
     Raises:
         PreflightError: It does not.
     """
-    if shutil.which(python) is None and not Path(python).is_file():
-        raise PreflightError(f"environment.python {python!r} is not an interpreter here")
+    words = shlex.split(python)
+    program = words[0] if words else ""
+    if shutil.which(program) is None and not Path(program).is_file():
+        raise PreflightError(f"environment.python {python!r}: no program {program!r} here")

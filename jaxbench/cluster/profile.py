@@ -45,7 +45,7 @@ class SlurmSection(_Strict):
         qos: ``--qos``.
         constraint: ``--constraint`` (node features, e.g. a GPU model).
         signal_delay_s: Seconds before the time limit at which Slurm signals the task (USR2).
-        max_num_timeout: Requeues allowed after a time-out (tasks of 10 minutes or more only).
+        max_num_timeout: Requeues allowed after a time-out (tasks over 10 minutes only).
         sbatch_args: Further ``#SBATCH`` options, name to value (``true`` for a bare flag).
         srun_args: Further ``srun`` arguments.
     """
@@ -67,6 +67,12 @@ class SlurmSection(_Strict):
     sbatch_args: dict[str, str | int | bool] = Field(default_factory=dict)
     srun_args: list[str] = Field(default_factory=list)
 
+    @model_validator(mode="after")
+    def _gpus_one_way(self) -> SlurmSection:
+        if self.gres is not None and self.gpus_per_node:
+            raise ValueError("set gpus_per_node or gres, not both")
+        return self
+
 
 class LocalSection(_Strict):
     """Tasks as processes on this machine (submitit's ``LocalExecutor``); all start at once.
@@ -86,8 +92,9 @@ class EnvironmentSection(_Strict):
     """How a node gets its Python.
 
     Attributes:
-        python: Interpreter that runs the worker; ``"current"`` is the one running
-            ``jaxbench submit`` (so its environment must be on a filesystem the nodes share).
+        python: Command that runs the worker's Python: ``"current"`` (the interpreter running
+            ``jaxbench submit``, so its environment must be on a filesystem the nodes share), a
+            path, or a wrapper such as ``"apptainer exec jax.sif python"``.
         setup: Shell lines run before the worker (e.g. ``module load cuda/12.4``).
         env_root: Folder (shared by the nodes) where ``--jax`` environments are built; default
             ``<sweeps_dir>/envs``.
@@ -220,6 +227,8 @@ def _describe(exc: ValidationError) -> str:
             parts.append(f"unknown key {key!r}")
         elif err["type"] == "missing":
             parts.append(f"missing key {key!r}")
+        elif err["type"] == "value_error":
+            parts.append(f"{key}: {err['msg'].removeprefix('Value error, ')}")
         else:
             parts.append(f"{key}: {err['msg']} (got {err.get('input')!r})")
     return "; ".join(parts)

@@ -21,7 +21,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, ValidationError
 
 from jaxbench.results import Record, ResultsFormatError, ResultsWriter, read_record_file
 
@@ -106,11 +106,7 @@ class SweepManifest(BaseModel):
 
 
 class Sweep:
-    """A sweep's folder.
-
-    Raises:
-        FileNotFoundError: (from :meth:`load`) the folder has no ``sweep.json``.
-    """
+    """A sweep's folder (see the module docstring for its layout)."""
 
     def __init__(self, root: str | os.PathLike[str]):
         self.root = Path(root).resolve()
@@ -131,11 +127,23 @@ class Sweep:
         return self.root / RESULTS
 
     def load(self) -> SweepManifest:
-        """Read ``sweep.json``."""
+        """Read ``sweep.json``.
+
+        Raises:
+            FileNotFoundError: The folder has no ``sweep.json``.
+            ValueError: It is not a valid manifest (names the file and the first bad field).
+        """
         path = self.root / MANIFEST
         if not path.is_file():
             raise FileNotFoundError(f"{self.root} is not a sweep folder: it has no {MANIFEST}")
-        return SweepManifest.model_validate_json(path.read_text())
+        try:
+            return SweepManifest.model_validate_json(path.read_text())
+        except ValidationError as exc:
+            first = exc.errors()[0]
+            where = ".".join(str(p) for p in first["loc"]) or "top level"
+            raise ValueError(
+                f"{path}: not a valid sweep manifest ({where}: {first['msg']})"
+            ) from None
 
     def save(self, manifest: SweepManifest) -> None:
         """Write ``sweep.json`` atomically."""

@@ -76,17 +76,14 @@ class ShardTask:
             )
         os.environ.update(self.env)
         usr_sig = getattr(signal, "SIG" + os.environ.get("SUBMITIT_PREEMPT_SIGNAL", "USR2"))
-        submitit_handler = signal.getsignal(usr_sig)
-        signal.signal(usr_sig, _raise_signalled)
+        stopper = _StopOnSignal(usr_sig)
         try:
-            return self._run_cases()
+            with stopper:
+                return self._run_cases()
         except _Signalled as stop:
-            signal.signal(usr_sig, submitit_handler)
-            if callable(submitit_handler):
-                submitit_handler(stop.signum, None)  # requeues and exits, or raises
+            if callable(stopper.submitit_handler):
+                stopper.submitit_handler(stop.signum, None)  # requeues and exits, or raises
             raise RuntimeError(f"task stopped by signal {stop.signum}") from None
-        finally:
-            signal.signal(usr_sig, submitit_handler)
 
     def _run_cases(self) -> dict[str, Any]:
         import jax
@@ -136,5 +133,39 @@ class RequeueableShardTask(ShardTask):
         return submitit.helpers.DelayedSubmission(self)
 
 
-def _raise_signalled(signum: int, frame: object) -> None:
-    raise _Signalled(signum)
+class _StopOnSignal:
+    """Turn the scheduler's signal into :class:`_Signalled`, raised in the main flow.
+
+    A signal handler's exception is lost when the signal lands inside a garbage-collection or
+    ``__del__`` callback (JAX registers one), so after the first attempt an interval timer
+    (``SIGALRM``, every 0.2 s) raises it again until it reaches the case loop.
+    """
+
+    RETRY_S = 0.2
+
+    def __init__(self, usr_sig: signal.Signals):
+        self.usr_sig = usr_sig
+        self.signum: int | None = None
+        self.submitit_handler: Any = None
+        self._alarm_handler: Any = None
+
+    def __enter__(self) -> _StopOnSignal:
+        self.submitit_handler = signal.getsignal(self.usr_sig)
+        self._alarm_handler = signal.getsignal(signal.SIGALRM)
+        signal.signal(self.usr_sig, self._caught)
+        signal.signal(signal.SIGALRM, self._retry)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, self._alarm_handler)
+        signal.signal(self.usr_sig, self.submitit_handler)
+
+    def _caught(self, signum: int, frame: object) -> None:
+        self.signum = signum
+        signal.setitimer(signal.ITIMER_REAL, self.RETRY_S, self.RETRY_S)
+        raise _Signalled(signum)
+
+    def _retry(self, signum: int, frame: object) -> None:
+        if self.signum is not None:
+            raise _Signalled(self.signum)
