@@ -199,7 +199,7 @@ def test_worker_sets_its_environment_before_jax_starts(tmp_path):
     assert record.status == "ok"
     assert record.env["device_count"] == 3
     assert record.env["env_vars"]["XLA_FLAGS"] == "--xla_force_host_platform_device_count=3"
-    assert record.env["sweep"]["task"] == 0
+    assert record.env["sweep"]["task"] == 0 and record.env["sweep"]["timing"] == TIMING
 
 
 def test_worker_refuses_to_run_after_jax_was_imported(tmp_path):

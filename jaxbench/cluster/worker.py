@@ -107,6 +107,7 @@ class ShardTask:
                 "task": self.task_index,
                 "requested_jax": self.jax_version,
                 "worker_env": dict(self.env),
+                "timing": dict(self.timing),
             }
             write_record_file(sweep.record_path(spec, self.jax_version), record)
             statuses[spec.label] = record.status
