@@ -52,6 +52,15 @@ def _submit(slurm, tmp_path, *args, profile="test-cluster"):
     return Sweep(sweep_dir)
 
 
+def _variant(tmp_path, old, new):
+    """slurm/test-cluster.toml with one setting changed, as a new profile file."""
+    text = (ROOT / "slurm/test-cluster.toml").read_text()
+    assert old in text
+    path = tmp_path / "variant.toml"
+    path.write_text(text.replace(old, new))
+    return path
+
+
 def _wait_for(predicate, timeout_s, what):
     start = time.monotonic()
     while not predicate():
@@ -165,12 +174,7 @@ def test_task_over_its_time_limit_is_reported_timed_out_with_its_records(slurm, 
 
 
 def test_gpu_partition_tasks_get_one_placeholder_gpu_each(slurm, tmp_path):
-    profile = tmp_path / "gpu-test.toml"
-    profile.write_text(
-        (ROOT / "slurm/test-cluster.toml")
-        .read_text()
-        .replace('partition = "cpu"', 'partition = "gpu"\ngpus_per_node = 1')
-    )
+    profile = _variant(tmp_path, 'partition = "cpu"', 'partition = "gpu"\ngpus_per_node = 1')
     sweeps = tmp_path / "sweeps"
     sweep = _submit(
         slurm, sweeps, "-w", "train_step", "-s", "tiny", "--optimizer", "sgd", *FAST,
@@ -228,12 +232,7 @@ def test_preempted_long_task_is_requeued_and_skips_its_finished_cases(slurm, tmp
 
 def test_array_task_cancelled_while_pending_is_lost_and_resumable(slurm, tmp_path):
     """Slurm keeps no accounting for it: it must not read as running for ever."""
-    profile = tmp_path / "one-at-a-time.toml"
-    profile.write_text(
-        (ROOT / "slurm/test-cluster.toml")
-        .read_text()
-        .replace("array_parallelism = 16", "array_parallelism = 1")
-    )
+    profile = _variant(tmp_path, "array_parallelism = 16", "array_parallelism = 1")
     args = ["-w", "train_step", "-s", "tiny", "--optimizer", "sgd", "--budget", "2"]
     sweep = _submit(slurm, tmp_path / "sweeps", *args, "-d", "float32", "-d", "bfloat16",
                     profile=str(profile))  # fmt: skip

@@ -18,12 +18,11 @@ import os
 import signal
 import socket
 import sys
-import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from jaxbench.cluster.sweep import CaseSpec, Sweep
+from jaxbench.cluster.sweep import CaseSpec, Sweep, utc_now
 
 
 class JaxImportedTooEarly(RuntimeError):
@@ -115,7 +114,7 @@ class ShardTask:
             "task": self.task_index,
             "host": socket.gethostname(),
             "jax": jax.__version__,
-            "finished_at": time.time(),
+            "finished_at": utc_now(),
             "statuses": statuses,
         }
 
