@@ -62,8 +62,10 @@ def test_blocked_latency_covers_the_work_of_a_large_matmul():
         unblocked.append((time.perf_counter_ns() - t0) / 1e9)
         out.block_until_ready()
     # The relation, not a speed: ours matches the forced time, far above a dispatch-only time.
+    # Dispatch sometimes waits for the runtime (0.14 ms or 3 ms on a 2-core VM), so the
+    # dispatch-only reference is the fastest call, not the median.
     assert ours >= 0.5 * np.median(forced)
-    assert ours > 20 * np.median(unblocked)
+    assert ours > 20 * np.min(unblocked)
 
 
 def test_sample_count_has_a_floor_and_a_ceiling():
