@@ -3,8 +3,9 @@
 A task that pickled a result is ``completed`` or ``failed``/``timed out`` by what submitit's
 ``job.exception()`` says of that result, never by the scheduler's state. Only a task without a
 result is looked up in the scheduler: ``squeue`` for one still queued or running, then ``sacct``
-for why it ended without one (cancelled, timed out, node failure). A Slurm array task cancelled
-while pending appears in neither, and is ``lost``.
+for why it ended without one (cancelled, timed out, node failure). A task in neither, or one
+``sacct`` still calls pending although ``squeue`` no longer lists it (an array task cancelled
+while pending), is ``lost``.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ from __future__ import annotations
 import os
 import re
 import subprocess
+import time
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
@@ -29,6 +31,10 @@ STATES = (
     "not submitted",
 )
 """Every state :func:`job_state` gives (``not submitted``: no job yet)."""
+
+
+RESULT_GRACE_S = 3.0
+"""How long a task that left the queue gets for its result file to appear (network filesystems)."""
 
 
 class _SweepSlurmJob(submitit.SlurmJob):  # type: ignore[type-arg]
@@ -84,16 +90,27 @@ def job_state(
     if job_id in queued:
         state = queued[job_id]
         return ("pending" if state == "PENDING" else "running"), state
+    if _appears(job.paths.result_pickle, RESULT_GRACE_S):  # written just before leaving squeue
+        return _from_result(job)
     state = (job.get_info(mode="force").get("State") or "UNKNOWN").split()[0]
     if state == "CANCELLED":
         return "cancelled", "cancelled (scancel), no result"
     if state in ("TIMEOUT", "DEADLINE"):
         return "timed out", f"Slurm {state}, no result"
-    if state == "UNKNOWN":
-        return "lost", "in neither squeue nor sacct (cancelled while pending?)"
-    if state in ("PENDING", "RUNNING", "REQUEUED", "COMPLETING", "CONFIGURING", "SUSPENDED"):
-        return "running", f"Slurm {state} (accounting lags squeue)"
-    return "failed", f"Slurm {state}, no result"
+    if state in ("COMPLETED", "FAILED", "NODE_FAIL", "OUT_OF_MEMORY", "BOOT_FAIL", "PREEMPTED"):
+        return "failed", f"Slurm {state}, no result"
+    # Not queued, yet sacct has no end state: an array task cancelled while pending has no
+    # record of its own, and sacct may keep showing the array's pending remainder.
+    return "lost", f"not in squeue; sacct says {state} (cancelled while pending?)"
+
+
+def _appears(path: Path, within_s: float) -> bool:
+    deadline = time.monotonic() + within_s
+    while not path.exists():
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.2)
+    return True
 
 
 def _from_result(job: submitit.Job[Any]) -> tuple[str, str]:
