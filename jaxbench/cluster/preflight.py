@@ -50,11 +50,6 @@ def parse_gpus(gres: str) -> dict[str | None, int]:
     return gpus
 
 
-def parse_gpu_count(gres: str) -> int:
-    """All GPUs in a GRES string such as ``gpu:2``, ``gpu:h100:8(S:0-1)`` or ``(null)``."""
-    return sum(parse_gpus(gres).values())
-
-
 def parse_time_limit(text: str) -> int | None:
     """Minutes in a Slurm time (``[D-]HH:MM:SS``, ``MM:SS``, ``MM``); ``None`` if unlimited.
 
