@@ -1,0 +1,73 @@
+"""Analysis of results: tidy frames, per-case statistics, version comparisons and plots.
+
+Reads jaxbench records and asv results (never writes them). Typical use::
+
+    from jaxbench import analysis
+
+    frame, problems = analysis.load_results(["results"])
+    samples = analysis.steady_state_samples(frame)
+    summary = analysis.case_summary(samples)  # n, p50, p95, IQR, MAD, CI of the median
+    result = analysis.compare_versions(frame, "0.4.30", "0.4.31")
+    result.table  # ratio of medians, CI, Mann-Whitney p, verdict; steady state and compile apart
+
+Plots live in :mod:`jaxbench.analysis.plots` (imported on demand: it loads matplotlib).
+"""
+
+from jaxbench.analysis.compare import Comparison, compare_to_previous, compare_versions
+from jaxbench.analysis.conditions import (
+    DEFAULT_FIELDS,
+    SeriesSplit,
+    add_conditions,
+    condition_fields,
+    split_series,
+)
+from jaxbench.analysis.forward import crossover_k, forward_table
+from jaxbench.analysis.frames import (
+    Problem,
+    case_label,
+    compile_times,
+    load_results,
+    steady_state_samples,
+)
+from jaxbench.analysis.stats import (
+    case_summary,
+    mann_whitney_p,
+    median_ci,
+    median_ratio_ci,
+    summarize_samples,
+    verdict,
+)
+from jaxbench.analysis.versions import (
+    previous_version,
+    sort_versions,
+    version_categorical,
+    version_key,
+)
+
+__all__ = [
+    "DEFAULT_FIELDS",
+    "Comparison",
+    "Problem",
+    "SeriesSplit",
+    "add_conditions",
+    "case_label",
+    "case_summary",
+    "compare_to_previous",
+    "compare_versions",
+    "compile_times",
+    "condition_fields",
+    "crossover_k",
+    "forward_table",
+    "load_results",
+    "mann_whitney_p",
+    "median_ci",
+    "median_ratio_ci",
+    "previous_version",
+    "sort_versions",
+    "split_series",
+    "steady_state_samples",
+    "summarize_samples",
+    "verdict",
+    "version_categorical",
+    "version_key",
+]

@@ -1,0 +1,91 @@
+"""Forward mode: per-K cost of each strategy, and the K at which linearize becomes cheaper.
+
+Forward-mode records have benchmarks ``forward/linearize`` (linearize + K applications),
+``forward/linearize_apply`` (K applications only), ``forward/vmap_jvp``, ``forward/jvp_loop``
+and ``forward/jacfwd``, parameters ``k``, ``size``, ``dtype`` and ``wrt``, and
+``metrics.held_bytes`` (bytes a strategy holds between calls, e.g. the linearization).
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pandas as pd
+
+from jaxbench.analysis.conditions import CONDITION
+from jaxbench.analysis.frames import steady_state_samples
+
+FORWARD_PREFIX = "forward/"
+GROUP = ("param.size", "param.dtype", "param.wrt", CONDITION, "version")
+
+
+def forward_table(frame: pd.DataFrame) -> pd.DataFrame:
+    """Median steady-state latency and held bytes per forward-mode strategy and K.
+
+    Args:
+        frame: Rows of :func:`jaxbench.analysis.load_results`.
+
+    Returns:
+        One row per ``param.size``, ``param.dtype``, ``param.wrt``, ``condition``, ``version``,
+        ``benchmark`` and ``k``: ``p50_s`` (median latency of all samples, seconds), ``n``
+        (samples) and ``held_bytes`` (bytes; ``nan`` where not recorded). Sorted by those keys.
+        Empty when there are no forward-mode ``ok`` records.
+    """
+    fwd = frame[frame["benchmark"].astype(str).str.startswith(FORWARD_PREFIX)]
+    samples = steady_state_samples(fwd)
+    cols = [*GROUP, "benchmark", "k", "p50_s", "n", "held_bytes"]
+    if samples.empty:
+        return pd.DataFrame(columns=cols)
+    samples = samples.assign(
+        k=samples["param.k"].astype(int),
+        held_bytes=samples["metrics"].map(lambda m: (m or {}).get("held_bytes", math.nan)),
+    )
+    keys = [*GROUP, "benchmark", "k"]
+    out = samples.groupby(keys, observed=True).agg(
+        p50_s=("latency_s", "median"), n=("latency_s", "size"), held_bytes=("held_bytes", "max")
+    )
+    return out.reset_index().sort_values(keys, ignore_index=True)[cols]
+
+
+def crossover_k(
+    table: pd.DataFrame,
+    cheaper: str = "forward/linearize",
+    than: str = "forward/vmap_jvp",
+) -> float | None:
+    """K from which ``cheaper`` takes less time per call than ``than``, for one series.
+
+    With ``r(K) = p50(cheaper) / p50(than)`` at the Ks measured for both: if ``r < 1`` from
+    some measured K on (and at every larger one), the crossover is where ``log r`` crosses 0 on
+    the straight line between that K and the K before it, in ``log K`` (log-log interpolation).
+
+    Args:
+        table: Rows of :func:`forward_table` for one size, dtype, wrt, condition and version.
+        cheaper: Benchmark expected to win at large K.
+        than: Benchmark it is compared with.
+
+    Returns:
+        The crossover K (a float between two measured Ks); the smallest measured K when
+        ``cheaper`` already wins there; ``None`` when it does not win at the largest K.
+
+    Raises:
+        ValueError: ``table`` holds more than one series (size, dtype, wrt, condition, version).
+    """
+    keys = [c for c in GROUP if c in table]
+    if len(table[keys].drop_duplicates()) > 1:
+        raise ValueError(f"crossover_k needs one series; table has several {keys}")
+    a = table[table["benchmark"] == cheaper].set_index("k")["p50_s"]
+    b = table[table["benchmark"] == than].set_index("k")["p50_s"]
+    ks = sorted(set(a.index) & set(b.index))
+    if not ks:
+        return None
+    log_r = np.log([a[k] / b[k] for k in ks])
+    if log_r[-1] >= 0:
+        return None
+    i = len(ks) - 1
+    while i > 0 and log_r[i - 1] < 0:
+        i -= 1
+    if i == 0:
+        return float(ks[0])
+    k0, k1, r0, r1 = math.log(ks[i - 1]), math.log(ks[i]), log_r[i - 1], log_r[i]
+    return float(math.exp(k0 + (k1 - k0) * r0 / (r0 - r1)))

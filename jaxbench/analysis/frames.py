@@ -1,0 +1,193 @@
+"""Load jaxbench records and asv results into one tidy frame, reporting files that do not load.
+
+One row per record (the columns of :func:`jaxbench.results.load_records`), plus:
+
+- ``source``: ``"jaxbench"`` (JSON Lines runs, sweep record files) or ``"asv"``;
+- ``version``: the JAX version as an ordered categorical in version order
+  (:mod:`jaxbench.analysis.versions`);
+- ``case``: benchmark and parameters, e.g. ``"forward/vmap_jvp dtype=float32 k=8 size=tiny"``;
+- ``condition``: the measurement condition (:mod:`jaxbench.analysis.conditions`).
+
+:func:`steady_state_samples` gives one row per timed call (``latency_s``, seconds) and
+:func:`compile_times` one row per record with a compile time (``compile_s``, seconds).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import warnings
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from jaxbench.analysis.conditions import DEFAULT_FIELDS, add_conditions
+from jaxbench.analysis.versions import version_categorical
+from jaxbench.asv_results import read_asv_file
+from jaxbench.results import (
+    ResultsFormatError,
+    read_record_file,
+    read_records,
+    record_row,
+    samples_frame,
+)
+
+#: JSON files found in results folders that are neither records nor asv results: not reported.
+NOT_RESULT_FILES = frozenset({"benchmarks.json", "machine.json", "sweep.json", "jaxbench-env.json"})
+
+
+@dataclass(frozen=True)
+class Problem:
+    """A results file (or part of one) that could not be loaded.
+
+    Attributes:
+        path: The file.
+        reason: What is wrong, e.g. ``"line 3: expected a JSON object"``.
+    """
+
+    path: str
+    reason: str
+
+    def __str__(self) -> str:
+        return f"{self.path}: {self.reason}"
+
+
+def _files(paths: Iterable[Path]) -> list[Path]:
+    files: list[Path] = []
+    for p in paths:
+        if not p.exists():
+            raise FileNotFoundError(f"no such results file or folder: {p}")
+        if p.is_dir():
+            found = [*p.rglob("*.jsonl"), *p.rglob("*.json")]
+            files.extend(
+                sorted(f for f in found if f.name not in NOT_RESULT_FILES and f.name[0] != ".")
+            )
+        else:
+            files.append(p)
+    return files
+
+
+def _strip(message: str, path: Path) -> str:
+    prefix = f"{path}:"
+    return message[len(prefix) :].strip() if message.startswith(prefix) else message
+
+
+def _jsonl_rows(path: Path) -> tuple[list[dict[str, Any]], list[Problem]]:
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        records = read_records(path, errors="warn")
+    bad = [_strip(str(w.message), path) for w in caught]
+    problems = []
+    if bad:
+        what = (
+            "line is not a jaxbench record" if len(bad) == 1 else "lines are not jaxbench records"
+        )
+        kept = f"{len(records)} records loaded" if records else "nothing loaded"
+        problems.append(Problem(str(path), f"{len(bad)} {what} (first: line {bad[0]}); {kept}"))
+    return [record_row(r, path) | {"source": "jaxbench"} for r in records], problems
+
+
+def _json_rows(path: Path) -> list[dict[str, Any]]:
+    """Rows of one ``.json`` file: a sweep record or an asv result file.
+
+    Raises:
+        ResultsFormatError: Neither, or a corrupt one of them.
+    """
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except ValueError as exc:
+        raise ResultsFormatError(f"{path}: not JSON: {exc}") from exc
+    if isinstance(data, dict) and "schema_version" in data:
+        return [record_row(read_record_file(path), path) | {"source": "jaxbench"}]
+    if isinstance(data, dict) and "result_columns" in data:
+        return [record_row(r, path) | {"source": "asv"} for r in read_asv_file(path)]
+    raise ResultsFormatError(f"{path}: neither a jaxbench record nor an asv result file")
+
+
+def load_results(
+    paths: Iterable[str | os.PathLike[str]] | str | os.PathLike[str],
+    condition_fields: tuple[str, ...] = DEFAULT_FIELDS,
+) -> tuple[pd.DataFrame, list[Problem]]:
+    """Load jaxbench JSON Lines runs, sweep record files and asv results into one frame.
+
+    Folders are searched recursively for ``*.jsonl`` (runs) and ``*.json`` (one sweep record, or
+    one asv result file); asv's ``benchmarks.json`` and ``machine.json``, a sweep's ``sweep.json``
+    and hidden files are skipped. A file that cannot be read, is not JSON, is some other JSON, or
+    holds bad lines is reported in ``problems`` by name; everything else still loads. Bad lines of a
+    JSON Lines file are skipped and the good ones kept.
+
+    Args:
+        paths: Files or folders.
+        condition_fields: Fixed fields of the ``condition`` column
+            (:func:`jaxbench.analysis.conditions.condition_fields`).
+
+    Returns:
+        ``(frame, problems)``: one row per record (columns as the module docstring says; empty,
+        without columns, when nothing loaded) and a list of :class:`Problem`.
+
+    Raises:
+        FileNotFoundError: A named path does not exist (a typo should not pass as "no results").
+    """
+    if isinstance(paths, str | os.PathLike):
+        paths = [paths]
+    rows: list[dict[str, Any]] = []
+    problems: list[Problem] = []
+    for path in _files(map(Path, paths)):
+        try:
+            if path.suffix == ".jsonl":
+                more, bad = _jsonl_rows(path)
+                problems.extend(bad)
+            else:
+                more = _json_rows(path)
+        except (ResultsFormatError, OSError) as exc:
+            problems.append(Problem(str(path), _strip(str(exc), path)))
+            continue
+        rows.extend(more)
+    frame = pd.DataFrame(rows)
+    if frame.empty:
+        return frame, problems
+    frame["version"] = version_categorical(frame["jax"])
+    frame["case"] = [
+        case_label(b, p) for b, p in zip(frame["benchmark"], frame["params"], strict=True)
+    ]
+    return add_conditions(frame, condition_fields), problems
+
+
+def case_label(benchmark: str, params: dict[str, Any]) -> str:
+    """``"<benchmark> name=value ..."`` with parameters sorted by name."""
+    return " ".join([benchmark, *(f"{k}={params[k]}" for k in sorted(params))])
+
+
+def steady_state_samples(frame: pd.DataFrame) -> pd.DataFrame:
+    """One row per timed call of the ``ok`` records: ``latency_s`` (seconds) and ``sample``.
+
+    Records with status ``recompiled`` are left out: their samples are not steady state.
+    ``version`` stays an ordered categorical.
+    """
+    if frame.empty:
+        return frame.assign(latency_s=pd.Series(dtype=float), sample=pd.Series(dtype=int))
+    ok = frame[frame["status"] == "ok"]
+    if ok.empty:
+        return ok.assign(latency_s=pd.Series(dtype=float), sample=pd.Series(dtype=int))
+    out = samples_frame(ok)
+    if "version" in frame:
+        out["version"] = out["version"].astype(frame["version"].dtype)
+    return out
+
+
+def compile_times(frame: pd.DataFrame) -> pd.DataFrame:
+    """One row per record with a compile time (``compile_s``, seconds), ``samples_s`` dropped.
+
+    Records whose compile was a persistent compilation cache hit are left out: their
+    ``compile_s`` is a cache load, not an XLA compile.
+    """
+    if frame.empty:
+        return frame
+    hits = frame.get("compilation_cache", pd.Series(dtype=object)).map(
+        lambda c: isinstance(c, dict) and (c.get("cache_hits") or 0) > 0
+    )
+    keep = frame["compile_s"].notna() & ~hits.reindex(frame.index, fill_value=False)
+    return frame[keep].drop(columns=["samples_s"], errors="ignore")

@@ -1,0 +1,234 @@
+"""Plots of results with seaborn.
+
+Figures are made with :class:`matplotlib.figure.Figure` directly, not through ``pyplot``: nothing
+is registered globally, no GUI backend is needed (saving uses Agg), and a notebook's backend is
+left alone. Pass ``ax=`` to draw into a figure of your own.
+
+Latencies span decades and cannot be negative, so they are drawn on a log scale, and their
+densities are estimated in log space: violins and boxes plot ``log10(latency_s)`` and the axis is
+relabelled in seconds, so no violin reaches zero or below. Every plot takes one measurement
+condition at a time (:mod:`jaxbench.analysis.conditions`), with versions in version order.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+
+import numpy as np
+import pandas as pd
+import seaborn as sns
+from matplotlib.axes import Axes
+from matplotlib.figure import Figure
+from matplotlib.ticker import FixedLocator, FuncFormatter
+
+from jaxbench.analysis.conditions import CONDITION
+from jaxbench.analysis.forward import crossover_k, forward_table
+from jaxbench.analysis.versions import sort_versions
+from jaxbench.tables import fmt_seconds
+
+LOG10_LATENCY = "log10_latency_s"
+STRATEGIES = (
+    "forward/linearize",
+    "forward/linearize_apply",
+    "forward/vmap_jvp",
+    "forward/jvp_loop",
+    "forward/jacfwd",
+)
+
+
+def _single(frame: pd.DataFrame, column: str, what: str) -> None:
+    if frame.empty:
+        raise ValueError("nothing to plot: the frame has no rows")
+    values = frame[column].dropna().unique() if column in frame else []
+    if len(values) > 1:
+        raise ValueError(
+            f"the data hold {len(values)} {what}s ({', '.join(map(str, values[:4]))}...); "
+            f"plot one {what} at a time (filter on {column!r})"
+        )
+
+
+def _order(frame: pd.DataFrame, column: str) -> list[str]:
+    if column == "version":
+        return sort_versions(frame[column])
+    return sorted(map(str, frame[column].dropna().unique()))
+
+
+def _axes(ax: Axes | None) -> Axes:
+    return ax if ax is not None else Figure(figsize=(7, 4), layout="constrained").add_subplot()
+
+
+def log_seconds_axis(ax: Axes, axis: str = "y") -> None:
+    """Label an axis whose data are ``log10(seconds)`` with ticks in seconds (``1 ms``, ...).
+
+    Ticks are at 1, 2 and 5 times powers of ten, or at powers of ten only when the axis spans
+    more than two decades.
+    """
+    lo, hi = ax.get_ylim() if axis == "y" else ax.get_xlim()
+    multiples = (1,) if hi - lo > 2 else (1, 2, 5)
+    ticks = [
+        math.log10(m) + e
+        for e in range(math.floor(lo) - 1, math.ceil(hi) + 1)
+        for m in multiples
+        if lo <= math.log10(m) + e <= hi
+    ]
+    target = ax.yaxis if axis == "y" else ax.xaxis
+    target.set_major_locator(FixedLocator(ticks))
+    target.set_major_formatter(FuncFormatter(lambda v, _: fmt_seconds(10.0**v)))
+
+
+def latency_violins(
+    samples: pd.DataFrame,
+    x: str = "version",
+    kind: str = "violin",
+    ax: Axes | None = None,
+) -> Axes:
+    """Latency per version (or other ``x``) as violins or boxes, log scale, density in log space.
+
+    Args:
+        samples: :func:`jaxbench.analysis.steady_state_samples` rows of one case and condition.
+        x: Column on the x axis; versions are in version order.
+        kind: ``"violin"`` or ``"box"``.
+        ax: Axes to draw on; a new figure when ``None``.
+
+    Returns:
+        The axes; y data are ``log10(latency_s)``, tick labels in seconds.
+
+    Raises:
+        ValueError: Several cases or conditions, a non-positive latency, or an unknown ``kind``.
+    """
+    _single(samples, "case", "case")
+    _single(samples, CONDITION, "condition")
+    if (samples["latency_s"] <= 0).any():
+        raise ValueError("latencies must be positive seconds to be drawn on a log scale")
+    plot = {"violin": sns.violinplot, "box": sns.boxplot}.get(kind)
+    if plot is None:
+        raise ValueError(f"kind must be 'violin' or 'box', got {kind!r}")
+    data = samples.assign(**{LOG10_LATENCY: np.log10(samples["latency_s"].astype(float))})
+    data[x] = data[x].astype(str)
+    ax = _axes(ax)
+    plot(data=data, x=x, y=LOG10_LATENCY, order=_order(data, x), ax=ax)
+    log_seconds_axis(ax, "y")
+    ax.set_ylabel("latency per call (log scale)")
+    if "case" in samples and len(samples):
+        ax.set_title(str(samples["case"].iloc[0]), fontsize="small")
+    return ax
+
+
+def latency_ecdf(samples: pd.DataFrame, hue: str = "version", ax: Axes | None = None) -> Axes:
+    """Empirical CDF of latency per version (or other ``hue``), log-scaled x axis in seconds.
+
+    Args:
+        samples: :func:`jaxbench.analysis.steady_state_samples` rows of one case and condition.
+        hue: Column giving one curve each; versions are in version order.
+        ax: Axes to draw on; a new figure when ``None``.
+
+    Raises:
+        ValueError: Several cases or conditions.
+    """
+    _single(samples, "case", "case")
+    _single(samples, CONDITION, "condition")
+    data = samples.assign(**{hue: samples[hue].astype(str)})
+    ax = _axes(ax)
+    sns.ecdfplot(
+        data=data, x="latency_s", hue=hue, hue_order=_order(data, hue), log_scale=True, ax=ax
+    )
+    ax.set_xlabel("latency per call, s (log scale)")
+    return ax
+
+
+def compile_bars(
+    compiles: pd.DataFrame, x: str = "version", hue: str | None = None, ax: Axes | None = None
+) -> Axes:
+    """Compile time per version: bars at the median, one dot per record.
+
+    Args:
+        compiles: :func:`jaxbench.analysis.compile_times` rows of one condition (and one case,
+            unless ``hue="case"``).
+        x: Column on the x axis; versions in version order.
+        hue: Optional column for grouped bars, e.g. ``"case"``.
+        ax: Axes to draw on; a new figure when ``None``.
+
+    Raises:
+        ValueError: Several conditions, or several cases without ``hue="case"``.
+    """
+    _single(compiles, CONDITION, "condition")
+    if hue != "case":
+        _single(compiles, "case", "case")
+    data = compiles.assign(**{x: compiles[x].astype(str)})
+    order = _order(data, x)
+    ax = _axes(ax)
+    common = {"data": data, "x": x, "y": "compile_s", "order": order, "hue": hue, "ax": ax}
+    sns.barplot(**common, estimator="median", errorbar=None, alpha=0.6)
+    sns.stripplot(**common, dodge=hue is not None, color="black", size=3, legend=False)
+    ax.set_ylabel("XLA compile time, s")
+    return ax
+
+
+def forward_crossover(
+    frame: pd.DataFrame,
+    strategies: Sequence[str] = STRATEGIES,
+    cheaper: str = "forward/linearize",
+    than: str = "forward/vmap_jvp",
+) -> Figure:
+    """Forward-mode cost against K: time per call (log-log) and held memory, crossover marked.
+
+    Left: median latency per strategy against K, both axes log scale; a dashed vertical line marks
+    the K at which ``cheaper`` becomes cheaper than ``than`` (:func:`crossover_k`), when it does.
+    Right: ``metrics.held_bytes`` (MiB) per strategy against K.
+
+    Args:
+        frame: :func:`jaxbench.analysis.load_results` rows of one size, dtype, wrt, condition and
+            version (other benchmarks are ignored).
+        strategies: Benchmarks to draw.
+        cheaper: Benchmark expected to win at large K (see :func:`crossover_k`).
+        than: Benchmark it is compared with.
+
+    Returns:
+        The figure (two axes).
+
+    Raises:
+        ValueError: No forward-mode samples, or more than one series.
+    """
+    table = forward_table(frame)
+    if table.empty:
+        raise ValueError("no forward-mode steady-state samples to plot")
+    for column, what in (
+        ("param.size", "size"),
+        ("param.dtype", "dtype"),
+        ("param.wrt", "wrt"),
+        (CONDITION, "condition"),
+        ("version", "version"),
+    ):
+        _single(table, column, what)
+    table = table[table["benchmark"].isin(strategies)].assign(
+        held_mib=lambda t: t["held_bytes"] / 2**20
+    )
+    fig = Figure(figsize=(11, 4), layout="constrained")
+    ax_t, ax_m = fig.subplots(1, 2)
+    order = [s for s in strategies if s in set(table["benchmark"])]
+    sns.lineplot(
+        data=table, x="k", y="p50_s", hue="benchmark", hue_order=order, marker="o", ax=ax_t
+    )
+    ax_t.set(xscale="log", yscale="log", xlabel="K (tangents)", ylabel="median time per call, s")
+    k_x = crossover_k(table, cheaper, than)
+    if k_x is not None:
+        ax_t.axvline(k_x, color="gray", linestyle="--")
+        ax_t.annotate(
+            f"{cheaper.split('/')[-1]} < {than.split('/')[-1]}\nfrom K ≈ {k_x:.3g}",
+            (k_x, 0.95),
+            xycoords=("data", "axes fraction"),
+            va="top",
+            fontsize="small",
+        )
+    sns.lineplot(
+        data=table, x="k", y="held_mib", hue="benchmark", hue_order=order, marker="o", ax=ax_m
+    )
+    ax_m.set(xscale="log", xlabel="K (tangents)", ylabel="held memory, MiB")
+    first = table.iloc[0]
+    fig.suptitle(
+        f"forward mode: {first['param.size']} {first['param.dtype']} wrt={first['param.wrt']}, "
+        f"jax {first['version']}",
+        fontsize="medium",
+    )
+    return fig

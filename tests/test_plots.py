@@ -1,0 +1,104 @@
+"""jaxbench.analysis.plots: log-space violins, ECDFs, compile bars, forward-mode crossover."""
+
+import numpy as np
+import pytest
+import seaborn as sns
+from analysis_data import VERSIONS, forward_records, lognormal, record, write
+from matplotlib.collections import PolyCollection
+from matplotlib.figure import Figure
+
+from jaxbench import analysis
+from jaxbench.analysis import plots
+
+
+def frame_of(tmp_path, records):
+    write(tmp_path / "run.jsonl", records)
+    frame, problems = analysis.load_results(tmp_path)
+    assert problems == []
+    return frame
+
+
+@pytest.fixture
+def wide_samples(tmp_path):
+    """Latencies spread over decades (lognormal, sigma 1.5): a linear-space KDE goes below 0."""
+    recs = [record(v, lognormal(1e-3, 300, seed=i, sigma=1.5)) for i, v in enumerate(VERSIONS)]
+    return analysis.steady_state_samples(frame_of(tmp_path, recs[::-1]))
+
+
+def violin_vertices_y(ax):
+    bodies = [c for c in ax.collections if isinstance(c, PolyCollection)]
+    assert bodies, "no violin bodies drawn"
+    return np.concatenate([p.vertices[:, 1] for c in bodies for p in c.get_paths()])
+
+
+def test_log_scale_violin_has_no_vertex_at_or_below_zero_seconds(wide_samples):
+    ax = plots.latency_violins(wide_samples)
+    seconds = 10.0 ** violin_vertices_y(ax)  # y data are log10(seconds)
+    assert (seconds > 0).all()
+    # The density lives in log space: the violins span the samples' decades, not down to 0.
+    latency = wide_samples["latency_s"]
+    assert latency.min() / 100 < seconds.min() and seconds.max() < latency.max() * 100
+    assert latency.median() / 3 < np.median(seconds) < latency.median() * 3
+    assert [t.get_text() for t in ax.get_xticklabels()] == VERSIONS
+    labels = [t.get_text() for t in ax.get_yticklabels()]
+    assert any(lbl.endswith(("ms", "µs")) for lbl in labels)
+
+
+def test_a_linear_space_violin_would_fail_that_check(wide_samples):
+    # The check above can fail: seaborn's default violin of raw seconds reaches below 0.
+    ax = Figure().add_subplot()
+    sns.violinplot(data=wide_samples, x="version", y="latency_s", ax=ax)
+    assert (violin_vertices_y(ax) <= 0).any()
+
+
+def test_box_plot_is_in_log_space_too(wide_samples):
+    ax = plots.latency_violins(wide_samples, kind="box")
+    lo, hi = ax.get_ylim()
+    assert np.log10(wide_samples["latency_s"].min()) >= lo - 1e-9
+    assert hi < 0  # log10 of milliseconds, not seconds
+
+
+def test_plots_refuse_to_pool_conditions(tmp_path):
+    recs = [record("0.4.30"), record("0.4.30", env={"device_kind": "TPU v5e"})]
+    samples = analysis.steady_state_samples(frame_of(tmp_path, recs))
+    with pytest.raises(ValueError, match="condition"):
+        plots.latency_violins(samples)
+    with pytest.raises(ValueError, match="condition"):
+        plots.latency_ecdf(samples)
+    with pytest.raises(ValueError, match="kind"):
+        plots.latency_violins(samples[samples["device_kind"] == "cpu"], kind="swarm")
+
+
+def test_ecdf_has_one_curve_per_version_on_a_log_axis(wide_samples):
+    ax = plots.latency_ecdf(wide_samples)
+    assert ax.get_xscale() == "log"
+    assert len(ax.lines) == len(VERSIONS)
+    legend = [t.get_text() for t in ax.get_legend().get_texts()]
+    assert legend == VERSIONS
+
+
+def test_compile_bars_one_bar_per_version_at_the_median(tmp_path):
+    recs = [record(v, compile_s=c) for v, c in (("0.4.10", 2.0), ("0.4.9", 1.0), ("0.4.9", 3.0))]
+    compiles = analysis.compile_times(frame_of(tmp_path, recs))
+    ax = plots.compile_bars(compiles)
+    heights = [p.get_height() for p in ax.patches]
+    assert heights == [2.0, 2.0]  # 0.4.9: median of 1 and 3; 0.4.10: 2
+    assert [t.get_text() for t in ax.get_xticklabels()] == ["0.4.9", "0.4.10"]
+
+
+def test_forward_crossover_marks_the_crossover_and_plots_held_memory(tmp_path):
+    frame = frame_of(tmp_path, forward_records(ks=(1, 2, 8, 32)))
+    fig = plots.forward_crossover(frame)
+    ax_t, ax_m = fig.axes[:2]
+    assert ax_t.get_xscale() == ax_t.get_yscale() == "log"
+    k_x = analysis.crossover_k(analysis.forward_table(frame))
+    marks = [ln for ln in ax_t.lines if len(set(ln.get_xdata())) == 1]
+    assert len(marks) == 1 and marks[0].get_xdata()[0] == pytest.approx(k_x)
+    held = {tuple(ln.get_ydata()) for ln in ax_m.lines if len(ln.get_ydata()) == 4}
+    assert (1.0, 1.0, 1.0, 1.0) in held and (0.0, 0.0, 0.0, 0.0) in held
+
+
+def test_forward_crossover_refuses_two_versions(tmp_path):
+    frame = frame_of(tmp_path, forward_records("0.4.30") + forward_records("0.4.31"))
+    with pytest.raises(ValueError, match="version"):
+        plots.forward_crossover(frame)
