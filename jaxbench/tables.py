@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections import Counter
+from typing import Any
 
 from rich.table import Table
 
@@ -99,3 +100,60 @@ def problems(records: list[Record]) -> list[str]:
         more = f" (and {n - 1} more)" if n > 1 else ""
         lines.append(f"{status}: {where}{more}: {error}")
     return lines
+
+
+_VERDICT_STYLE = {"slower": "bold red", "faster": "green"}
+
+
+def _verdict(value: str) -> str:
+    style = _VERDICT_STYLE.get(value)
+    return f"[{style}]{value}[/]" if style else value
+
+
+def _ratio(ratio: float, low: float, high: float) -> tuple[str, str]:
+    ci = "" if low != low else f"[{low:.3f}, {high:.3f}]"  # nan: no interval
+    return f"{ratio:.3f}", ci
+
+
+def comparison_table(result: Any) -> Table:
+    """A :class:`jaxbench.analysis.Comparison` as a table: one row per metric and case.
+
+    Ratios are candidate / baseline medians (above 1: slower), with their bootstrap CI.
+    """
+    table = Table(
+        title=f"{result.candidate} vs {result.baseline} (threshold {result.threshold:.0%}, "
+        f"compile {result.compile_threshold:.0%}, alpha {result.alpha:g})"
+    )
+    for col in ("metric", "case", "baseline", "candidate", "ratio", "95% CI", "p", "verdict"):
+        table.add_column(col, justify="right" if col in ("ratio", "p") else "left")
+    for row in result.table.itertuples():
+        ratio, ci = _ratio(row.ratio, row.ci_low, row.ci_high)
+        table.add_row(
+            row.metric,
+            row.case,
+            fmt_seconds(row.baseline_median_s),
+            fmt_seconds(row.candidate_median_s),
+            ratio,
+            ci,
+            "" if row.p_value != row.p_value else f"{row.p_value:.2g}",
+            _verdict(row.verdict),
+        )
+    return table
+
+
+def live_comparison_table(frame: Any) -> Table:
+    """Rows of :func:`jaxbench.interleave.comparisons_frame` as a table."""
+    table = Table(title="live comparison (candidate / baseline)")
+    for col in ("case", "baseline", "candidate", "rounds", "ratio", "95% CI", "p", "verdict"):
+        table.add_column(col, justify="right" if col in ("rounds", "ratio", "p") else "left")
+    for row in frame.to_dict("records"):
+        if "ratio" in row and row["ratio"] == row["ratio"]:
+            ratio, ci = _ratio(row["ratio"], row["ci_low"], row["ci_high"])
+            p = f"{row['p_value']:.2g}"
+        else:
+            ratio = ci = p = ""
+        table.add_row(
+            row["case"], row["baseline"] or "", row["candidate"] or "", str(row["rounds"]),
+            ratio, ci, p, _verdict(row["verdict"]),
+        )  # fmt: skip
+    return table

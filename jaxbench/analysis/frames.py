@@ -37,6 +37,15 @@ from jaxbench.results import (
 
 #: JSON files found in results folders that are neither records nor asv results: not reported.
 NOT_RESULT_FILES = frozenset({"benchmarks.json", "machine.json", "sweep.json", "jaxbench-env.json"})
+#: Prefixes of jaxbench files that are not timing records, each read by its own loader: live
+#: comparisons (:func:`jaxbench.interleave.load_comparisons`), numerical drift checks and
+#: sensitivity studies. Skipped when folders are searched.
+OTHER_KINDS = ("interleave-", "drift-", "sensitivity-")
+
+
+def _is_record_file(path: Path) -> bool:
+    name = path.name
+    return name not in NOT_RESULT_FILES and name[0] != "." and not name.startswith(OTHER_KINDS)
 
 
 @dataclass(frozen=True)
@@ -63,7 +72,7 @@ def _files(paths: Iterable[Path]) -> list[Path]:
         if p.is_dir():
             found = [*p.rglob("*.jsonl"), *p.rglob("*.json")]
             files.extend(
-                sorted(f for f in found if f.name not in NOT_RESULT_FILES and f.name[0] != ".")
+                sorted(f for f in found if _is_record_file(f))
             )
         else:
             files.append(p)
@@ -114,10 +123,11 @@ def load_results(
     """Load jaxbench JSON Lines runs, sweep record files and asv results into one frame.
 
     Folders are searched recursively for ``*.jsonl`` (runs) and ``*.json`` (one sweep record, or
-    one asv result file); asv's ``benchmarks.json`` and ``machine.json``, a sweep's ``sweep.json``
-    and hidden files are skipped. A file that cannot be read, is not JSON, is some other JSON, or
-    holds bad lines is reported in ``problems`` by name; everything else still loads. Bad lines of a
-    JSON Lines file are skipped and the good ones kept.
+    one asv result file); asv's ``benchmarks.json`` and ``machine.json``, a sweep's ``sweep.json``,
+    hidden files and the files of :data:`OTHER_KINDS` are skipped. A file that cannot be read, is
+    not JSON, is some other JSON, or holds bad lines is reported in ``problems`` by name;
+    everything else still loads. Bad lines of a JSON Lines file are skipped and the good ones
+    kept.
 
     Args:
         paths: Files or folders.

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
+import math
 from dataclasses import dataclass
 
 DTYPES = ("float32", "bfloat16")
@@ -49,16 +51,68 @@ SIZES: dict[str, MLPSize] = {
 }
 
 
+SCALE_RANGE = (0.5, 4.0)
+
+
 def get_size(name: str) -> MLPSize:
-    """Look up a size by name.
+    """Look up a size by name, or a scaled size ``<name>*<factor>`` (see :func:`scaled`).
+
+    ``"small*1.05"`` is ``small`` with its hidden width chosen for about 5 % more train-step FLOP:
+    a controlled slowdown for sensitivity studies (``jaxbench compare --interleave``).
 
     Raises:
-        ValueError: Unknown name; the message lists the known ones.
+        ValueError: Unknown name (the message lists the known ones), or a factor that is not a
+            number in :data:`SCALE_RANGE`.
     """
+    base_name, star, factor_text = name.partition("*")
     try:
-        return SIZES[name]
+        base = SIZES[base_name]
     except KeyError:
-        raise ValueError(f"unknown size {name!r}; choose from {', '.join(SIZES)}") from None
+        raise ValueError(
+            f"unknown size {name!r}; choose from {', '.join(SIZES)} (or <size>*<factor>)"
+        ) from None
+    if not star:
+        return base
+    try:
+        factor = float(factor_text)
+    except ValueError:
+        factor = math.nan
+    if not SCALE_RANGE[0] <= factor <= SCALE_RANGE[1]:
+        raise ValueError(
+            f"size {name!r}: the factor after '*' must be a number in "
+            f"[{SCALE_RANGE[0]}, {SCALE_RANGE[1]}], got {factor_text!r}"
+        )
+    return scaled(base, factor, name)
+
+
+def scaled(base: MLPSize, factor: float, name: str | None = None) -> MLPSize:
+    """``base`` with the hidden width whose parameter count is nearest ``factor`` times its own.
+
+    A dense layer's train-step work is about 6 FLOP per weight per batch row (2 forward, 4
+    backward; Kaplan et al., "Scaling Laws for Neural Language Models", 2020, sec. 2.1), so the
+    parameter-count ratio is the FLOP ratio of the matmuls. The width is an integer, so the
+    ratio is reached only to within one width step (``params_count`` of the result gives the
+    exact figure); the time ratio it causes must be measured, not assumed.
+
+    Args:
+        base: The size to scale; only ``width`` changes.
+        factor: Wanted parameter-count ratio, > 0.
+        name: Name of the result; default ``"<base>*<factor>"``.
+
+    Raises:
+        ValueError: ``factor`` is not positive.
+    """
+    if not factor > 0:
+        raise ValueError(f"factor must be > 0, got {factor!r}")
+    target = factor * base.params_count
+
+    def gap(width: int) -> float:
+        return abs(dataclasses.replace(base, width=width).params_count - target)
+
+    # params_count grows monotonically with width, about quadratically for depth > 1.
+    guess = max(1, round(base.width * math.sqrt(factor)))
+    width = min(range(max(1, guess // 2), 2 * guess + 2), key=gap)
+    return dataclasses.replace(base, name=name or f"{base.name}*{factor:g}", width=width)
 
 
 def check_dtype(name: str) -> str:

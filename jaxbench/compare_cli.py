@@ -1,0 +1,277 @@
+"""``jaxbench compare``: two result sets or versions, or two live variants interleaved."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+
+from jaxbench.cli_options import (
+    Dtypes,
+    Full,
+    Ks,
+    Optimizers,
+    Sizes,
+    Strategies,
+    Workloads,
+    Wrts,
+    console,
+    err_console,
+    fail,
+    selection,
+    writable_folder,
+)
+
+CURRENT = "current"
+BASELINE_HELP = (
+    f"Results path or JAX version; live: {CURRENT}, a path to a python, or a JAX version."
+)
+
+
+def _assignments(values: list[str] | None, option: str) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for item in values or []:
+        name, eq, value = item.partition("=")
+        if not eq or not name:
+            raise fail(f"{option} {item!r}: expected NAME=VALUE, e.g. size=small*1.05")
+        lowered = value.lower()
+        if lowered in ("true", "false"):
+            out[name] = lowered == "true"
+        else:
+            out[name] = int(value) if value.isdigit() else value
+    return out
+
+
+def _offline(baseline: str, candidate: str, results: list[Path], opts: dict[str, float]) -> None:
+    from jaxbench.analysis import compare_versions, load_results
+    from jaxbench.tables import comparison_table
+
+    as_paths = [Path(baseline), Path(candidate)]
+    exists = [p.exists() for p in as_paths]
+    if all(exists):
+        import pandas as pd
+
+        frames = []
+        for side, path in zip((baseline, candidate), as_paths, strict=True):
+            frame, problems = load_results([path])
+            _print_problems(problems)
+            if frame.empty:
+                raise fail(f"{path}: no jaxbench or asv records could be loaded")
+            frames.append(frame.assign(side=side))
+        frame, by = pd.concat(frames, ignore_index=True), "side"
+    elif any(exists):
+        path, other = (baseline, candidate) if exists[0] else (candidate, baseline)
+        raise fail(f"{path!r} is a path but {other!r} is not: give two result paths, "
+                   "or two JAX versions found in --results")  # fmt: skip
+    else:
+        missing = [str(p) for p in results if not p.exists()]
+        if missing:
+            raise fail(f"--results {missing[0]!r}: no such file or folder")
+        frame, problems = load_results(results)
+        _print_problems(problems)
+        if frame.empty:
+            raise fail(f"no records could be loaded from {', '.join(map(str, results))}")
+        by = "version"
+    try:
+        result = compare_versions(frame, baseline, candidate, by=by, **opts)
+    except ValueError as exc:
+        raise fail(str(exc)) from None
+    console.print(comparison_table(result))
+    console.print(
+        "mode: sequential (each side from its own runs; samples compared as independent: "
+        "ratio of medians with a bootstrap CI and Mann-Whitney U)"
+    )
+    for reason in result.kept_apart:
+        console.print(f"kept apart: {reason}", highlight=False)
+    for case in result.unmatched:
+        console.print(f"unmatched: {case}", highlight=False)
+
+
+def _print_problems(problems: list) -> None:
+    for p in problems:
+        err_console.print(f"warning: {p.path}: {p.reason}", highlight=False)
+
+
+def _python_for(side: str, spec: str, env_root: Path) -> str:
+    """``current``, a path to an interpreter, or a JAX version (its venv, built once)."""
+    from jaxbench.cluster import pyenvs
+
+    if spec == CURRENT:
+        return sys.executable
+    if "/" in spec or Path(spec).exists():
+        if not Path(spec).is_file():
+            raise fail(f"{side} {spec!r}: no such interpreter (expected {CURRENT}, a path to a "
+                       "python, or a JAX version)")  # fmt: skip
+        return spec
+    try:
+        base = pyenvs.base_python(None)
+        pyenvs.check_versions(base, [spec])
+        err_console.print(f"{side}: JAX {spec} environment under {env_root} (built once)")
+        return str(pyenvs.ensure_env(env_root, spec, base))
+    except (ValueError, pyenvs.PyEnvError) as exc:
+        raise fail(f"{side} {spec!r}: {str(exc).removeprefix('--jax: ')}") from None
+
+
+def _live(
+    baseline: str,
+    candidate: str,
+    cases: list,
+    set_a: dict[str, Any],
+    set_b: dict[str, Any],
+    back_to_back: bool,
+    backend: str,
+    schedule_fields: dict[str, int],
+    env_root: Path,
+    out: Path,
+    opts: dict[str, float],
+) -> None:
+    from jaxbench.interleave import (
+        Schedule,
+        Variant,
+        WorkerError,
+        append_comparison,
+        comparisons_frame,
+        run_back_to_back,
+        run_interleaved,
+    )
+    from jaxbench.runner import new_run_id
+    from jaxbench.tables import live_comparison_table
+
+    try:
+        schedule = Schedule(**schedule_fields)
+    except ValueError as exc:
+        raise fail(str(exc)) from None
+    a = Variant(_label(baseline, set_a), _python_for("baseline", baseline, env_root), set_a)
+    b = Variant(_label(candidate, set_b), _python_for("candidate", candidate, env_root), set_b)
+    run = run_back_to_back if back_to_back else run_interleaved
+    pairs = [(c.workload, dict(c.params)) for c in cases]
+    path = out / f"interleave-{new_run_id()}.jsonl"
+
+    def save(c: Any) -> None:
+        append_comparison(path, c)
+        err_console.print(c.summary_line(), highlight=False)
+
+    try:
+        found = run(a, b, pairs, backend, schedule, on_case=save)
+    except WorkerError as exc:
+        kept = f"; cases finished before it are in {path}" if path.exists() else ""
+        raise fail(f"{exc}{kept}", code=1) from None
+    frame = comparisons_frame(found, opts["threshold"], opts["alpha"])
+    console.print(live_comparison_table(frame))
+    mode = "back to back (sequential)" if back_to_back else "interleaved"
+    console.print(f"mode: {mode}; {frame['basis'].iloc[0] if len(frame) else ''}")
+    console.print(f"wrote {path}", highlight=False)
+    if any(c.status != "ok" for c in found):
+        raise typer.Exit(1)
+
+
+def _label(spec: str, overrides: dict[str, Any]) -> str:
+    name = Path(spec).name if "/" in spec else spec
+    return " ".join([name, *(f"{k}={v}" for k, v in overrides.items())])
+
+
+def register(app: typer.Typer) -> None:
+    """Add ``compare`` to ``app``."""
+
+    @app.command("compare")
+    def compare_cmd(
+        baseline: Annotated[str, typer.Argument(help=BASELINE_HELP)],
+        candidate: Annotated[str, typer.Argument(help="Candidate, the same kinds.")],
+        results: Annotated[
+            list[Path] | None,
+            typer.Option("--results", "-r", help="Where to find versions (default results/)."),
+        ] = None,
+        interleave: Annotated[
+            bool, typer.Option("--interleave", help="Live: two workers in alternating blocks.")
+        ] = False,
+        back_to_back: Annotated[
+            bool,
+            typer.Option("--back-to-back", help="Live, but one worker after the other."),
+        ] = False,
+        set_a: Annotated[
+            list[str] | None, typer.Option("--set-a", help="Live: NAME=VALUE for the baseline.")
+        ] = None,
+        set_b: Annotated[
+            list[str] | None,
+            typer.Option("--set-b", help="Live: NAME=VALUE for the candidate (size=small*1.05)."),
+        ] = None,
+        workload: Workloads = None,
+        size: Sizes = None,
+        dtype: Dtypes = None,
+        k: Ks = None,
+        strategy: Strategies = None,
+        optimizer: Optimizers = None,
+        wrt: Wrts = None,
+        full: Full = False,
+        backend: Annotated[str, typer.Option("--backend", "-b", help="Live backend.")] = "cpu",
+        rounds: Annotated[int, typer.Option(help="Live: timed rounds.")] = 30,
+        calls_per_block: Annotated[int, typer.Option(help="Live: timed calls per block.")] = 10,
+        warmup_rounds: Annotated[int, typer.Option(help="Live: untimed rounds first.")] = 3,
+        seed: Annotated[int, typer.Option(help="Live: seed of the block order.")] = 0,
+        env_root: Annotated[
+            Path, typer.Option(help="Live: where JAX-version venvs are built.")
+        ] = Path("sweeps/envs"),
+        out: Annotated[
+            str, typer.Option("--out", "-o", help="Live: folder for interleave-<id>.jsonl.")
+        ] = "results",
+        threshold: Annotated[float, typer.Option(help="Smallest change that counts.")] = 0.02,
+        compile_threshold: Annotated[float, typer.Option(help="The same, compile time.")] = 0.10,
+        alpha: Annotated[float, typer.Option(help="Significance level.")] = 0.05,
+    ) -> None:
+        """Compare a baseline with a candidate: ratio, CI, p-value and verdict per case.
+
+        Two result paths (files or folders) or two JAX versions found in --results: the
+        sequential comparison of recorded runs. With --interleave (or --back-to-back): run both
+        now, each in its own worker process, on the selected cases.
+        """
+        from jaxbench.analysis.stats import verdict
+
+        try:
+            verdict(1.0, threshold=threshold, alpha=alpha)
+            verdict(1.0, threshold=compile_threshold, alpha=alpha)
+        except ValueError as exc:
+            raise fail(str(exc)) from None
+        opts = {"threshold": threshold, "alpha": alpha}
+        live_options = bool(set_a or set_b or workload or size or dtype or k or strategy
+                            or optimizer or wrt or full)  # fmt: skip
+        if interleave and back_to_back:
+            raise fail("--interleave and --back-to-back exclude each other: pick one")
+        if not (interleave or back_to_back):
+            if live_options:
+                raise fail("case selection and --set-a/--set-b apply to --interleave only")
+            _offline(baseline, candidate, results or [Path("results")],
+                     opts | {"compile_threshold": compile_threshold})  # fmt: skip
+            return
+        if results:
+            raise fail("--results applies to recorded comparisons, not --interleave")
+        try:
+            cases = selection(workload, full, size=size, dtype=dtype, k=k, strategy=strategy,
+                              optimizer=optimizer, wrt=wrt)  # fmt: skip
+            from jaxbench.backends import check_backend
+
+            check_backend(backend)
+        except ValueError as exc:
+            raise fail(str(exc)) from None
+        a, b = _assignments(set_a, "--set-a"), _assignments(set_b, "--set-b")
+        _check_overrides(cases, a | b)
+        schedule = {"rounds": rounds, "calls_per_block": calls_per_block,
+                    "warmup_rounds": warmup_rounds, "seed": seed}  # fmt: skip
+        _live(baseline, candidate, cases, a, b, back_to_back, backend, schedule,
+              env_root, writable_folder(out), opts)  # fmt: skip
+
+
+def _check_overrides(cases: list, overrides: dict[str, Any]) -> None:
+    from jaxbench.workloads import get_workload
+
+    for case in cases:
+        spec = get_workload(case.workload)
+        unknown = [n for n in overrides if n not in spec.param_names]
+        if unknown:
+            raise fail(f"--set-a/--set-b {unknown[0]!r}: {case.workload} has no such parameter "
+                       f"({', '.join(spec.param_names)})")  # fmt: skip
+        try:
+            spec.validate(dict(case.params) | overrides)
+        except ValueError as exc:
+            raise fail(f"--set-a/--set-b: {exc}") from None

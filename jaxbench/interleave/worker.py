@@ -1,0 +1,112 @@
+"""A persistent worker process for interleaved comparisons: one prepared case, timed in blocks.
+
+Started by :class:`jaxbench.interleave.session.Worker` as ``python -m jaxbench.interleave.worker``
+with any interpreter that has jaxbench installed (e.g. a venv of another JAX version). It reads
+one JSON request per line on stdin and answers each with one JSON line:
+
+- ``{"op": "prepare", "workload": ..., "params": {...}, "backend": ..., "warmup": N}``: build,
+  compile, gate and warm the case (:func:`jaxbench.prepared.prepare`), answering the
+  environment (:func:`jaxbench.env.collect`), compile time and FLOP;
+- ``{"op": "block", "calls": N}``: one untimed call (to refill caches the other worker may have
+  evicted), then ``N`` timed calls, answering ``samples_s`` (seconds) and the compiles and traces
+  seen while timing;
+- ``{"op": "quit"}``.
+
+Every answer has ``ok``; a failed request answers ``{"ok": false, "error": "..."}`` and the
+worker stays up. Between requests it sleeps on stdin, so it never competes with the other
+worker for the CPU while that one is timed.
+
+The answers go to the original stdout; file descriptor 1 is pointed at stderr first, so
+anything JAX or XLA prints cannot corrupt the protocol.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from typing import IO, Any
+
+from jaxbench.backends import JAX_PLATFORMS
+
+
+class _Case:
+    def __init__(self) -> None:
+        self.prepared: Any = None
+
+    def prepare(self, request: dict[str, Any]) -> dict[str, Any]:
+        from jaxbench import env
+        from jaxbench.prepared import prepare
+
+        p = prepare(
+            request["workload"],
+            request["params"],
+            request.get("backend", "default"),
+            keep=False,
+            warmup_calls=int(request.get("warmup", 10)),
+        )
+        self.prepared = p
+        return {
+            "env": env.collect(p.device),
+            "benchmark": _benchmark(request["workload"], request["params"]),
+            "compile_s": p.stats.compile_s,
+            "lower_s": p.stats.lower_s,
+            "flops": p.stats.flops,
+            "gate": p.gate,
+            "warmup_compiles": p.warmup.compiles_setup,
+        }
+
+    def block(self, request: dict[str, Any]) -> dict[str, Any]:
+        from jaxbench.measure.harness import TimingConfig
+
+        if self.prepared is None:
+            raise RuntimeError("block before prepare: send a prepare request first")
+        calls = int(request["calls"])
+        timing = TimingConfig(budget_s=0.0, min_samples=calls, max_samples=calls)
+        m = self.prepared.steady_state(timing)
+        return {
+            "samples_s": m.samples_s,
+            "compiles_timed": m.compiles_timed,
+            "traces_timed": m.traces_timed,
+        }
+
+
+def _benchmark(workload: str, params: dict[str, Any]) -> str:
+    from jaxbench.workloads import get_workload
+
+    return get_workload(workload).benchmark(params)
+
+
+def serve(requests: IO[str], answers: IO[str]) -> None:
+    """Answer requests until ``quit`` or end of input (see the module docstring)."""
+    case = _Case()
+    for line in requests:
+        if not line.strip():
+            continue
+        try:
+            request = json.loads(line)
+            op = request["op"]
+            if op == "quit":
+                return
+            if op not in ("prepare", "block"):
+                raise ValueError(f"unknown op {op!r}; expected prepare, block or quit")
+            answer = {"ok": True, **getattr(case, op)(request)}
+        except Exception as exc:
+            answer = {"ok": False, "error": f"{type(exc).__name__}: {exc}"}
+        answers.write(json.dumps(answer) + "\n")
+        answers.flush()
+
+
+def main() -> None:
+    """Entry point: set ``JAX_PLATFORMS`` from ``--backend`` before JAX loads, then serve."""
+    backend = sys.argv[sys.argv.index("--backend") + 1] if "--backend" in sys.argv else None
+    if backend in JAX_PLATFORMS:
+        os.environ["JAX_PLATFORMS"] = JAX_PLATFORMS[backend]
+    answers = os.fdopen(os.dup(1), "w")
+    os.dup2(2, 1)
+    sys.stdout = sys.stderr
+    serve(sys.stdin, answers)
+
+
+if __name__ == "__main__":
+    main()
