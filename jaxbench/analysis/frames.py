@@ -28,6 +28,7 @@ from jaxbench.analysis.conditions import DEFAULT_FIELDS, add_conditions
 from jaxbench.analysis.versions import version_categorical
 from jaxbench.asv_results import read_asv_file
 from jaxbench.results import (
+    DRIFT_FILE_PREFIX,
     ResultsFormatError,
     read_record_file,
     read_records,
@@ -36,7 +37,10 @@ from jaxbench.results import (
 )
 
 #: JSON files found in results folders that are neither records nor asv results: not reported.
-NOT_RESULT_FILES = frozenset({"benchmarks.json", "machine.json", "sweep.json", "jaxbench-env.json"})
+#: ``reference.json`` is a drift reference's manifest (:mod:`jaxbench.drift`).
+NOT_RESULT_FILES = frozenset(
+    {"benchmarks.json", "machine.json", "sweep.json", "jaxbench-env.json", "reference.json"}
+)
 
 
 @dataclass(frozen=True)
@@ -55,6 +59,13 @@ class Problem:
         return f"{self.path}: {self.reason}"
 
 
+def _is_result_name(name: str) -> bool:
+    """Not a hidden file, a known non-result JSON file, or a drift file (``drift-*.jsonl``)."""
+    if name[0] == "." or name in NOT_RESULT_FILES:
+        return False
+    return not (name.startswith(DRIFT_FILE_PREFIX) and name.endswith(".jsonl"))
+
+
 def _files(paths: Iterable[Path]) -> list[Path]:
     files: list[Path] = []
     for p in paths:
@@ -62,9 +73,7 @@ def _files(paths: Iterable[Path]) -> list[Path]:
             raise FileNotFoundError(f"no such results file or folder: {p}")
         if p.is_dir():
             found = [*p.rglob("*.jsonl"), *p.rglob("*.json")]
-            files.extend(
-                sorted(f for f in found if f.name not in NOT_RESULT_FILES and f.name[0] != ".")
-            )
+            files.extend(sorted(f for f in found if _is_result_name(f.name)))
         else:
             files.append(p)
     return files
@@ -114,10 +123,12 @@ def load_results(
     """Load jaxbench JSON Lines runs, sweep record files and asv results into one frame.
 
     Folders are searched recursively for ``*.jsonl`` (runs) and ``*.json`` (one sweep record, or
-    one asv result file); asv's ``benchmarks.json`` and ``machine.json``, a sweep's ``sweep.json``
-    and hidden files are skipped. A file that cannot be read, is not JSON, is some other JSON, or
-    holds bad lines is reported in ``problems`` by name; everything else still loads. Bad lines of a
-    JSON Lines file are skipped and the good ones kept.
+    one asv result file); asv's ``benchmarks.json`` and ``machine.json``, a sweep's ``sweep.json``,
+    drift files (``drift-*.jsonl``, a drift reference's ``reference.json``: see
+    :func:`jaxbench.drift.load_drift`) and hidden files are skipped. A file that cannot be read,
+    is not JSON, is some other JSON, or holds bad lines is reported in ``problems`` by name;
+    everything else still loads. Bad lines of a JSON Lines file are skipped and the good ones
+    kept.
 
     Args:
         paths: Files or folders.
