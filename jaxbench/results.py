@@ -22,6 +22,13 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 SCHEMA_VERSION = 1
 
 Status = Literal["ok", "failed", "skipped", "recompiled"]
+#: Name prefix of the JSON Lines files of ``jaxbench drift`` (:mod:`jaxbench.drift`).
+DRIFT_FILE_PREFIX = "drift-"
+#: Prefixes of jaxbench files that are not timing records, each read by its own loader: numerical
+#: drift checks (:func:`jaxbench.drift.load_drift`), live comparisons
+#: (:func:`jaxbench.interleave.load_comparisons`) and sensitivity studies. Folder scans for
+#: records skip them.
+OTHER_KINDS = (DRIFT_FILE_PREFIX, "interleave-", "sensitivity-")
 
 
 class Record(BaseModel):
@@ -128,9 +135,24 @@ class ResultsWriter:
 def write_record_file(path: str | os.PathLike[str], record: Record) -> Path:
     """Write one record as its own JSON file, atomically: readers see all of it or nothing.
 
-    The record goes to a temporary file in the same folder, is ``fsync``-ed, then renamed over
+    See :func:`write_bytes_atomic`. Many processes may write different files of one folder at
+    once.
+
+    Returns:
+        ``path`` as a :class:`~pathlib.Path`.
+
+    Raises:
+        OSError: The folder cannot be created or written.
+    """
+    return write_bytes_atomic(path, record.model_dump_json().encode())
+
+
+def write_bytes_atomic(path: str | os.PathLike[str], data: bytes) -> Path:
+    """Write ``data`` to ``path`` atomically: readers see the old file, or all of the new one.
+
+    The bytes go to a temporary file in the same folder, are ``fsync``-ed, then renamed over
     ``path`` (``os.replace``, atomic on POSIX and on NFS for a rename within one folder); the
-    folder is ``fsync``-ed too. Many processes may write different files of one folder at once.
+    folder is ``fsync``-ed too.
 
     Returns:
         ``path`` as a :class:`~pathlib.Path`.
@@ -143,7 +165,7 @@ def write_record_file(path: str | os.PathLike[str], record: Record) -> Path:
     tmp = path.with_name(f".{path.name}.{os.getpid()}.{uuid.uuid4().hex[:8]}.tmp")
     try:
         with open(tmp, "wb") as fh:
-            fh.write(record.model_dump_json().encode())
+            fh.write(data)
             fh.flush()
             os.fsync(fh.fileno())
         os.replace(tmp, path)
@@ -213,10 +235,18 @@ def read_records(
 
 
 def result_files(paths: Iterable[str | os.PathLike[str]]) -> list[Path]:
-    """Expand files and folders (searched recursively for ``*.jsonl``) into a sorted file list."""
+    """Expand files and folders (searched recursively for ``*.jsonl``) into a sorted file list.
+
+    Files of :data:`OTHER_KINDS` (drift checks, live comparisons) found in folders are left out;
+    a file named explicitly is always kept.
+    """
     files: list[Path] = []
     for p in map(Path, paths):
-        files.extend(sorted(p.rglob("*.jsonl")) if p.is_dir() else [p])
+        if p.is_dir():
+            found = p.rglob("*.jsonl")
+            files.extend(sorted(f for f in found if not f.name.startswith(OTHER_KINDS)))
+        else:
+            files.append(p)
     return files
 
 

@@ -28,6 +28,7 @@ from jaxbench.analysis.conditions import DEFAULT_FIELDS, add_conditions
 from jaxbench.analysis.versions import version_categorical
 from jaxbench.asv_results import read_asv_file
 from jaxbench.results import (
+    OTHER_KINDS,
     ResultsFormatError,
     read_record_file,
     read_records,
@@ -36,11 +37,10 @@ from jaxbench.results import (
 )
 
 #: JSON files found in results folders that are neither records nor asv results: not reported.
-NOT_RESULT_FILES = frozenset({"benchmarks.json", "machine.json", "sweep.json", "jaxbench-env.json"})
-#: Prefixes of jaxbench files that are not timing records, each read by its own loader: live
-#: comparisons (:func:`jaxbench.interleave.load_comparisons`), numerical drift checks and
-#: sensitivity studies. Skipped when folders are searched.
-OTHER_KINDS = ("interleave-", "drift-", "sensitivity-")
+#: ``reference.json`` is a drift reference's manifest (:mod:`jaxbench.drift`).
+NOT_RESULT_FILES = frozenset(
+    {"benchmarks.json", "machine.json", "sweep.json", "jaxbench-env.json", "reference.json"}
+)
 
 
 def _is_record_file(path: Path) -> bool:
@@ -71,9 +71,7 @@ def _files(paths: Iterable[Path]) -> list[Path]:
             raise FileNotFoundError(f"no such results file or folder: {p}")
         if p.is_dir():
             found = [*p.rglob("*.jsonl"), *p.rglob("*.json")]
-            files.extend(
-                sorted(f for f in found if _is_record_file(f))
-            )
+            files.extend(sorted(f for f in found if _is_record_file(f)))
         else:
             files.append(p)
     return files

@@ -1,0 +1,195 @@
+"""The regression sets: fixed, seeded inputs of each workload for numerical drift checks.
+
+Every set uses the MLP of size :data:`SIZE` (``tiny``: 32 -> 64 x 2 (tanh) -> 8, batch 32) with
+the workload's own seeded params (``train_step``: :meth:`TrainStep.build`; ``forward``:
+:meth:`ForwardMode.build`, ``wrt="input"``), in float32 and bfloat16. Sets, per workload and
+dtype (B = 32 rows, d_in = 32, d_out = 8, K = :data:`K_TANGENTS`):
+
+- ``standard``: the workload's own synthetic batch, ``x`` ``(B, d_in)`` (and for ``train_step``
+  the targets ``y`` ``(B, d_out)``);
+- ``single``: its first row only (``(1, d_in)``; tangents ``(K, 1, d_in)``);
+- ``zeros``: ``x`` all zeros (``train_step`` keeps the standard targets ``y``, so the loss and the
+  bias gradients are not zero);
+- ``boundary``: the standard batch with its first 8 rows replaced by :func:`boundary_rows`:
+  magnitudes that saturate tanh (2^100 and 1e4, both signs), the dtype's smallest normal
+  (both signs), +0.0 and -0.0, and a row mixing them all; every output stays finite;
+- ``invalid_shape``: the standard inputs with the last feature dropped from ``x``
+  (``train_step``, must raise :class:`~jaxbench.workloads.mlp.BatchShapeError`) or from the
+  tangents (``forward``, must raise :class:`~jaxbench.workloads.forward_mode.TangentShapeError`).
+
+``forward`` sets carry K tangents ``(K, B, d_in)``: the workload's own seeded tangents. Inputs
+are returned as numpy arrays in the workload dtype and saved with the reference, so a check
+recomputes from exactly the saved inputs: a change in JAX's random number generation between
+versions is not mistaken for drift of the computation.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import ml_dtypes
+import numpy as np
+
+from jaxbench.workloads import forward_mode, mlp
+from jaxbench.workloads.forward_mode import ForwardMode
+from jaxbench.workloads.sizes import DTYPES, get_size
+from jaxbench.workloads.train_step import TrainStep
+
+SIZE = "tiny"
+WORKLOADS = ("train_step", "forward")
+SET_NAMES = ("standard", "single", "zeros", "boundary", "invalid_shape")
+K_TANGENTS = 3
+#: The workload's own error that a wrong-shape input must raise.
+EXPECTED_ERRORS: dict[str, type[Exception]] = {
+    "train_step": mlp.BatchShapeError,
+    "forward": forward_mode.TangentShapeError,
+}
+#: Finite magnitudes that saturate tanh after the first layer (|w x| >> 9 for any row).
+HUGE = 2.0**100
+LARGE = 1.0e4
+
+
+@dataclass(frozen=True)
+class RegressionSet:
+    """One set's inputs.
+
+    Attributes:
+        workload: ``train_step`` or ``forward``.
+        dtype: ``float32`` or ``bfloat16``.
+        name: One of :data:`SET_NAMES`.
+        inputs: Arrays by name, in ``dtype``: ``params.<layer>.w`` ``(m, n)``,
+            ``params.<layer>.b`` ``(n,)``, ``x`` ``(B, d_in)``, and ``y`` ``(B, d_out)``
+            (``train_step``) or ``tangents`` ``(K, B, d_in)`` (``forward``).
+        expect_error: The error class that must be raised (``invalid_shape`` only).
+    """
+
+    workload: str
+    dtype: str
+    name: str
+    inputs: dict[str, np.ndarray]
+    expect_error: type[Exception] | None = None
+
+    @property
+    def label(self) -> str:
+        """``<workload> <dtype> <set>``, e.g. ``train_step float32 zeros``."""
+        return f"{self.workload} {self.dtype} {self.name}"
+
+
+def qualified_name(cls: type) -> str:
+    """``module.QualName`` of a class, e.g. ``jaxbench.workloads.mlp.BatchShapeError``."""
+    return f"{cls.__module__}.{cls.__qualname__}"
+
+
+def flatten_params(params: mlp.Params) -> dict[str, np.ndarray]:
+    """``{"params.<layer>.w": (m, n), "params.<layer>.b": (n,)}`` as numpy arrays."""
+    return {
+        f"params.{i}.{key}": np.asarray(layer[key])
+        for i, layer in enumerate(params)
+        for key in ("w", "b")
+    }
+
+
+def unflatten_params(flat: dict[str, np.ndarray], prefix: str = "params") -> list[dict]:
+    """Inverse of :func:`flatten_params`: the layers' ``{"w", "b"}`` dicts in layer order.
+
+    Raises:
+        ValueError: A layer lacks ``w`` or ``b``, or layers are not numbered 0, 1, ...
+    """
+    layers: dict[int, dict[str, np.ndarray]] = {}
+    for name, arr in flat.items():
+        parts = name.split(".")
+        if len(parts) == 3 and parts[0] == prefix and parts[1].isdigit():
+            layers.setdefault(int(parts[1]), {})[parts[2]] = arr
+    if sorted(layers) != list(range(len(layers))) or not layers:
+        raise ValueError(f"{prefix}: layers must be numbered 0..n-1, got {sorted(layers)}")
+    for i, layer in layers.items():
+        if set(layer) != {"w", "b"}:
+            raise ValueError(f"{prefix}.{i}: expected arrays w and b, got {sorted(layer)}")
+    return [layers[i] for i in range(len(layers))]
+
+
+def boundary_rows(d_in: int, dtype: str) -> np.ndarray:
+    """Eight rows of boundary values, ``(8, d_in)`` in ``dtype``.
+
+    Rows: +2^100; -2^100; +1e4 and -1e4 alternating; the dtype's smallest normal
+    (``ml_dtypes.finfo(dtype).tiny``, 2^-126 for both dtypes); its negative; +0.0; -0.0; and all of
+    those cycled along the features. 2^100 times a weight row stays far below the largest
+    finite value (about 3.4e38 in both dtypes), so every output is finite.
+    """
+    np_dtype = np.dtype(dtype)
+    tiny = float(ml_dtypes.finfo(np_dtype).tiny)
+    cycle = [HUGE, -HUGE, LARGE, -LARGE, tiny, -tiny, 0.0, -0.0]
+    rows = [
+        [HUGE] * d_in,
+        [-HUGE] * d_in,
+        [LARGE if j % 2 == 0 else -LARGE for j in range(d_in)],
+        [tiny] * d_in,
+        [-tiny] * d_in,
+        [0.0] * d_in,
+        [-0.0] * d_in,
+        [cycle[j % len(cycle)] for j in range(d_in)],
+    ]
+    return np.array(rows, dtype=np.float64).astype(np_dtype)
+
+
+def _standard_inputs(workload: str, dtype: str) -> dict[str, np.ndarray]:
+    if workload == "train_step":
+        built = TrainStep().build(
+            {"size": SIZE, "dtype": dtype, "optimizer": "sgd", "donate": False}
+        )
+        params, (x, y) = built.make_state()
+        return flatten_params(params) | {"x": np.asarray(x), "y": np.asarray(y)}
+    built = ForwardMode().build(
+        {"size": SIZE, "dtype": dtype, "k": K_TANGENTS, "strategy": "vmap_jvp", "wrt": "input"}
+    )
+    params, x, tangents = built.make_state()
+    return flatten_params(params) | {"x": np.asarray(x), "tangents": np.asarray(tangents)}
+
+
+def _variant(workload: str, name: str, std: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+    x = std["x"]
+    out = dict(std)
+    if name == "single":
+        out["x"] = x[:1]
+        if workload == "train_step":
+            out["y"] = std["y"][:1]
+        else:
+            out["tangents"] = std["tangents"][:, :1]
+    elif name == "zeros":
+        out["x"] = np.zeros_like(x)
+    elif name == "boundary":
+        rows = boundary_rows(x.shape[1], str(x.dtype))
+        out["x"] = np.concatenate([rows, x[len(rows) :]])
+    elif name == "invalid_shape":
+        if workload == "train_step":
+            out["x"] = x[:, :-1]
+        else:
+            out["tangents"] = std["tangents"][..., :-1]
+    return out
+
+
+def regression_sets(
+    workloads: tuple[str, ...] = WORKLOADS, dtypes: tuple[str, ...] = DTYPES
+) -> list[RegressionSet]:
+    """Every regression set, in order: workload, dtype, then :data:`SET_NAMES`.
+
+    Builds the workloads' params and batches with JAX on the default device (a few small
+    compiles); the returned inputs are host numpy arrays.
+
+    Raises:
+        ValueError: An unknown workload or dtype (named).
+    """
+    sets = []
+    get_size(SIZE)
+    for workload in workloads:
+        if workload not in WORKLOADS:
+            raise ValueError(f"unknown workload {workload!r}; choose from {', '.join(WORKLOADS)}")
+        for dtype in dtypes:
+            if dtype not in DTYPES:
+                raise ValueError(f"unknown dtype {dtype!r}; choose from {', '.join(DTYPES)}")
+            std = _standard_inputs(workload, dtype)
+            for name in SET_NAMES:
+                expect = EXPECTED_ERRORS[workload] if name == "invalid_shape" else None
+                inputs = _variant(workload, name, std)
+                sets.append(RegressionSet(workload, dtype, name, inputs, expect))
+    return sets

@@ -1,0 +1,183 @@
+"""``jaxbench drift``: save a numerical drift reference once, then check against it."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated, Any
+
+import typer
+from rich.markup import escape
+from rich.table import Table
+
+from jaxbench.cli_options import console, fail, writable_folder
+from jaxbench.drift.reference import DEFAULT_REFERENCE
+
+if TYPE_CHECKING:
+    from jaxbench.drift.check import DriftRun
+    from jaxbench.drift.schema import DriftRow
+
+
+def _device(backend: str) -> Any:
+    from jaxbench.cases import resolve_device
+
+    try:
+        return resolve_device(backend)
+    except (ValueError, RuntimeError) as exc:
+        raise fail(str(exc)) from None
+
+
+def drift_cmd(
+    ctx: typer.Context,
+    save_reference: Annotated[
+        bool,
+        typer.Option(
+            "--save-reference", help="Compute every set now and save it as the reference."
+        ),
+    ] = False,
+    force: Annotated[
+        bool, typer.Option("--force", help="With --save-reference: overwrite a reference.")
+    ] = False,
+    reference: Annotated[
+        Path, typer.Option("--reference", help="Reference folder (reference.json and .npz).")
+    ] = DEFAULT_REFERENCE,
+    out: Annotated[
+        str, typer.Option("--out", "-o", help="Folder of the drift-<run id>.jsonl file.")
+    ] = "results",
+    backend: Annotated[
+        str, typer.Option("--backend", "-b", help="default, cpu, gpu, cuda, rocm or tpu.")
+    ] = "default",
+) -> None:
+    """Check numerical drift against a saved reference; exit 1 on drift or a missing raise.
+
+    Recomputes the regression sets and compares each output with the reference by rtol and atol.
+    """
+    if save_reference:
+        if ctx.get_parameter_source("out").name == "COMMANDLINE":
+            raise fail("--out is for a check; --save-reference writes to --reference")
+        _save(reference, force, backend)
+        return
+    if force:
+        raise fail("--force only applies with --save-reference")
+    _check(reference, out, backend)
+
+
+def _save(folder: Path, force: bool, backend: str) -> None:
+    from jaxbench.drift.check import DriftComputeError
+    from jaxbench.drift.check import save_reference as save
+    from jaxbench.drift.reference import DriftReferenceError, manifest_path
+
+    if manifest_path(folder).exists() and not force:  # before any work
+        raise fail(
+            f"a drift reference already exists in {folder} (reference.json); "
+            "pass --force to overwrite it"
+        )
+    device = _device(backend)
+    try:
+        path = save(folder, force=force, device=device)
+    except DriftReferenceError as exc:
+        raise fail(str(exc)) from None
+    except DriftComputeError as exc:
+        raise fail(f"cannot save a reference: {exc}", code=1) from None
+    except OSError as exc:
+        raise fail(f"cannot write the reference in {folder}: {exc.strerror or exc}") from None
+    console.print(
+        f"drift reference saved: {path} (jax {_jax_version()}, {device.platform}, "
+        f"{device.device_kind})",
+        highlight=False,
+        soft_wrap=True,
+    )
+
+
+def _jax_version() -> str:
+    import jax
+
+    return jax.__version__
+
+
+def _check(folder: Path, out: str, backend: str) -> None:
+    from jaxbench.drift.check import check_drift
+    from jaxbench.drift.reference import DriftReferenceError, read_reference
+
+    try:
+        ref = read_reference(folder)
+    except DriftReferenceError as exc:
+        raise fail(str(exc)) from None
+    out_dir = writable_folder(out)
+    device = _device(backend)
+    try:
+        run = check_drift(ref, out_dir, device=device)
+    except OSError as exc:
+        raise fail(f"cannot write the drift file in {out_dir}: {exc.strerror or exc}") from None
+    console.print(drift_table(run))
+    for note in run.notes:
+        console.print(f"note: {note}", highlight=False, soft_wrap=True)
+    for row in run.findings:
+        what = f"{row.workload} {row.dtype} {row.set} {row.output}: {row.finding}"
+        console.print(f"[yellow]finding: {escape(what)}[/]", highlight=False, soft_wrap=True)
+    console.print(f"drift: {run.path}", highlight=False, soft_wrap=True)
+    if run.findings:
+        raise fail(f"{len(run.findings)} of {len(run.rows)} drift rows are findings", code=1)
+
+
+def _fmt(value: float | None) -> str:
+    return "n/a" if value is None else f"{value:.3g}"
+
+
+def _loss_cell(rows: list[DriftRow]) -> str:
+    for r in rows:
+        if r.output == "raises":
+            return r.error_type.rsplit(".", 1)[-1] if r.raised else "nothing raised"
+        if r.reference_value is not None and r.current_value is not None:
+            return f"{r.reference_value:.7g} -> {r.current_value:.7g}"
+    return ""
+
+
+def drift_table(run: DriftRun) -> Table:
+    """One line per regression set: the worst errors over its outputs and its verdict.
+
+    Columns: workload, dtype, set, outputs (count), max abs error, max relative error, worst
+    error over its bound (at most 1 within tolerance), rtol, atol, the loss (reference ->
+    now) or what an ``invalid_shape`` set raised, and the verdict.
+    """
+    ref = run.reference.manifest.env
+    table = Table(
+        title=f"jaxbench drift {run.path.stem.removeprefix('drift-')}",
+        caption=(
+            f"reference: jax {ref.get('jax')}, {ref.get('backend')}, {ref.get('device_kind')}; "
+            "errors are absolute in the output's units; err/bound <= 1 is within tolerance"
+        ),
+    )
+    columns = ("workload", "dtype", "set", "outputs", "max abs err", "max rel err", "err/bound")
+    for col in (*columns, "rtol", "atol", "loss or raised", "verdict"):
+        table.add_column(col, justify="left" if col in columns[:3] else "right")
+    groups: dict[tuple[str, str, str], list[DriftRow]] = defaultdict(list)
+    for row in run.rows:
+        groups[(row.workload, row.dtype, row.set)].append(row)
+
+    def worst(rows: list[DriftRow], name: str) -> float | None:
+        values = [getattr(r, name) for r in rows if getattr(r, name) is not None]
+        return max(values) if values else None
+
+    for (workload, dtype, name), rows in groups.items():
+        bad = [r for r in rows if not r.within_tolerance]
+        verdict = "ok" if not bad else f"[bold red]{len(bad)} finding(s)[/]"
+        table.add_row(
+            workload,
+            dtype,
+            name,
+            str(len(rows)),
+            _fmt(worst(rows, "max_abs_err")),
+            _fmt(worst(rows, "max_rel_err")),
+            _fmt(worst(rows, "worst_ratio")),
+            f"{rows[0].rtol:.3g}",
+            f"{rows[0].atol:.3g}",
+            escape(_loss_cell(rows)),
+            verdict,
+        )
+    return table
+
+
+def register(app: typer.Typer) -> None:
+    """Add ``drift`` to the ``jaxbench`` command."""
+    app.command("drift")(drift_cmd)
