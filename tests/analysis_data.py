@@ -7,6 +7,7 @@ from typing import Any
 
 import numpy as np
 
+from jaxbench.analysis import case_label
 from jaxbench.results import Record, ResultsWriter
 
 VERSIONS = ["0.4.9", "0.4.10", "0.4.31", "0.4.36.dev20241122", "0.4.36", "0.5.0"]
@@ -59,7 +60,7 @@ def write(path: Path, records: list[Record]) -> Path:
     return path
 
 
-def forward_records(version="0.4.30", ks=(1, 4, 16, 64)):
+def forward_records(version="0.4.30", ks=(1, 4, 16, 64), sigma=0.0, seed=0, n=21):
     """linearize costs 4 + K units, vmap_jvp 2 K units: linearize is cheaper for K > 4."""
     recs = []
     for k in ks:
@@ -71,10 +72,54 @@ def forward_records(version="0.4.30", ks=(1, 4, 16, 64)):
             recs.append(
                 record(
                     version,
-                    lognormal(median, 21, seed=k, sigma=0.0),
+                    lognormal(median, n, seed=seed + k, sigma=sigma),
                     benchmark=f"forward/{name}",
                     params=params,
                     metrics={"held_bytes": held},
                 )
             )
     return recs
+
+
+#: Versions of :func:`write_versions`, in version order (text order would put 0.4.10 first).
+REVIEW_VERSIONS = ("0.4.9", "0.4.10", "0.5.0")
+TRAIN = {"optimizer": "sgd", "donate": True}
+#: Steady state 10 % slower from 0.4.9 to 0.4.10 (compile unchanged).
+SLOWER_CASE = "train_step donate=True dtype=float32 optimizer=sgd size=small"
+#: Compile time 30 % slower from 0.4.9 to 0.4.10 (steady state unchanged).
+SLOWER_COMPILE_CASE = "train_step donate=True dtype=bfloat16 optimizer=sgd size=tiny"
+#: Failed in 0.5.0: not timed there.
+FAILED_CASE = "train_step donate=True dtype=float32 optimizer=sgd size=tiny"
+
+
+def review_records(version: str, index: int, n: int = 80) -> list[Record]:
+    """Train-step and forward records of one version of :data:`REVIEW_VERSIONS` (``index``)."""
+    recs = []
+    for j, (size, dtype) in enumerate(
+        [("tiny", "float32"), ("tiny", "bfloat16"), ("small", "float32"), ("small", "bfloat16")]
+    ):
+        params = {"size": size, "dtype": dtype, **TRAIN}
+        label = case_label("train_step", params)
+        median = (1e-4 if size == "tiny" else 1e-3) * (1.2 if dtype == "bfloat16" else 1.0)
+        compile_s = 0.2 if size == "tiny" else 0.5
+        if index >= 1 and label == SLOWER_CASE:
+            median *= 1.10
+        if index >= 1 and label == SLOWER_COMPILE_CASE:
+            compile_s *= 1.30
+        if index == 2 and label == FAILED_CASE:
+            recs.append(
+                record(version, [], params=params, status="failed", error="gate: loss not finite")
+            )
+            continue
+        samples = lognormal(median, n, seed=100 * index + j, sigma=0.05)
+        recs.append(record(version, samples, params=params, compile_s=compile_s))
+    recs += forward_records(version, ks=(1, 4, 16, 64), sigma=0.05, seed=100 * index, n=n // 2)
+    return recs
+
+
+def write_versions(folder: Path, n: int = 80) -> Path:
+    """One JSON Lines run per version of :data:`REVIEW_VERSIONS` in ``folder`` (created)."""
+    folder.mkdir(parents=True, exist_ok=True)
+    for index, version in enumerate(REVIEW_VERSIONS):
+        write(folder / f"run-{version}.jsonl", review_records(version, index, n))
+    return folder

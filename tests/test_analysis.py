@@ -9,7 +9,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
-from analysis_data import VERSIONS, forward_records, lognormal, record, write
+from analysis_data import BASE_ENV, VERSIONS, forward_records, lognormal, record, write
 from scipy import stats as sps
 
 from jaxbench import analysis
@@ -150,6 +150,18 @@ def test_a_jaxlib_other_than_jax_is_its_own_condition(tmp_path):
     cond = dict(zip(frame["jaxlib"], frame["condition"], strict=True))
     assert frame["condition"].nunique() == 2
     assert cond["0.4.30"] != cond["0.4.31"]
+
+
+def test_condition_labels_do_not_depend_on_the_other_rows(tmp_path):
+    # One row records a variable the others do not: the frame gains an env.OMP_NUM_THREADS
+    # column, which must not rename the others' condition (a pair and the whole frame agree).
+    extra = {"env_vars": {**BASE_ENV["env_vars"], "OMP_NUM_THREADS": "1"}}
+    frame = load(tmp_path, [record("0.4.30"), record("0.4.31"), record("0.4.31", env=extra)])
+    alone = analysis.add_conditions(frame.iloc[:2].drop(columns="condition"))
+    assert list(alone["condition"]) == list(frame["condition"].iloc[:2])
+    assert frame["condition"].nunique() == 2
+    split = analysis.split_series(frame)
+    assert "env.OMP_NUM_THREADS '1' vs '(not recorded)'" in split.reasons[0]
 
 
 def test_unknown_condition_field_is_named(tmp_path):
@@ -302,6 +314,22 @@ def test_crossover_between_measured_ks_is_interpolated(tmp_path):
     frame = load(tmp_path, forward_records(ks=(1, 2, 8, 32)))
     k_x = analysis.crossover_k(analysis.forward_table(frame))
     assert 2 < k_x < 8 and k_x == pytest.approx(4.0, rel=0.2)
+
+
+def test_crossover_table_per_series_and_version(tmp_path):
+    recs = forward_records("0.4.10", ks=(1, 2, 8, 32)) + forward_records("0.4.9", ks=(1, 2, 8, 32))
+    frame = load(tmp_path, recs)
+    table = analysis.forward.crossover_table(frame)
+    assert list(table["version"]) == ["0.4.9", "0.4.10"]
+    assert list(table["k_max"]) == [32, 32]
+    assert table["k_linearize_vs_vmap_jvp"].iloc[0] == pytest.approx(4.0, rel=0.2)
+    assert table["k_linearize_vs_jvp_loop"].isna().all()  # no jvp_loop records: not measured
+    never = analysis.forward.crossover_table(
+        frame, {"k": ("forward/vmap_jvp", "forward/linearize")}
+    )
+    assert (never["k"] == math.inf).all()  # vmap_jvp never wins up to K = 32
+    ((key, rows),) = analysis.forward.forward_series(frame)
+    assert key[:3] == ("small", "float32", "input") and len(rows) == len(recs)
 
 
 def test_crossover_needs_one_series(tmp_path):

@@ -72,6 +72,9 @@ def test_plots_refuse_to_pool_conditions(tmp_path):
 def test_ecdf_has_one_curve_per_version_on_a_log_axis(wide_samples):
     ax = plots.latency_ecdf(wide_samples)
     assert ax.get_xscale() == "log"
+    ticks = [t.get_text() for t in ax.get_xticklabels()]
+    assert len(ticks) >= 2 and all(t.endswith(("s", "ms", "µs", "ns")) for t in ticks)
+    assert not any(t.get_text() for t in ax.xaxis.get_minorticklabels())
     assert len(ax.lines) == len(VERSIONS)
     legend = [t.get_text() for t in ax.get_legend().get_texts()]
     assert legend == VERSIONS
@@ -96,6 +99,21 @@ def test_forward_crossover_marks_the_crossover_and_plots_held_memory(tmp_path):
     assert len(marks) == 1 and marks[0].get_xdata()[0] == pytest.approx(k_x)
     held = {tuple(ln.get_ydata()) for ln in ax_m.lines if len(ln.get_ydata()) == 4}
     assert (1.0, 1.0, 1.0, 1.0) in held and (0.0, 0.0, 0.0, 0.0) in held
+
+
+def test_forward_crossover_draws_into_given_axes(tmp_path):
+    frame = frame_of(tmp_path, forward_records(ks=(1, 2, 8, 32)))
+    fig = Figure()
+    axes = fig.subplots(1, 2)
+    assert plots.forward_crossover(frame, axes=tuple(axes)) is fig
+    assert len(fig.axes) == 2 and "jax 0.4.30" in axes[0].get_title()
+    assert axes[0].get_xscale() == "log" and axes[1].lines
+
+
+def test_narrow_latency_range_still_gets_two_ticks(tmp_path):
+    recs = [record(v, lognormal(1.3e-3, 100, seed=i, sigma=0.02)) for i, v in enumerate(VERSIONS)]
+    ax = plots.latency_violins(analysis.steady_state_samples(frame_of(tmp_path, recs)))
+    assert len([t for t in ax.get_yticklabels() if t.get_text()]) >= 2
 
 
 def test_forward_crossover_refuses_two_versions(tmp_path):

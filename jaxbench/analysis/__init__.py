@@ -10,7 +10,9 @@ Reads jaxbench records and asv results (never writes them). Typical use::
     result = analysis.compare_versions(frame, "0.4.30", "0.4.31")
     result.table  # ratio of medians, CI, Mann-Whitney p, verdict; steady state and compile apart
 
-Plots live in :mod:`jaxbench.analysis.plots` (imported on demand: it loads matplotlib).
+Plots live in :mod:`jaxbench.analysis.plots` (imported on demand: it loads matplotlib), and so
+does the version-upgrade report, :func:`jaxbench.analysis.report.write_report` (``report.md`` with
+PNG figures; the ``jaxbench report`` command).
 """
 
 from jaxbench.analysis.compare import Comparison, compare_to_previous, compare_versions

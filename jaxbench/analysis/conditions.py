@@ -126,8 +126,19 @@ def condition_fields(
 
 
 def condition_label(values: dict[str, str]) -> str:
-    """Short, stable name of one condition: ``<device_kind>@<machine>#<6 hex of all fields>``."""
-    digest = hashlib.sha1(json.dumps(values, sort_keys=True).encode()).hexdigest()[:6]
+    """Short, stable name of one condition: ``<device_kind>@<machine>#<6 hex of all fields>``.
+
+    ``env.<VAR>`` and ``flag.<name>`` fields that the row did not record are left out of the
+    hash: :func:`condition_fields` adds such a column for every variable any row of the frame
+    recorded, so keeping them would make a row's label depend on the other rows (a pair of
+    versions and the whole frame would name one condition differently).
+    """
+    recorded = {
+        k: v
+        for k, v in values.items()
+        if not (k.startswith(("env.", "flag.")) and v == NOT_RECORDED)
+    }
+    digest = hashlib.sha1(json.dumps(recorded, sort_keys=True).encode()).hexdigest()[:6]
     kind = values.get("device_kind", NOT_RECORDED)
     machine = values.get("machine", NOT_RECORDED)
     return f"{kind}@{machine}#{digest}"

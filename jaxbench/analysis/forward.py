@@ -18,6 +18,8 @@ from jaxbench.analysis.frames import steady_state_samples
 
 FORWARD_PREFIX = "forward/"
 GROUP = ("param.size", "param.dtype", "param.wrt", CONDITION, "version")
+#: What makes one forward-mode series besides the version: size, dtype, wrt, condition.
+SERIES = GROUP[:-1]
 
 
 def forward_table(frame: pd.DataFrame) -> pd.DataFrame:
@@ -89,3 +91,64 @@ def crossover_k(
         return float(ks[0])
     k0, k1, r0, r1 = math.log(ks[i - 1]), math.log(ks[i]), log_r[i - 1], log_r[i]
     return float(math.exp(k0 + (k1 - k0) * r0 / (r0 - r1)))
+
+
+#: Crossovers a review reports: column name -> (benchmark expected to win at large K, rival).
+CROSSOVERS: dict[str, tuple[str, str]] = {
+    "k_linearize_vs_vmap_jvp": ("forward/linearize", "forward/vmap_jvp"),
+    "k_linearize_vs_jvp_loop": ("forward/linearize", "forward/jvp_loop"),
+}
+
+
+def crossover_table(
+    frame: pd.DataFrame, crossovers: dict[str, tuple[str, str]] | None = None
+) -> pd.DataFrame:
+    """Per forward-mode series and version: the crossover K of each pair of strategies.
+
+    Args:
+        frame: Rows of :func:`jaxbench.analysis.load_results`.
+        crossovers: Column name -> ``(cheaper, than)`` benchmarks (see :func:`crossover_k`);
+            :data:`CROSSOVERS` when ``None``.
+
+    Returns:
+        One row per ``param.size``, ``param.dtype``, ``param.wrt``, ``condition`` and ``version``
+        (sorted, versions in version order): ``k_max`` (largest K measured) and one column per
+        crossover holding the crossover K, ``inf`` when ``cheaper`` does not win up to
+        ``k_max``, ``nan`` when the two were not measured at a common K. Empty without
+        forward-mode ``ok`` records.
+    """
+    crossovers = CROSSOVERS if crossovers is None else crossovers
+    table = forward_table(frame)
+    columns = [*GROUP, "k_max", *crossovers]
+    rows = []
+    for key, series in table.groupby(list(GROUP), observed=True, sort=True):
+        row: dict[str, object] = dict(zip(GROUP, key, strict=True))
+        row["k_max"] = int(series["k"].max())
+        for name, (cheaper, than) in crossovers.items():
+            measured = set(series.loc[series["benchmark"] == cheaper, "k"]) & set(
+                series.loc[series["benchmark"] == than, "k"]
+            )
+            k_x = crossover_k(series, cheaper, than) if measured else math.nan
+            row[name] = math.inf if k_x is None else k_x
+        rows.append(row)
+    return pd.DataFrame(rows, columns=columns)
+
+
+def forward_series(frame: pd.DataFrame) -> list[tuple[tuple[str, str, str, str], pd.DataFrame]]:
+    """The forward-mode rows of ``frame`` split into series (:data:`SERIES`), all versions.
+
+    Args:
+        frame: Rows of :func:`jaxbench.analysis.load_results`.
+
+    Returns:
+        ``[((size, dtype, wrt, condition), rows), ...]`` sorted by key; ``rows`` keep every
+        version and status. Empty without forward-mode records.
+    """
+    fwd = frame[frame["benchmark"].astype(str).str.startswith(FORWARD_PREFIX)]
+    if fwd.empty:
+        return []
+    keys = fwd[list(SERIES)].astype(str)
+    return [
+        (tuple(key), fwd.loc[rows.index])  # type: ignore[misc]
+        for key, rows in keys.groupby(list(SERIES), sort=True)
+    ]

@@ -20,7 +20,7 @@ import pandas as pd
 import seaborn as sns
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
-from matplotlib.ticker import FixedLocator, FuncFormatter
+from matplotlib.ticker import FixedLocator, FuncFormatter, MaxNLocator, NullFormatter
 
 from jaxbench.analysis.conditions import CONDITION
 from jaxbench.analysis.forward import crossover_k, forward_table
@@ -58,13 +58,23 @@ def _axes(ax: Axes | None) -> Axes:
     return ax if ax is not None else Figure(figsize=(7, 4), layout="constrained").add_subplot()
 
 
-def log_seconds_axis(ax: Axes, axis: str = "y") -> None:
-    """Label an axis whose data are ``log10(seconds)`` with ticks in seconds (``1 ms``, ...).
+def log_seconds_axis(ax: Axes, axis: str = "y", log10_data: bool = True) -> None:
+    """Label a log-seconds axis with ticks in seconds (``1 ms``, ``2 ms``, ...).
 
     Ticks are at 1, 2 and 5 times powers of ten, or at powers of ten only when the axis spans
-    more than two decades.
+    more than two decades; where that gives fewer than two ticks (a narrow range), at round
+    values in seconds (:class:`matplotlib.ticker.MaxNLocator`).
+
+    Args:
+        ax: The axes.
+        axis: ``"x"`` or ``"y"``.
+        log10_data: The data are ``log10(seconds)`` on a linear axis (violins, boxes); when
+            false, they are seconds on a log-scaled axis (ECDF), whose minor tick labels are
+            then removed.
     """
     lo, hi = ax.get_ylim() if axis == "y" else ax.get_xlim()
+    if not log10_data:
+        lo, hi = math.log10(lo), math.log10(hi)
     multiples = (1,) if hi - lo > 2 else (1, 2, 5)
     ticks = [
         math.log10(m) + e
@@ -72,9 +82,17 @@ def log_seconds_axis(ax: Axes, axis: str = "y") -> None:
         for m in multiples
         if lo <= math.log10(m) + e <= hi
     ]
+    if len(ticks) < 2:  # a narrow range: round values in seconds instead
+        seconds = MaxNLocator(nbins=4).tick_values(10.0**lo, 10.0**hi)
+        ticks = [math.log10(v) for v in seconds if v > 0 and lo <= math.log10(v) <= hi]
     target = ax.yaxis if axis == "y" else ax.xaxis
-    target.set_major_locator(FixedLocator(ticks))
-    target.set_major_formatter(FuncFormatter(lambda v, _: fmt_seconds(10.0**v)))
+    if log10_data:
+        target.set_major_locator(FixedLocator(ticks))
+        target.set_major_formatter(FuncFormatter(lambda v, _: fmt_seconds(10.0**v)))
+    else:
+        target.set_major_locator(FixedLocator([10.0**t for t in ticks]))
+        target.set_major_formatter(FuncFormatter(lambda v, _: fmt_seconds(v)))
+        target.set_minor_formatter(NullFormatter())
 
 
 def latency_violins(
@@ -133,7 +151,8 @@ def latency_ecdf(samples: pd.DataFrame, hue: str = "version", ax: Axes | None = 
     sns.ecdfplot(
         data=data, x="latency_s", hue=hue, hue_order=_order(data, hue), log_scale=True, ax=ax
     )
-    ax.set_xlabel("latency per call, s (log scale)")
+    log_seconds_axis(ax, "x", log10_data=False)
+    ax.set_xlabel("latency per call (log scale)")
     return ax
 
 
@@ -170,6 +189,7 @@ def forward_crossover(
     strategies: Sequence[str] = STRATEGIES,
     cheaper: str = "forward/linearize",
     than: str = "forward/vmap_jvp",
+    axes: tuple[Axes, Axes] | None = None,
 ) -> Figure:
     """Forward-mode cost against K: time per call (log-log) and held memory, crossover marked.
 
@@ -183,9 +203,12 @@ def forward_crossover(
         strategies: Benchmarks to draw.
         cheaper: Benchmark expected to win at large K (see :func:`crossover_k`).
         than: Benchmark it is compared with.
+        axes: ``(time axes, memory axes)`` to draw on, e.g. one row of a grid of several
+            versions; the series is then named in the time axes' title instead of a figure
+            title. A new figure when ``None``.
 
     Returns:
-        The figure (two axes).
+        The figure (two axes, or the figure holding ``axes``).
 
     Raises:
         ValueError: No forward-mode samples, or more than one series.
@@ -204,8 +227,12 @@ def forward_crossover(
     table = table[table["benchmark"].isin(strategies)].assign(
         held_mib=lambda t: t["held_bytes"] / 2**20
     )
-    fig = Figure(figsize=(11, 4), layout="constrained")
-    ax_t, ax_m = fig.subplots(1, 2)
+    if axes is None:
+        fig = Figure(figsize=(11, 4), layout="constrained")
+        ax_t, ax_m = fig.subplots(1, 2)
+    else:
+        ax_t, ax_m = axes
+        fig = ax_t.figure
     order = [s for s in strategies if s in set(table["benchmark"])]
     sns.lineplot(
         data=table, x="k", y="p50_s", hue="benchmark", hue_order=order, marker="o", ax=ax_t
@@ -226,9 +253,12 @@ def forward_crossover(
     )
     ax_m.set(xscale="log", xlabel="K (tangents)", ylabel="held memory, MiB")
     first = table.iloc[0]
-    fig.suptitle(
+    title = (
         f"forward mode: {first['param.size']} {first['param.dtype']} wrt={first['param.wrt']}, "
-        f"jax {first['version']}",
-        fontsize="medium",
+        f"jax {first['version']}"
     )
+    if axes is None:
+        fig.suptitle(title, fontsize="medium")
+    else:
+        ax_t.set_title(title, fontsize="small")
     return fig

@@ -1,0 +1,115 @@
+# ---
+# jupyter:
+#   jupytext:
+#     formats: ipynb,py:percent
+#     text_representation:
+#       extension: .py
+#       format_name: percent
+#       format_version: '1.3'
+#       jupytext_version: 1.19.6
+#   kernelspec:
+#     display_name: Python 3
+#     language: python
+#     name: python3
+# ---
+
+# %% [markdown]
+# # Version-upgrade review
+#
+# Each JAX version against the one before it (version order: 0.4.9 before 0.4.10): which train
+# steps, compiles and forward-mode products got slower or faster, by how much, and whether the
+# change is real. Regressions come first; steady state and compile time are always separate
+# rows. The same review as `jaxbench report` (which also writes it as Markdown with figures).
+#
+# Verdict rule (`jaxbench.analysis.stats.verdict`): `slower` when the bootstrap interval of the
+# ratio of medians (candidate / baseline) lies above 1, the ratio passes the threshold, and the
+# Mann-Whitney U test agrees; `faster` likewise; `unchanged` otherwise. Results: the folder
+# named by `JAXBENCH_RESULTS` (default `results/versions`, relative to the repository root).
+
+# %%
+# %matplotlib inline
+import pandas as pd
+from IPython.display import Markdown, display
+
+from jaxbench.analysis import facets, report_tables
+from jaxbench.analysis import markdown as md
+from jaxbench.analysis.compare import COMPILE, STEADY_STATE
+from jaxbench.analysis.frames import steady_state_samples
+from jaxbench.analysis.notebook import results_dir
+from jaxbench.analysis.report import load_review
+
+pd.set_option("display.max_colwidth", None)  # case labels are long: show them whole
+results = results_dir()
+review = load_review(results)  # consecutive pairs; baseline=..., candidate=... for one pair
+settings = review.settings
+display(
+    Markdown(
+        f"Results `{results}`; versions {', '.join(review.versions)}; compared "
+        + "; ".join(report_tables.pair_label(a, b) for a, b in review.pairs)
+        + f". Mode: **{review.mode.name}**. Thresholds: steady state {settings.threshold:.0%}, "
+        f"compile time {settings.compile_threshold:.0%}; alpha {settings.alpha}; "
+        f"{settings.n_resamples} bootstrap resamples, seed {settings.seed}."
+    )
+)
+if review.problems:
+    display(Markdown("**Files that did not load:**\n\n" + md.bullets(map(str, review.problems))))
+
+# %% [markdown]
+# ## Regressions (every pair)
+#
+# Worst first; steady state before compile time. Ratio = candidate / baseline median.
+
+# %%
+display(report_tables.comparison_table(review.regressions))
+
+# %% [markdown]
+# ## Improvements
+
+# %%
+display(report_tables.comparison_table(review.improvements))
+
+# %% [markdown]
+# ## The regressed cases, seen whole
+#
+# Latency per version (log scale) of each steady-state regression, per condition.
+
+# %%
+slow = review.regressions[review.regressions["metric"] == STEADY_STATE]
+samples = steady_state_samples(review.frame)
+for condition, rows in slow.groupby("condition", sort=True):
+    cases = list(dict.fromkeys(rows["case"]))
+    display(Markdown(f"Condition `{condition}`"))
+    display(facets.latency_grid(samples[samples["condition"] == condition], cases))
+if slow.empty:
+    display(Markdown("No steady-state regression."))
+
+# %% [markdown]
+# ## Every comparison, pair by pair
+#
+# Verdict counts, then steady state and compile time in separate tables.
+
+# %%
+for a, b in review.pairs:
+    rows = review.results[(review.results["baseline"] == a) & (review.results["candidate"] == b)]
+    display(Markdown(f"### {report_tables.pair_label(a, b)}"))
+    display(report_tables.verdict_counts(rows))
+    for metric, title in ((STEADY_STATE, "Steady state"), (COMPILE, "Compile time")):
+        display(Markdown(f"**{title}**"))
+        display(
+            report_tables.comparison_table(
+                rows[rows["metric"] == metric], versions=False, verdict=True
+            )
+        )
+
+# %% [markdown]
+# ## Kept apart, unmatched, not timed
+#
+# Rows of one case measured under different conditions are never pooled; cases with no
+# counterpart in the other version are listed, and so are records that were not timed.
+
+# %%
+for comparison in review.comparisons:
+    label = report_tables.pair_label(comparison.baseline, comparison.candidate)
+    display(Markdown(f"**{label}**, kept apart:\n\n" + md.bullets(comparison.kept_apart)))
+    display(Markdown(f"**{label}**, unmatched:\n\n" + md.bullets(comparison.unmatched)))
+display(report_tables.not_timed_table(review))

@@ -1,0 +1,172 @@
+"""Figures of several cases at once: one axes per case (or per version), drawn by :mod:`.plots`.
+
+Each function takes rows of one measurement condition and returns a
+:class:`matplotlib.figure.Figure` made without ``pyplot`` (nothing registered globally; see
+:mod:`jaxbench.analysis.plots`). Facets are laid out in rows of at most ``ncols`` axes, titled
+with the case.
+"""
+
+from __future__ import annotations
+
+import math
+import textwrap
+from collections.abc import Sequence
+
+import pandas as pd
+from matplotlib.axes import Axes
+from matplotlib.figure import Figure
+
+from jaxbench.analysis import plots
+from jaxbench.analysis.conditions import CONDITION
+from jaxbench.analysis.versions import sort_versions
+
+FACET_SIZE = (4.6, 3.4)  # inches per facet: width, height
+TITLE_WIDTH = 52  # characters per line of a facet title
+
+
+def facet_grid(
+    n: int, ncols: int = 3, size: tuple[float, float] = FACET_SIZE
+) -> tuple[Figure, list[Axes]]:
+    """A figure with ``n`` axes in rows of ``ncols`` (unused cells of the last row removed).
+
+    Args:
+        n: Number of axes, at least 1.
+        ncols: Axes per row, at most.
+        size: ``(width, height)`` of one facet, inches.
+
+    Raises:
+        ValueError: ``n`` or ``ncols`` is below 1.
+    """
+    if n < 1 or ncols < 1:
+        raise ValueError(f"a facet grid needs n >= 1 and ncols >= 1, got n={n}, ncols={ncols}")
+    ncols = min(ncols, n)
+    nrows = math.ceil(n / ncols)
+    fig = Figure(figsize=(size[0] * ncols, size[1] * nrows), layout="constrained")
+    grid = list(fig.subplots(nrows, ncols, squeeze=False).ravel())
+    for ax in grid[n:]:
+        fig.delaxes(ax)
+    return fig, grid[:n]
+
+
+def _title(ax: Axes, label: str) -> None:
+    ax.set_title(textwrap.fill(label, TITLE_WIDTH), fontsize="small")
+
+
+def _condition(rows: pd.DataFrame) -> str:
+    conditions = rows[CONDITION].dropna().unique() if CONDITION in rows else []
+    if len(conditions) != 1:
+        raise ValueError(
+            f"a facet figure takes rows of one condition, got {len(conditions)}; filter on "
+            f"{CONDITION!r}"
+        )
+    return str(conditions[0])
+
+
+def _cases(rows: pd.DataFrame, cases: Sequence[str] | None) -> list[str]:
+    present = set(rows["case"].dropna().astype(str))
+    chosen = sorted(present) if cases is None else [c for c in cases if c in present]
+    if not chosen:
+        raise ValueError("nothing to plot: none of the cases has rows")
+    return chosen
+
+
+def latency_grid(
+    samples: pd.DataFrame,
+    cases: Sequence[str] | None = None,
+    kind: str = "violin",
+    ncols: int = 3,
+) -> Figure:
+    """Latency per version, one axes per case: :func:`plots.latency_violins` (log space).
+
+    Args:
+        samples: :func:`jaxbench.analysis.steady_state_samples` rows of one condition.
+        cases: Cases to draw, in this order (those without samples are left out); all when
+            ``None``, sorted.
+        kind: ``"violin"`` or ``"box"``.
+        ncols: Facets per row.
+
+    Raises:
+        ValueError: Several conditions, no sample of any case, or as
+            :func:`plots.latency_violins`.
+    """
+    condition = _condition(samples)
+    chosen = _cases(samples, cases)
+    fig, axes = facet_grid(len(chosen), ncols)
+    for ax, case in zip(axes, chosen, strict=True):
+        plots.latency_violins(samples[samples["case"] == case], kind=kind, ax=ax)
+        _title(ax, case)
+    fig.suptitle(f"steady-state latency per call, {condition}", fontsize="medium")
+    return fig
+
+
+def ecdf_grid(samples: pd.DataFrame, cases: Sequence[str] | None = None, ncols: int = 3) -> Figure:
+    """ECDF of latency per version, one axes per case: :func:`plots.latency_ecdf`.
+
+    Args:
+        samples: As :func:`latency_grid`.
+        cases: As :func:`latency_grid`.
+        ncols: Facets per row.
+
+    Raises:
+        ValueError: Several conditions, or no sample of any case.
+    """
+    condition = _condition(samples)
+    chosen = _cases(samples, cases)
+    fig, axes = facet_grid(len(chosen), ncols)
+    for ax, case in zip(axes, chosen, strict=True):
+        plots.latency_ecdf(samples[samples["case"] == case], ax=ax)
+        _title(ax, case)
+    fig.suptitle(f"ECDF of steady-state latency, {condition}", fontsize="medium")
+    return fig
+
+
+def compile_grid(
+    compiles: pd.DataFrame, cases: Sequence[str] | None = None, ncols: int = 3
+) -> Figure:
+    """Compile time per version, one axes per case: :func:`plots.compile_bars`.
+
+    Args:
+        compiles: :func:`jaxbench.analysis.compile_times` rows of one condition.
+        cases: As :func:`latency_grid`.
+        ncols: Facets per row.
+
+    Raises:
+        ValueError: Several conditions, or no compile time of any case.
+    """
+    condition = _condition(compiles)
+    chosen = _cases(compiles, cases)
+    fig, axes = facet_grid(len(chosen), ncols)
+    for ax, case in zip(axes, chosen, strict=True):
+        plots.compile_bars(compiles[compiles["case"] == case], ax=ax)
+        _title(ax, case)
+    fig.suptitle(f"XLA compile time (bar: median; dots: records), {condition}", fontsize="medium")
+    return fig
+
+
+def crossover_grid(frame: pd.DataFrame, versions: Sequence[str] | None = None) -> Figure:
+    """Forward-mode cost against K, one row per version: :func:`plots.forward_crossover`.
+
+    Each row has the time per call of every strategy (log-log, crossover of linearize and
+    vmap(jvp) marked) and the held memory.
+
+    Args:
+        frame: :func:`jaxbench.analysis.load_results` rows of one forward-mode series (size,
+            dtype, wrt, condition); other benchmarks are ignored.
+        versions: Versions to draw, one row each; all present when ``None``.
+
+    Raises:
+        ValueError: No forward-mode samples, or more than one series.
+    """
+    forward = frame[frame["benchmark"].astype(str).str.startswith("forward/")]
+    forward = forward[forward["status"] == "ok"]
+    present = sort_versions(forward["version"])
+    chosen = present if versions is None else [v for v in versions if str(v) in present]
+    if not chosen:
+        raise ValueError("no forward-mode steady-state samples to plot")
+    fig = Figure(figsize=(11, 3.8 * len(chosen)), layout="constrained")
+    rows = fig.subplots(len(chosen), 2, squeeze=False)
+    for (ax_t, ax_m), version in zip(rows, chosen, strict=True):
+        plots.forward_crossover(
+            forward[forward["version"].astype(str) == version], axes=(ax_t, ax_m)
+        )
+    return fig

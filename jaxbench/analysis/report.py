@@ -1,0 +1,216 @@
+"""The version-upgrade report: ``report.md`` and its PNG figures, from results of several versions.
+
+It answers which train steps, compiles and forward-mode products got slower or faster between
+JAX versions, by how much, and whether the change is real. The report is a list of sections
+(:data:`DEFAULT_SECTIONS`), each a function ``(ReportContext) -> str`` returning Markdown, so
+another section (e.g. interleaved results, numerical drift from another module) is one more
+function in the list::
+
+    from jaxbench.analysis.report import DEFAULT_SECTIONS, write_report
+
+    write_report(["results/versions"], "review")  # -> review/report.md, review/figures/*.png
+    write_report(paths, "review", sections=[*DEFAULT_SECTIONS, my_section])
+
+Section order: header, regressions (every ``slower`` row of every pair), improvements, the
+full tables per pair (steady state and compile time apart), versions and environment (with the
+drift column), numerical drift, records not timed, figures (latency violins and ECDFs, compile
+time, forward-mode crossover), rows kept apart and unmatched cases, problems, method.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+
+import pandas as pd
+
+from jaxbench.analysis import stats
+from jaxbench.analysis.compare import DEFAULT_COMPILE_THRESHOLD
+from jaxbench.analysis.frames import load_results
+from jaxbench.analysis.report_context import FIGURES, REPORT_NAME, ReportContext, Section
+from jaxbench.analysis.report_figures import FIGURE_SECTIONS
+from jaxbench.analysis.report_tables import (
+    drift_section,
+    environment_section,
+    header_section,
+    improvements_section,
+    kept_apart_section,
+    method_section,
+    not_timed_section,
+    pairs_section,
+    problems_section,
+    regressions_section,
+)
+from jaxbench.analysis.review import (
+    SEQUENTIAL,
+    Mode,
+    Review,
+    ReviewInputError,
+    Settings,
+    review_versions,
+)
+
+#: The sections of a report, in order; append to a copy to extend a report.
+DEFAULT_SECTIONS: tuple[Section, ...] = (
+    header_section,
+    regressions_section,
+    improvements_section,
+    pairs_section,
+    environment_section,
+    drift_section,
+    not_timed_section,
+    *FIGURE_SECTIONS,
+    kept_apart_section,
+    problems_section,
+    method_section,
+)
+
+
+def render_report(
+    review: Review, out_dir: str | os.PathLike[str], sections: Sequence[Section] | None = None
+) -> Path:
+    """Write ``out_dir/report.md`` and its figures for a review.
+
+    PNGs already in ``out_dir/figures/`` are removed first, so the folder holds exactly the
+    figures the report links.
+
+    Args:
+        review: From :func:`jaxbench.analysis.review.review_versions`.
+        out_dir: Folder of the report, created if needed.
+        sections: Sections in order; :data:`DEFAULT_SECTIONS` when ``None``.
+
+    Returns:
+        The path of ``report.md``.
+
+    Raises:
+        OSError: ``out_dir`` cannot be created or written.
+    """
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    for stale in (out / FIGURES).glob("*.png"):
+        stale.unlink()
+    ctx = ReportContext(review=review, out_dir=out)
+    parts = [text.strip() for section in (sections or DEFAULT_SECTIONS) if (text := section(ctx))]
+    path = out / REPORT_NAME
+    path.write_text("\n\n".join(parts) + "\n", encoding="utf-8")
+    return path
+
+
+def load_review(
+    paths: Iterable[str | os.PathLike[str]] | str | os.PathLike[str],
+    *,
+    baseline: str | None = None,
+    candidate: str | None = None,
+    settings: Settings | None = None,
+    mode: Mode = SEQUENTIAL,
+    drift: pd.DataFrame | None = None,
+) -> Review:
+    """Load results and review them (:func:`load_results` then :func:`review_versions`).
+
+    Args:
+        paths: Results files or folders.
+        baseline: Baseline version, or ``None`` (see :func:`.review.version_pairs`).
+        candidate: Candidate version, or ``None``.
+        settings: Verdict and bootstrap settings; defaults when ``None``.
+        mode: How the records were measured.
+        drift: Numerical drift rows, or ``None``.
+
+    Raises:
+        FileNotFoundError: A named path does not exist.
+        ReviewInputError: No records loaded (the message names the files that failed), an
+            unknown version, a bad setting or drift frame.
+    """
+    if isinstance(paths, str | os.PathLike):
+        paths = [paths]
+    paths = list(paths)
+    frame, problems = load_results(paths)
+    if frame.empty:
+        failed = "; ".join(str(p) for p in problems[:3]) + ("; ..." if len(problems) > 3 else "")
+        where = ", ".join(map(str, paths))
+        raise ReviewInputError(
+            f"no records loaded from {where}" + (f": {failed}" if failed else ": no result files")
+        )
+    return review_versions(
+        frame,
+        problems,
+        baseline=baseline,
+        candidate=candidate,
+        settings=settings,
+        mode=mode,
+        drift=drift,
+        sources=[str(p) for p in paths],
+    )
+
+
+def write_report(
+    paths: Iterable[str | os.PathLike[str]] | str | os.PathLike[str],
+    out_dir: str | os.PathLike[str],
+    *,
+    baseline: str | None = None,
+    candidate: str | None = None,
+    threshold: float = stats.DEFAULT_THRESHOLD,
+    compile_threshold: float = DEFAULT_COMPILE_THRESHOLD,
+    alpha: float = stats.DEFAULT_ALPHA,
+    confidence: float = stats.DEFAULT_CONFIDENCE,
+    n_resamples: int = stats.DEFAULT_RESAMPLES,
+    seed: int = stats.DEFAULT_SEED,
+    drift: pd.DataFrame | None = None,
+    mode: Mode = SEQUENTIAL,
+    sections: Sequence[Section] | None = None,
+) -> Path:
+    """Compare JAX versions in results files and write ``out_dir/report.md`` with its figures.
+
+    Without ``baseline`` and ``candidate`` each version is compared with the one before it, in
+    version order; with both, just that pair (see :func:`.review.version_pairs`). Files that do
+    not load are listed under Problems; the report is built from the rest.
+
+    Args:
+        paths: Results files or folders (jaxbench runs, sweep records, asv results).
+        out_dir: Folder of the report; figures go to ``out_dir/figures/``.
+        baseline: Baseline JAX version, or ``None``.
+        candidate: Candidate JAX version, or ``None``.
+        threshold: Smallest relative steady-state change that counts (0.02 = 2 %).
+        compile_threshold: The same for compile time.
+        alpha: Significance level of the Mann-Whitney U test.
+        confidence: Confidence level of the bootstrap intervals.
+        n_resamples: Bootstrap resamples per comparison.
+        seed: Seed of every bootstrap.
+        drift: Numerical drift per version, columns
+            :data:`jaxbench.analysis.drift.DRIFT_COLUMNS`; ``None`` when not checked.
+        mode: How the records were measured (the Method section states it).
+        sections: Sections in order; :data:`DEFAULT_SECTIONS` when ``None``.
+
+    Returns:
+        The path of ``report.md``.
+
+    Raises:
+        FileNotFoundError: A named path does not exist.
+        ReviewInputError: No records loaded, an unknown version, a bad setting or drift frame
+            (a :class:`ValueError`; the message names the bad input).
+        OSError: ``out_dir`` cannot be written.
+    """
+    settings = Settings(
+        threshold=threshold,
+        compile_threshold=compile_threshold,
+        alpha=alpha,
+        confidence=confidence,
+        n_resamples=n_resamples,
+        seed=seed,
+    )
+    review = load_review(
+        paths, baseline=baseline, candidate=candidate, settings=settings, mode=mode, drift=drift
+    )
+    return render_report(review, out_dir, sections)
+
+
+__all__ = [
+    "DEFAULT_SECTIONS",
+    "Mode",
+    "ReportContext",
+    "ReviewInputError",
+    "Section",
+    "load_review",
+    "render_report",
+    "write_report",
+]

@@ -1,0 +1,62 @@
+"""``jaxbench report``: the version-upgrade review of saved results, as Markdown with figures."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from jaxbench.cli_options import console, err_console, fail, writable_folder
+
+
+def report_cmd(
+    paths: Annotated[
+        list[Path],
+        typer.Argument(help="Results files or folders (runs, sweep records, asv results)."),
+    ],
+    out: Annotated[str, typer.Option("--out", "-o", help="Folder of report.md and figures/.")],
+    baseline: Annotated[
+        str | None,
+        typer.Option(help="Baseline JAX version (default: each version's predecessor)."),
+    ] = None,
+    candidate: Annotated[
+        str | None, typer.Option(help="Candidate JAX version (default: every version).")
+    ] = None,
+    threshold: Annotated[
+        float, typer.Option(help="Smallest steady-state change that counts (0.02 = 2 %).")
+    ] = 0.02,
+    compile_threshold: Annotated[
+        float, typer.Option(help="Smallest compile-time change that counts.")
+    ] = 0.10,
+    alpha: Annotated[float, typer.Option(help="Significance level of the rank test.")] = 0.05,
+) -> None:
+    """Compare JAX versions in saved results: regressions first, compile apart; exit 2 on bad input.
+
+    Without --baseline/--candidate each version is compared with the one before it.
+    """
+    from jaxbench.analysis.report import ReviewInputError, load_review, render_report
+    from jaxbench.analysis.review import Settings
+
+    try:
+        settings = Settings(threshold=threshold, compile_threshold=compile_threshold, alpha=alpha)
+        review = load_review(paths, baseline=baseline, candidate=candidate, settings=settings)
+    except (FileNotFoundError, ReviewInputError) as exc:
+        raise fail(str(exc)) from None
+    out_dir = writable_folder(out)
+    path = render_report(review, out_dir)
+    for problem in review.problems:
+        err_console.print(f"[yellow]not loaded:[/] {problem}", highlight=False)
+    n_slow, n_fast = len(review.regressions), len(review.improvements)
+    pairs = ", ".join(f"{a} -> {b}" for a, b in review.pairs) or "none (one version)"
+    console.print(f"compared: {pairs}", highlight=False)
+    console.print(
+        f"regressions: {n_slow}, improvements: {n_fast}, comparisons: {len(review.results)}",
+        highlight=False,
+    )
+    console.print(f"report: {path}", highlight=False)
+
+
+def register(app: typer.Typer) -> None:
+    """Add ``report`` to the ``jaxbench`` command."""
+    app.command("report")(report_cmd)
