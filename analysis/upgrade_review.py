@@ -34,9 +34,12 @@ from IPython.display import Markdown, display
 from jaxbench.analysis import facets, report_tables
 from jaxbench.analysis import markdown as md
 from jaxbench.analysis.compare import COMPILE, STEADY_STATE
+from jaxbench.analysis.drift import sorted_findings
 from jaxbench.analysis.frames import steady_state_samples
 from jaxbench.analysis.notebook import results_dir
 from jaxbench.analysis.report import load_review
+from jaxbench.analysis.report_context import ReportContext
+from jaxbench.analysis.report_live import live_table
 
 pd.set_option("display.max_colwidth", None)  # case labels are long: show them whole
 results = results_dir()
@@ -67,6 +70,36 @@ display(report_tables.comparison_table(review.regressions))
 
 # %%
 display(report_tables.comparison_table(review.improvements))
+
+# %% [markdown]
+# ## Numerical drift beside the timings
+#
+# `jaxbench drift` results found in the same folder: each version's outputs, gradients and loss
+# on the stored regression sets against the reference, with the recorded tolerance. A version
+# that is faster but drifts past tolerance is a finding.
+
+# %%
+display(report_tables.environment_table(review))
+if review.drift is None:
+    display(Markdown("Drift not checked: no `drift-*.jsonl` files in the results."))
+else:
+    drift_summary = review.drift.groupby(["version", "dtype"], observed=True).agg(
+        outputs=("output", "size"),
+        max_abs_err=("max_abs_err", "max"),
+        max_rel_err=("max_rel_err", "max"),
+        findings=("within_tolerance", lambda w: int((~w.astype(bool)).sum())),
+    )
+    display(drift_summary)
+    display(sorted_findings(review.drift))
+
+# %% [markdown]
+# ## Live comparisons
+#
+# `jaxbench compare --interleave` results found in the same folder (paired per round), shown
+# apart from the recorded runs.
+
+# %%
+display(live_table(ReportContext(review, results)) if review.live else Markdown("None."))
 
 # %% [markdown]
 # ## The regressed cases, seen whole

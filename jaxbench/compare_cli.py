@@ -54,6 +54,8 @@ def _offline(baseline: str, candidate: str, results: list[Path], opts: dict[str,
         import pandas as pd
 
         frames = []
+        if baseline == candidate:  # an A/A check of one result set: keep the sides apart
+            baseline, candidate = f"{baseline} (baseline)", f"{candidate} (candidate)"
         for side, path in zip((baseline, candidate), as_paths, strict=True):
             frame, problems = load_results([path])
             _print_problems(problems)
@@ -206,7 +208,7 @@ def register(app: typer.Typer) -> None:
         wrt: Wrts = None,
         full: Full = False,
         backend: Annotated[str, typer.Option("--backend", "-b", help="Live backend.")] = "cpu",
-        rounds: Annotated[int, typer.Option(help="Live: timed rounds.")] = 30,
+        rounds: Annotated[int, typer.Option(help="Live: timed rounds.")] = 100,
         calls_per_block: Annotated[int, typer.Option(help="Live: timed calls per block.")] = 10,
         warmup_rounds: Annotated[int, typer.Option(help="Live: untimed rounds first.")] = 3,
         seed: Annotated[int, typer.Option(help="Live: seed of the block order.")] = 0,

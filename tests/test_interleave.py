@@ -65,13 +65,12 @@ def test_paired_statistics_refuse_too_few_rounds_and_mismatched_blocks():
         round_ratios([[1.0], []], [[1.0], [1.0]])
 
 
-def test_scaled_size_reaches_the_asked_parameter_ratio_within_one_width_step():
+def test_scaled_size_scales_the_batch_rows_and_nothing_else():
     small = SIZES["small"]
     for factor in (1.03, 1.05, 1.10):
         s = get_size(f"small*{factor}")
-        step = dataclasses.replace(s, width=s.width + 1).params_count - s.params_count
-        assert abs(s.params_count - factor * small.params_count) <= step / 2
-        assert s.name == f"small*{factor}"
+        assert s.batch == round(factor * small.batch) and s.name == f"small*{factor}"
+        assert dataclasses.replace(s, batch=small.batch, name="small") == small
     with pytest.raises(ValueError, match=r"'small\*x'.*number in \[0.5, 4.0\]"):
         get_size("small*x")
     with pytest.raises(ValueError, match="unknown size 'huge"):
@@ -229,7 +228,8 @@ def test_compare_refuses_bad_input_with_one_line_and_exit_2(args, message):
 
 
 def test_compare_of_two_result_paths_with_the_same_records_is_unchanged(tmp_path):
-    result = runner.invoke(app, ["compare", "results/cpu", "results/cpu/"])
+    result = runner.invoke(app, ["compare", "results/cpu", "results/cpu"])
     assert result.exit_code == 0, result.output
     text = result.output
     assert "mode: sequential" in text and "slower" not in text and "steady_state" in text
+    assert "results/cpu (candidate) vs results/cpu (baseline)" in " ".join(text.split())

@@ -1,7 +1,8 @@
 """analysis/*.py notebooks: each runs top to bottom (jupytext + nbclient) on the test venv's Python.
 
-The notebooks read ``JAXBENCH_RESULTS``. They run against a synthetic folder written here, and
-against the committed ``results/versions`` once that folder exists.
+The notebooks read ``JAXBENCH_RESULTS``. They run against a synthetic folder written here (with
+known regressions), and against the committed ``results/versions`` (real runs of three JAX
+versions).
 """
 
 import json
@@ -96,9 +97,7 @@ def test_notebook_runs_on_synthetic_results(name, synthetic_results, kernel_dirs
         assert found[:3] == list(REVIEW_VERSIONS)
 
 
-# Against the committed real results. Skipped only while results/versions is absent; once the
-# records of three JAX versions are committed there, drop the skipif to make it mandatory.
-@pytest.mark.skipif(not COMMITTED.exists(), reason=f"{DEFAULT_RESULTS} is not committed yet")
+# Against the committed real results (three JAX versions): mandatory.
 @pytest.mark.parametrize("name", NOTEBOOKS)
 def test_notebook_runs_on_committed_results(name, kernel_dirs, monkeypatch):
     monkeypatch.delenv(RESULTS_ENV, raising=False)

@@ -164,12 +164,12 @@ def test_method_kept_apart_and_not_timed(built):
 def drift_frame():
     common = {"workload": "train_step", "dtype": "float32", "set": "gate", "rtol": 1e-5}
     common |= {"atol": 1e-6}
-    checks = [  # version, output, max_abs_err, max_rel_err, within
+    checks = [  # version, output, max_abs_err, max_rel_err, within_tolerance
         ("0.4.9", "loss", 0.0, 0.0, True),
         ("0.4.10", "loss", 3e-3, 2e-3, False),
         ("0.4.10", "grads", 0.0, 0.0, True),
     ]
-    names = ("version", "output", "max_abs_err", "max_rel_err", "within")
+    names = ("version", "output", "max_abs_err", "max_rel_err", "within_tolerance")
     frame = pd.DataFrame([common | dict(zip(names, c, strict=True)) for c in checks])
     return frame[list(DRIFT_COLUMNS)]
 
@@ -303,3 +303,51 @@ def test_cli_defaults_are_the_librarys():
     assert defaults["threshold"] == library.threshold
     assert defaults["compile_threshold"] == library.compile_threshold
     assert defaults["alpha"] == library.alpha
+
+
+# -- drift checks and live comparisons found beside the records ---------------------------------
+
+
+def live_comparison(shift):
+    """An interleaved comparison whose candidate blocks are ``shift`` times the baseline's."""
+    from jaxbench.interleave.result import CaseComparison, Round, SideInfo
+    from jaxbench.interleave.session import Schedule
+
+    def side(label, version):
+        return SideInfo(label=label, python="py", params={"size": "tiny"}, benchmark="train_step",
+                        jax=version, jaxlib=version, backend="cpu", device_kind="cpu",
+                        compile_s=0.1, flops=1.0, env={})  # fmt: skip
+
+    rounds = []
+    for i, drift in enumerate(1 + 0.2 * (pd.Series(range(12)) % 3)):
+        base = lognormal(1e-3 * drift, 10, seed=i, sigma=0.01)
+        cand = lognormal(shift * 1e-3 * drift, 10, seed=100 + i, sigma=0.01)
+        rounds.append(Round(order="AB" if i % 2 else "BA", baseline_s=base, candidate_s=cand))
+    c = CaseComparison.start("interleaved", "train_step", {"size": "tiny"}, Schedule())
+    return c.with_sides(side("0.4.9", "0.4.9"), side("0.4.10", "0.4.10")).finished(rounds)
+
+
+def test_drift_checks_and_live_comparisons_beside_the_records_are_reported(data, tmp_path):
+    import shutil
+
+    from jaxbench.interleave.result import write_jsonl
+
+    folder = tmp_path / "results"
+    shutil.copytree(data, folder)
+    drift_file = next(Path("results/versions/0.11.2").glob("drift-*.jsonl"))
+    shutil.copy(drift_file, folder / drift_file.name)
+    (folder / "drift-corrupt.jsonl").write_text("{oops\n")
+    write_jsonl(folder / "interleave-x.jsonl", [live_comparison(1.10)])
+    text = write_report([folder], tmp_path / "out", n_resamples=RESAMPLES).read_text()
+    headings = re.findall(r"^## (.+)$", text, re.M)
+    assert headings[:3] == ["Regressions", "Live comparisons", "Improvements"]
+    live = section(text, "Live comparisons")
+    assert "**interleaved**" in live and "back to back" not in live
+    (row,) = rows(live)
+    assert row["verdict"] == "slower" and row["design"] == "interleaved"
+    assert row["baseline"] == "0.4.9 (jax 0.4.9)" and row["rounds x calls"] == "12 x 10"
+    assert "recorded runs" in row  # the sequential verdict of the same case, where compared
+    drift = section(text, "Numerical drift")
+    assert "No findings: all" in drift and "checked outputs are within tolerance" in drift
+    problems = section(text, "Problems")
+    assert "drift-corrupt.jsonl" in problems and "corrupt.jsonl" in problems

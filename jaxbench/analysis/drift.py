@@ -1,10 +1,11 @@
 """Numerical drift per JAX version, as a report shows it beside the timings.
 
-A drift frame has one row per checked output of a workload under one JAX version: columns
-:data:`DRIFT_COLUMNS` (``version``, ``workload``, ``dtype``, ``set``, ``output``,
-``max_abs_err``, ``max_rel_err``, ``rtol``, ``atol``, ``within``). A *finding* is a row whose
-``within`` is false: that output moved past its tolerance. This module only reads such a frame;
-whatever computes it is elsewhere.
+A drift frame is :func:`jaxbench.drift.load_drift`'s: one row per checked output of a workload
+under one JAX version, with at least the columns :data:`DRIFT_COLUMNS` (``version``,
+``workload``, ``dtype``, ``set``, ``output``, ``max_abs_err``, ``max_rel_err``, ``rtol``,
+``atol``, ``within_tolerance``) and, where present, ``finding`` (why a row is one). A *finding*
+is a row whose ``within_tolerance`` is false (:func:`jaxbench.drift.drift_findings`): an output
+past its tolerance, or an invalid input that did not raise. This module only reads such a frame.
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ DRIFT_COLUMNS = (
     "max_rel_err",
     "rtol",
     "atol",
-    "within",
+    "within_tolerance",
 )
 NOT_CHECKED = "not checked"
 
@@ -35,38 +36,43 @@ def check_drift(drift: pd.DataFrame) -> pd.DataFrame:
         drift: One row per checked output, columns :data:`DRIFT_COLUMNS` (more are kept).
 
     Returns:
-        ``drift`` with ``version`` as text and ``within`` as bool.
+        ``drift`` with ``version`` as text and ``within_tolerance`` as bool.
 
     Raises:
         ValueError: A column of :data:`DRIFT_COLUMNS` is missing (the message names it), or
-            ``within`` holds a missing value.
+            ``within_tolerance`` holds a missing value.
     """
     missing = [c for c in DRIFT_COLUMNS if c not in drift.columns]
     if missing:
         raise ValueError(
             f"drift frame lacks column(s) {', '.join(missing)}; needs {', '.join(DRIFT_COLUMNS)}"
         )
-    if drift["within"].isna().any():
-        raise ValueError("drift frame has rows without a 'within' value")
-    return drift.assign(version=drift["version"].astype(str), within=drift["within"].astype(bool))
+    if drift["within_tolerance"].isna().any():
+        raise ValueError("drift frame has rows without a 'within_tolerance' value")
+    return drift.assign(
+        version=drift["version"].astype(str),
+        within_tolerance=drift["within_tolerance"].astype(bool),
+    )
 
 
-def drift_findings(drift: pd.DataFrame) -> pd.DataFrame:
-    """The rows of ``drift`` past tolerance (``within`` false), oldest version first.
+def sorted_findings(drift: pd.DataFrame) -> pd.DataFrame:
+    """The findings of ``drift`` (:func:`jaxbench.drift.drift_findings`), oldest version first.
 
     Args:
         drift: As :func:`check_drift`.
 
     Returns:
-        Columns :data:`DRIFT_COLUMNS` less ``within``, sorted by version (version order),
-        workload, dtype, set and output.
+        Columns :data:`DRIFT_COLUMNS` less ``within_tolerance``, plus ``finding`` where the
+        frame has it; sorted by version (version order), workload, dtype, set and output.
 
     Raises:
         ValueError: As :func:`check_drift`.
     """
+    from jaxbench.drift import drift_findings
+
     drift = check_drift(drift)
-    found = drift.loc[~drift["within"], [c for c in DRIFT_COLUMNS if c != "within"]]
-    return found.sort_values(
+    columns = [c for c in (*DRIFT_COLUMNS, "finding") if c in drift and c != "within_tolerance"]
+    return drift_findings(drift)[columns].sort_values(
         ["version", "workload", "dtype", "set", "output"],
         key=lambda col: col.map(version_key) if col.name == "version" else col.astype(str),
         ignore_index=True,
@@ -92,7 +98,7 @@ def drift_by_version(drift: pd.DataFrame | None, versions: list[str]) -> dict[st
     out = {}
     for version in versions:
         rows = drift[drift["version"] == str(version)]
-        bad = int((~rows["within"]).sum())
+        bad = int((~rows["within_tolerance"]).sum())
         if rows.empty:
             out[version] = NOT_CHECKED
         elif bad == 0:

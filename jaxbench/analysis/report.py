@@ -11,7 +11,8 @@ function in the list::
     write_report(["results/versions"], "review")  # -> review/report.md, review/figures/*.png
     write_report(paths, "review", sections=[*DEFAULT_SECTIONS, my_section])
 
-Section order: header, regressions (every ``slower`` row of every pair), improvements, the
+Section order: header, regressions (every ``slower`` row of every pair), live (interleaved or
+back-to-back) comparisons when the results hold any, improvements, the
 full tables per pair (steady state and compile time apart), versions and environment (with the
 drift column), numerical drift, records not timed, figures (latency violins and ECDFs, compile
 time, forward-mode crossover), rows kept apart and unmatched cases, problems, method.
@@ -30,6 +31,7 @@ from jaxbench.analysis.compare import DEFAULT_COMPILE_THRESHOLD
 from jaxbench.analysis.frames import load_results
 from jaxbench.analysis.report_context import FIGURES, REPORT_NAME, ReportContext, Section
 from jaxbench.analysis.report_figures import FIGURE_SECTIONS
+from jaxbench.analysis.report_live import live_section
 from jaxbench.analysis.report_tables import (
     drift_section,
     environment_section,
@@ -55,6 +57,7 @@ from jaxbench.analysis.review import (
 DEFAULT_SECTIONS: tuple[Section, ...] = (
     header_section,
     regressions_section,
+    live_section,
     improvements_section,
     pairs_section,
     environment_section,
@@ -114,7 +117,11 @@ def load_review(
         candidate: Candidate version, or ``None``.
         settings: Verdict and bootstrap settings; defaults when ``None``.
         mode: How the records were measured.
-        drift: Numerical drift rows, or ``None``.
+        drift: Numerical drift rows; ``None`` loads the drift checks found under ``paths``
+            (:func:`jaxbench.drift.load_drift`; none found: not checked).
+
+    Live comparisons found under ``paths`` (``interleave-*.jsonl``) are loaded too; files of
+    either kind that do not load join the problems.
 
     Raises:
         FileNotFoundError: A named path does not exist.
@@ -131,9 +138,19 @@ def load_review(
         raise ReviewInputError(
             f"no records loaded from {where}" + (f": {failed}" if failed else ": no result files")
         )
+    from jaxbench.drift import load_drift
+    from jaxbench.interleave import load_comparisons
+
+    if drift is None:
+        drift, drift_problems = load_drift(paths)
+        problems += drift_problems
+        drift = drift if not drift.empty else None
+    live, live_problems = load_comparisons(paths)
+    problems += live_problems
     return review_versions(
         frame,
         problems,
+        live=live,
         baseline=baseline,
         candidate=candidate,
         settings=settings,

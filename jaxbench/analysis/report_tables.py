@@ -13,7 +13,7 @@ import pandas as pd
 from jaxbench.analysis import markdown as md
 from jaxbench.analysis.compare import BASIS_TESTS, BASIS_THRESHOLD, COMPILE, STEADY_STATE
 from jaxbench.analysis.conditions import DEFAULT_FIELDS
-from jaxbench.analysis.drift import drift_by_version, drift_findings
+from jaxbench.analysis.drift import drift_by_version, sorted_findings
 from jaxbench.analysis.report_context import ReportContext
 from jaxbench.analysis.review import Review
 
@@ -225,7 +225,7 @@ def drift_section(ctx: ReportContext) -> str:
     head = "## Numerical drift\n\n"
     if drift is None:
         return head + "Not checked: no drift results were given to this report."
-    found = drift_findings(drift)
+    found = sorted_findings(drift)
     if found.empty:
         return head + f"No findings: all {len(drift)} checked outputs are within tolerance."
     shown = found.assign(
@@ -233,7 +233,7 @@ def drift_section(ctx: ReportContext) -> str:
     )
     return (
         head + f"{len(found)} of {len(drift)} checked outputs moved past their tolerance "
-        "(`within` false):\n\n" + md.table(shown)
+        "(`within_tolerance` false; `finding` says why):\n\n" + md.table(shown)
     )
 
 

@@ -17,6 +17,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
 from itertools import pairwise
+from typing import Any
 
 import pandas as pd
 
@@ -117,6 +118,7 @@ class Review:
         mode: How the records were measured.
         drift: Numerical drift rows (:mod:`jaxbench.analysis.drift`), or ``None`` when not
             checked.
+        live: Live comparisons (:func:`jaxbench.interleave.load_comparisons`), or ``()``.
         sources: The results files and folders read, as given.
     """
 
@@ -127,6 +129,7 @@ class Review:
     settings: Settings
     mode: Mode = SEQUENTIAL
     drift: pd.DataFrame | None = None
+    live: tuple[Any, ...] = field(default=())
     sources: tuple[str, ...] = field(default=())
 
     @property
@@ -237,6 +240,7 @@ def review_versions(
     settings: Settings | None = None,
     mode: Mode = SEQUENTIAL,
     drift: pd.DataFrame | None = None,
+    live: Sequence[Any] = (),
     sources: Sequence[str] = (),
 ) -> Review:
     """Compare the versions of ``frame`` pair by pair (:func:`version_pairs`).
@@ -249,6 +253,7 @@ def review_versions(
         settings: Verdict and bootstrap settings; defaults when ``None``.
         mode: How the records were measured.
         drift: Numerical drift rows (:data:`jaxbench.analysis.drift.DRIFT_COLUMNS`), or ``None``.
+        live: Live comparisons (:class:`jaxbench.interleave.CaseComparison`), reported apart.
         sources: The results files and folders read, for the report's header.
 
     Returns:
@@ -292,5 +297,6 @@ def review_versions(
         settings=settings,
         mode=mode,
         drift=drift,
+        live=tuple(live),
         sources=tuple(map(str, sources)),
     )

@@ -1,8 +1,8 @@
 """Sensitivity of the comparison designs: power against known slowdowns, false alarms on A/A.
 
 A benchmark of jaxbench itself, not a test: ``python -m jaxbench.interleave.sensitivity``. The
-candidate is the baseline train step with a hidden width chosen for ``effect`` times the FLOP
-(:func:`jaxbench.workloads.sizes.scaled`, e.g. ``small*1.03``); ``effect`` 1 is an A/A pair
+candidate is the baseline train step on ``effect`` times the batch rows, so ``effect`` times
+the FLOP (:func:`jaxbench.workloads.sizes.scaled`, e.g. ``small*1.03``); ``effect`` 1 is an A/A pair
 (the very same build on both sides). Each repeat starts fresh processes and judges every effect
 three ways:
 
@@ -203,9 +203,9 @@ def main(
     effects: Annotated[str, typer.Option(help="Comma-separated FLOP factors; 1 = A/A.")] = ",".join(
         f"{e:g}" for e in EFFECTS
     ),
-    rounds: Annotated[int, typer.Option(help="Timed rounds per comparison.")] = 30,
+    rounds: Annotated[int, typer.Option(help="Timed rounds per comparison.")] = 100,
     calls_per_block: Annotated[int, typer.Option(help="Timed calls per block.")] = 10,
-    confirm_rounds: Annotated[int, typer.Option(help="Rounds of the confirmation run.")] = 150,
+    confirm_rounds: Annotated[int, typer.Option(help="Rounds of the confirmation run.")] = 300,
     out: Annotated[Path, typer.Option(help="Output folder.")] = Path("results/sensitivity"),
 ) -> None:
     """Measure power and false alarms of interleaved, sequential and asv-style comparisons."""

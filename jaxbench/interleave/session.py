@@ -10,6 +10,7 @@ in one process, then the whole of the candidate in another, as two ``jaxbench ru
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import subprocess
@@ -23,7 +24,7 @@ import numpy as np
 
 from jaxbench.interleave.result import CaseComparison, Round, SideInfo
 
-DEFAULT_ROUNDS = 30
+DEFAULT_ROUNDS = 100
 DEFAULT_CALLS_PER_BLOCK = 10
 DEFAULT_WARMUP_ROUNDS = 3
 DEFAULT_WARMUP_CALLS = 10
@@ -129,16 +130,23 @@ class Worker:
         return " | ".join(text[-lines:]) or f"exit code {self._proc.poll()}"
 
     def close(self) -> None:
-        """Ask the worker to quit, then make sure it is gone."""
-        if self._proc.poll() is None:
-            try:
-                assert self._proc.stdin
-                self._proc.stdin.write('{"op": "quit"}\n')
-                self._proc.stdin.close()
-                self._proc.wait(timeout=30)
-            except (OSError, subprocess.TimeoutExpired):
-                self._proc.kill()
-                self._proc.wait()
+        """Ask the worker to quit, then make sure it is gone (a dead worker is just reaped)."""
+        proc = self._proc
+        assert proc.stdin and proc.stdout
+        try:
+            if proc.poll() is None:
+                proc.stdin.write('{"op": "quit"}\n')
+                proc.stdin.flush()
+        except OSError:
+            pass
+        for stream in (proc.stdin, proc.stdout):
+            with contextlib.suppress(OSError):  # unflushed input to a process that is gone
+                stream.close()
+        try:
+            proc.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
         self._stderr.close()
 
     def __enter__(self) -> Worker:

@@ -57,8 +57,8 @@ SCALE_RANGE = (0.5, 4.0)
 def get_size(name: str) -> MLPSize:
     """Look up a size by name, or a scaled size ``<name>*<factor>`` (see :func:`scaled`).
 
-    ``"small*1.05"`` is ``small`` with its hidden width chosen for about 5 % more train-step FLOP:
-    a controlled slowdown for sensitivity studies (``jaxbench compare --interleave``).
+    ``"small*1.05"`` is ``small`` with 5 % more batch rows, so about 5 % more FLOP per call: a
+    controlled slowdown for sensitivity studies (``jaxbench compare --interleave``).
 
     Raises:
         ValueError: Unknown name (the message lists the known ones), or a factor that is not a
@@ -86,17 +86,18 @@ def get_size(name: str) -> MLPSize:
 
 
 def scaled(base: MLPSize, factor: float, name: str | None = None) -> MLPSize:
-    """``base`` with the hidden width whose parameter count is nearest ``factor`` times its own.
+    """``base`` with ``factor`` times its batch rows (rounded): ``factor`` times the FLOP per step.
 
-    A dense layer's train-step work is about 6 FLOP per weight per batch row (2 forward, 4
-    backward; Kaplan et al., "Scaling Laws for Neural Language Models", 2020, sec. 2.1), so the
-    parameter-count ratio is the FLOP ratio of the matmuls. The width is an integer, so the
-    ratio is reached only to within one width step (``params_count`` of the result gives the
-    exact figure); the time ratio it causes must be measured, not assumed.
+    Every matmul of a train step or JVP has the batch as its row dimension, so the FLOP per call
+    grow exactly with the rows (to within the rounding to whole rows; ``batch`` of the result
+    gives the exact figure), while the weights, and the memory layout of every array's rows,
+    stay as they are: widening a layer instead changes strides and cache behaviour, and on a
+    CPU a slightly wider layer can run faster. The time ratio this causes must still be
+    measured, not assumed.
 
     Args:
-        base: The size to scale; only ``width`` changes.
-        factor: Wanted parameter-count ratio, > 0.
+        base: The size to scale; only ``batch`` changes.
+        factor: Wanted FLOP ratio, > 0.
         name: Name of the result; default ``"<base>*<factor>"``.
 
     Raises:
@@ -104,15 +105,8 @@ def scaled(base: MLPSize, factor: float, name: str | None = None) -> MLPSize:
     """
     if not factor > 0:
         raise ValueError(f"factor must be > 0, got {factor!r}")
-    target = factor * base.params_count
-
-    def gap(width: int) -> float:
-        return abs(dataclasses.replace(base, width=width).params_count - target)
-
-    # params_count grows monotonically with width, about quadratically for depth > 1.
-    guess = max(1, round(base.width * math.sqrt(factor)))
-    width = min(range(max(1, guess // 2), 2 * guess + 2), key=gap)
-    return dataclasses.replace(base, name=name or f"{base.name}*{factor:g}", width=width)
+    batch = max(1, round(base.batch * factor))
+    return dataclasses.replace(base, name=name or f"{base.name}*{factor:g}", batch=batch)
 
 
 def check_dtype(name: str) -> str:
