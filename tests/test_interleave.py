@@ -57,8 +57,8 @@ def test_paired_statistics_call_an_a_a_pair_unchanged():
 
 
 def test_paired_statistics_refuse_too_few_rounds_and_mismatched_blocks():
-    with pytest.raises(ValueError, match="at least 5 rounds"):
-        paired_comparison([1.0, 1.1])
+    with pytest.raises(ValueError, match="at least 6 rounds"):
+        paired_comparison([1.0, 1.1, 1.2, 1.1, 1.0])
     with pytest.raises(ValueError, match="3 rounds, candidate 2"):
         round_ratios([[1.0]] * 3, [[1.0]] * 2)
     with pytest.raises(ValueError, match="round 1"):
@@ -166,7 +166,7 @@ def test_a_side_that_cannot_prepare_is_recorded_as_failed():
     py = sys.executable
     found = run_interleaved(
         Variant("a", py), Variant("b", py, {"dtype": "float64"}), [("train_step", TINY)], "cpu",
-        Schedule(rounds=5),
+        Schedule(rounds=6),
     )  # fmt: skip
     assert found[0].status == "failed" and "float64" in found[0].error
 
@@ -215,7 +215,7 @@ runner = CliRunner()
         (["--interleave", "current", "/no/python", "-w", "train_step", "-s", "tiny"],
          "no such interpreter"),
         (["--interleave", "current", "current", "--rounds", "0", "-w", "train_step"],
-         "rounds must be >= 1"),
+         "rounds must be >= 6"),
         (["results/cpu", "0.4.30"], "is a path but '0.4.30' is not"),
         (["0.4.1", "0.4.2", "-r", "results/cpu"], "baseline '0.4.1' has no rows"),
         (["0.4.1", "0.4.2", "--threshold", "-1"], "threshold must be >= 0"),
@@ -233,3 +233,19 @@ def test_compare_of_two_result_paths_with_the_same_records_is_unchanged(tmp_path
     text = result.output
     assert "mode: sequential" in text and "slower" not in text and "steady_state" in text
     assert "results/cpu (candidate) vs results/cpu (baseline)" in " ".join(text.split())
+
+
+@pytest.mark.slow
+def test_compare_back_to_back_saves_each_case_and_names_its_design(tmp_path):
+    args = ["compare", "--back-to-back", "current", "current", "-w", "train_step", "-s", "tiny",
+            "-d", "float32", "--set-b", "size=tiny*1.5", "--rounds", "6", "--calls-per-block",
+            "3", "--warmup-rounds", "1", "-o", str(tmp_path)]  # fmt: skip
+    result = runner.invoke(app, args)
+    assert result.exit_code == 0, result.output
+    assert "mode: back to back (sequential)" in result.output
+    (found,), problems = load_comparisons([tmp_path])
+    assert problems == [] and found.mode == "back_to_back" and len(found.rounds) == 6
+    assert found.candidate.params["size"] == "tiny*1.5" and found.baseline.params["size"] == "tiny"
+    assert found.figures()["basis"].startswith("independent samples")
+    with pytest.raises(ValueError, match="not paired"):
+        found.figures(mode="interleaved")

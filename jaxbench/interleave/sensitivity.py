@@ -35,15 +35,14 @@ import numpy as np
 import pandas as pd
 import typer
 
+from jaxbench.env import host
 from jaxbench.interleave.result import CaseComparison, Round
 from jaxbench.interleave.session import (
     Schedule,
     Variant,
     Worker,
     interleave_case,
-    prepare_side,
-    side_info,
-    timed_block,
+    run_side,
 )
 
 ASV_FACTOR = 1.1
@@ -85,14 +84,11 @@ def asv_verdict(baseline: np.ndarray, candidate: np.ndarray, factor: float = ASV
 def _run_alone(
     variant: Variant, workload: str, params: dict[str, Any], backend: str, s: Schedule
 ) -> tuple[Any, list[list[float]]]:
-    """A whole side in a fresh process: prepare, warm-up rounds, then ``s.rounds`` blocks."""
-    p = params | variant.params
-    with Worker(variant.python, backend) as w:
-        info = side_info(variant, prepare_side(w, workload, p, backend, s), p)
-        blocks = [timed_block(w, s.calls_per_block) for _ in range(s.warmup_rounds + s.rounds)]
-    if any(recompiled for _, recompiled in blocks):
-        raise RuntimeError(f"{variant.label}: a compile inside a timed block")
-    return info, [b for b, _ in blocks[s.warmup_rounds :]]
+    """A whole side in a fresh process (:func:`~jaxbench.interleave.session.run_side`)."""
+    ((info, blocks),) = run_side(variant, [(workload, params)], backend, s)
+    if isinstance(info, str):
+        raise RuntimeError(info)
+    return info, blocks
 
 
 def one_repeat(
@@ -236,8 +232,8 @@ def main(
                 "finished_at": datetime.now(UTC).isoformat(timespec="seconds"),
                 "load_average_before": load_before,
                 "load_average_after": os.getloadavg(),
-                "machine": {"cpu_count": os.cpu_count(), "platform": platform.platform(),
-                            "processor": _cpu_model(), "python": platform.python_version()},
+                "machine": host() | {"platform": platform.platform(),
+                                     "python": platform.python_version()},
                 "jax": _jax_version(python),
                 "workload": workload,
                 "params": params,
@@ -251,16 +247,6 @@ def main(
     )  # fmt: skip
     print(summary.to_markdown(index=False) if _has_tabulate() else summary.to_string(index=False))
     print(f"wrote {path}")
-
-
-def _cpu_model() -> str:
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor()
 
 
 def _jax_version(python: str) -> str:

@@ -22,6 +22,7 @@ from typing import IO, Any
 
 import numpy as np
 
+from jaxbench.analysis.paired import MIN_ROUNDS
 from jaxbench.interleave.result import CaseComparison, Round, SideInfo
 
 DEFAULT_ROUNDS = 100
@@ -59,7 +60,8 @@ class Schedule:
     """How much to time.
 
     Attributes:
-        rounds: Timed rounds (one block per side each).
+        rounds: Timed rounds (one block per side each), at least
+            :data:`jaxbench.analysis.paired.MIN_ROUNDS`.
         calls_per_block: Timed calls per block; each block is preceded by one untimed call.
         warmup_rounds: Untimed rounds after preparation, before the first timed round.
         warmup_calls: Warm-up calls at preparation (:func:`jaxbench.prepared.prepare`).
@@ -73,9 +75,12 @@ class Schedule:
     seed: int = 0
 
     def __post_init__(self) -> None:
-        for name in ("rounds", "calls_per_block"):
-            if getattr(self, name) < 1:
-                raise ValueError(f"{name} must be >= 1, got {getattr(self, name)!r}")
+        if self.rounds < MIN_ROUNDS:
+            raise ValueError(
+                f"rounds must be >= {MIN_ROUNDS} (paired statistics need them), got {self.rounds!r}"
+            )
+        if self.calls_per_block < 1:
+            raise ValueError(f"calls_per_block must be >= 1, got {self.calls_per_block!r}")
         for name in ("warmup_rounds", "warmup_calls"):
             if getattr(self, name) < 0:
                 raise ValueError(f"{name} must be >= 0, got {getattr(self, name)!r}")
@@ -284,6 +289,43 @@ def interleave_case(
     return base.with_sides(*sides).finished(rounds)
 
 
+def run_side(
+    variant: Variant,
+    cases: Sequence[tuple[str, dict[str, Any]]],
+    backend: str,
+    s: Schedule,
+) -> list[tuple[SideInfo | str, list[list[float]]]]:
+    """Every case of one variant in one fresh worker: prepare, warm-up rounds, timed blocks.
+
+    Returns:
+        Per case, ``(side info, timed blocks)``, or ``(error, [])`` when the case failed to
+        prepare or something compiled while it was timed.
+
+    Raises:
+        WorkerError: The worker could not be started.
+        WorkerDied: The worker ended.
+    """
+    out: list[tuple[SideInfo | str, list[list[float]]]] = []
+    with Worker(variant.python, backend) as w:
+        for workload, params in cases:
+            p = params | variant.params
+            try:
+                info = side_info(variant, prepare_side(w, workload, p, backend, s), p)
+                blocks = [
+                    timed_block(w, s.calls_per_block) for _ in range(s.warmup_rounds + s.rounds)
+                ]
+            except WorkerDied:
+                raise
+            except WorkerError as exc:
+                out.append((str(exc), []))
+                continue
+            if any(recompiled for _, recompiled in blocks):
+                out.append((f"{variant.label}: a compile or trace inside a timed block", []))
+                continue
+            out.append((info, [b for b, _ in blocks[s.warmup_rounds :]]))
+    return out
+
+
 def run_back_to_back(
     baseline: Variant,
     candidate: Variant,
@@ -295,36 +337,15 @@ def run_back_to_back(
     """The sequential design: every case of the baseline in one process, then the candidate.
 
     Each side gets the same preparation, warm-up rounds and number of blocks as
-    :func:`run_interleaved`, so the two designs differ only in when the calls happen. Blocks
-    are paired by index in the result, but the pairing means nothing: compare them as
-    independent samples (:meth:`CaseComparison.sequential`).
+    :func:`run_interleaved` (:func:`run_side`), so the two designs differ only in when the
+    calls happen. Blocks are paired by index in the result, but the pairing means nothing:
+    :meth:`CaseComparison.figures` compares them as independent samples. ``on_case`` is called
+    once both sides are done.
 
     Args, returns and raises as :func:`run_interleaved` (mode ``back_to_back``).
     """
     s = schedule or Schedule()
-    per_side: list[list[tuple[SideInfo | str, list[list[float]]]]] = []
-    for variant in (baseline, candidate):
-        side_results = []
-        with Worker(variant.python, backend) as w:
-            for workload, params in cases:
-                p = params | variant.params
-                try:
-                    info = side_info(variant, prepare_side(w, workload, p, backend, s), p)
-                    blocks = [
-                        timed_block(w, s.calls_per_block) for _ in range(s.warmup_rounds + s.rounds)
-                    ]
-                except WorkerDied:
-                    raise
-                except WorkerError as exc:
-                    side_results.append((str(exc), []))
-                    continue
-                if any(recompiled for _, recompiled in blocks):
-                    side_results.append(
-                        (f"{variant.label}: a compile or trace inside a timed block", [])
-                    )
-                    continue
-                side_results.append((info, [b for b, _ in blocks[s.warmup_rounds :]]))
-        per_side.append(side_results)
+    per_side = [run_side(v, cases, backend, s) for v in (baseline, candidate)]
     out = []
     for (workload, params), (ia, ba), (ib, bb) in zip(cases, *per_side, strict=True):
         base = CaseComparison.start("back_to_back", workload, params, s)
