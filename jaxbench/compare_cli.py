@@ -138,7 +138,7 @@ def _live(
         run_back_to_back,
         run_interleaved,
     )
-    from jaxbench.runner import new_run_id
+    from jaxbench.results import new_run_id
     from jaxbench.tables import live_comparison_table
 
     try:

@@ -8,6 +8,7 @@ pickled.
 
 from __future__ import annotations
 
+import datetime as _dt
 import json
 import os
 import uuid
@@ -92,6 +93,12 @@ class Record(BaseModel):
     metrics: dict[str, Any] = Field(default_factory=dict)
     env: dict[str, Any]
     started_at: str | None = None
+
+
+def new_run_id() -> str:
+    """``YYYYmmddTHHMMSSZ-<8 hex>``: sortable by time, unique across hosts."""
+    stamp = _dt.datetime.now(_dt.UTC).strftime("%Y%m%dT%H%M%SZ")
+    return f"{stamp}-{uuid.uuid4().hex[:8]}"
 
 
 class ResultsFormatError(ValueError):

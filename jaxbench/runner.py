@@ -7,7 +7,6 @@ each record is on disk before the next case starts.
 from __future__ import annotations
 
 import datetime as _dt
-import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -18,14 +17,8 @@ from jaxbench.cases import Case, check_backend, resolve_device
 from jaxbench.measure.cache import cache_settings
 from jaxbench.measure.harness import TimingConfig
 from jaxbench.prepared import prepare
-from jaxbench.results import Record, ResultsWriter
+from jaxbench.results import Record, ResultsWriter, new_run_id
 from jaxbench.workloads import GateFailure, NotApplicable, get_workload
-
-
-def new_run_id() -> str:
-    """``YYYYmmddTHHMMSSZ-<8 hex>``: sortable by time, unique across hosts."""
-    stamp = _dt.datetime.now(_dt.UTC).strftime("%Y%m%dT%H%M%SZ")
-    return f"{stamp}-{uuid.uuid4().hex[:8]}"
 
 
 def measure_case(case: Case, backend: str, timing: TimingConfig, run_id: str) -> Record:

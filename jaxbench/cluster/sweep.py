@@ -222,7 +222,7 @@ def shard(cases: Iterable[CaseSpec], per_task: int) -> list[list[CaseSpec]]:
 
 def new_sweep_id() -> str:
     """``sweep-YYYYmmddTHHMMSSZ-<8 hex>`` (the run id of its records)."""
-    from jaxbench.runner import new_run_id
+    from jaxbench.results import new_run_id
 
     return f"sweep-{new_run_id()}"
 

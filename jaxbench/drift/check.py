@@ -320,7 +320,7 @@ def check_drift(
         ReferenceCorruptError: A reference file is unreadable or disagrees with its manifest.
         OSError: The drift file cannot be written.
     """
-    from jaxbench.runner import new_run_id
+    from jaxbench.results import new_run_id
 
     ref = reference if isinstance(reference, Reference) else read_reference(reference)
     device = _resolve(device)
