@@ -101,6 +101,10 @@ def new_run_id() -> str:
     return f"{stamp}-{uuid.uuid4().hex[:8]}"
 
 
+class SkippedLineWarning(UserWarning):
+    """A bad line of a results file was skipped (``errors="warn"``); the message names it."""
+
+
 class ResultsFormatError(ValueError):
     """A results file holds a line that is not a valid record; the message names file and line."""
 
@@ -237,7 +241,7 @@ def read_records(
                 err = ResultsFormatError(f"{path}:{lineno}: {reason}")
                 if errors == "raise":
                     raise err from exc
-                warnings.warn(str(err), stacklevel=2)
+                warnings.warn(str(err), SkippedLineWarning, stacklevel=2)
     return out
 
 

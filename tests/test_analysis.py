@@ -336,3 +336,24 @@ def test_crossover_needs_one_series(tmp_path):
     frame = load(tmp_path, forward_records("0.4.30") + forward_records("0.4.31"))
     with pytest.raises(ValueError, match="one series"):
         analysis.crossover_k(analysis.forward_table(frame))
+
+
+def test_an_unrelated_warning_while_loading_is_not_a_bad_line(tmp_path, monkeypatch):
+    """E.g. a ResourceWarning from garbage collection during the read: not the file's fault."""
+    import warnings
+
+    from jaxbench.analysis import frames
+
+    real = frames.read_records
+
+    def noisy(path, errors="raise"):
+        warnings.warn("Unclosed socket", ResourceWarning, stacklevel=1)
+        return real(path, errors=errors)
+
+    monkeypatch.setattr(frames, "read_records", noisy)
+    write(tmp_path / "run.jsonl", [record(v) for v in VERSIONS[:2]])
+    (tmp_path / "bad.jsonl").write_text("{not json\n")
+    with pytest.warns(ResourceWarning, match="Unclosed socket"):
+        frame, problems = analysis.load_results(tmp_path)
+    assert len(frame) == 2
+    assert [Path(p.path).name for p in problems] == ["bad.jsonl"]

@@ -30,6 +30,7 @@ from jaxbench.asv_results import read_asv_file
 from jaxbench.results import (
     OTHER_KINDS,
     ResultsFormatError,
+    SkippedLineWarning,
     read_record_file,
     read_records,
     record_row,
@@ -84,9 +85,14 @@ def _strip(message: str, path: Path) -> str:
 
 def _jsonl_rows(path: Path) -> tuple[list[dict[str, Any]], list[Problem]]:
     with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
+        warnings.simplefilter("always", SkippedLineWarning)
         records = read_records(path, errors="warn")
-    bad = [_strip(str(w.message), path) for w in caught]
+    # Only our own warnings: others (e.g. a ResourceWarning from garbage collection meanwhile)
+    # are not bad lines of this file.
+    bad = [_strip(str(w.message), path) for w in caught if w.category is SkippedLineWarning]
+    for w in caught:
+        if w.category is not SkippedLineWarning:
+            warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
     problems = []
     if bad:
         what = (
