@@ -55,6 +55,11 @@ def _offline(baseline: str, candidate: str, results: list[Path], opts: dict[str,
 
         frames = []
         if baseline == candidate:  # an A/A check of one result set: keep the sides apart
+            err_console.print(
+                f"warning: baseline and candidate are the same records ({baseline}): every "
+                "ratio is 1 (an A/A check of the tool, not a comparison)",
+                highlight=False,
+            )
             baseline, candidate = f"{baseline} (baseline)", f"{candidate} (candidate)"
         for side, path in zip((baseline, candidate), as_paths, strict=True):
             frame, problems = load_results([path])
@@ -257,23 +262,24 @@ def register(app: typer.Typer) -> None:
         except ValueError as exc:
             raise fail(str(exc)) from None
         a, b = _assignments(set_a, "--set-a"), _assignments(set_b, "--set-b")
-        _check_overrides(cases, a | b)
+        _check_overrides(cases, a, "--set-a")
+        _check_overrides(cases, b, "--set-b")
         schedule = {"rounds": rounds, "calls_per_block": calls_per_block,
                     "warmup_rounds": warmup_rounds, "seed": seed}  # fmt: skip
         _live(baseline, candidate, cases, a, b, back_to_back, backend, schedule,
               env_root, writable_folder(out), opts)  # fmt: skip
 
 
-def _check_overrides(cases: list, overrides: dict[str, Any]) -> None:
+def _check_overrides(cases: list, overrides: dict[str, Any], option: str) -> None:
     from jaxbench.workloads import get_workload
 
     for case in cases:
         spec = get_workload(case.workload)
         unknown = [n for n in overrides if n not in spec.param_names]
         if unknown:
-            raise fail(f"--set-a/--set-b {unknown[0]!r}: {case.workload} has no such parameter "
+            raise fail(f"{option} {unknown[0]!r}: {case.workload} has no such parameter "
                        f"({', '.join(spec.param_names)})")  # fmt: skip
         try:
             spec.validate(dict(case.params) | overrides)
         except ValueError as exc:
-            raise fail(f"--set-a/--set-b: {exc}") from None
+            raise fail(f"{option}: {exc}") from None

@@ -357,3 +357,18 @@ def test_an_unrelated_warning_while_loading_is_not_a_bad_line(tmp_path, monkeypa
         frame, problems = analysis.load_results(tmp_path)
     assert len(frame) == 2
     assert [Path(p.path).name for p in problems] == ["bad.jsonl"]
+
+
+def test_two_compile_times_a_side_fall_back_to_the_threshold(tmp_path):
+    """With two values a side the rank test's p is >= 1/3 whatever they are: it cannot agree."""
+    from jaxbench.analysis.compare import BASIS_FEW
+    from jaxbench.analysis.stats import smallest_rank_p
+
+    assert smallest_rank_p(2, 2) == pytest.approx(1 / 3)
+    assert smallest_rank_p(4, 4) < 0.05 <= smallest_rank_p(3, 4)
+    recs = [record("0.4.30", compile_s=c) for c in (1.00, 1.02)]
+    recs += [record("0.4.31", compile_s=c) for c in (1.30, 1.33)]
+    table = analysis.compare_versions(load(tmp_path, recs), "0.4.30", "0.4.31").table
+    row = table[table["metric"] == COMPILE].iloc[0]
+    assert row["p_value"] >= 1 / 3 and row["ci_low"] > 1  # the test alone would say unchanged
+    assert row["basis"] == BASIS_FEW and row["verdict"] == "slower"

@@ -233,6 +233,7 @@ def test_compare_of_two_result_paths_with_the_same_records_is_unchanged(tmp_path
     text = result.output
     assert "mode: sequential" in text and "slower" not in text and "steady_state" in text
     assert "results/cpu (candidate) vs results/cpu (baseline)" in " ".join(text.split())
+    assert "warning: baseline and candidate are the same records" in text
 
 
 @pytest.mark.slow

@@ -29,6 +29,7 @@ COMPILE = "compile"
 DEFAULT_COMPILE_THRESHOLD = 0.10
 BASIS_TESTS = "bootstrap CI of the ratio of medians + Mann-Whitney U"
 BASIS_THRESHOLD = "threshold only: a single value on one side, no CI or test possible"
+BASIS_FEW = "threshold only: too few values for the rank test to reach alpha"
 COLUMNS = (
     "metric",
     "case",
@@ -88,6 +89,12 @@ def _compare_values(
     ratio, low, high = stats.median_ratio_ci(a, b, confidence, resamples, seed)
     single = len(a) < 2 or len(b) < 2
     p = math.nan if single else stats.mann_whitney_p(a, b)
+    # E.g. two compile times a side: p >= 1/3 whatever they are, so the test could never agree.
+    testable = not single and stats.smallest_rank_p(len(a), len(b)) < alpha
+    if testable:
+        call = stats.verdict(ratio, low, high, p, threshold, alpha)
+    else:
+        call = stats.verdict(ratio, threshold=threshold, alpha=alpha)
     return {
         "n_baseline": len(a),
         "n_candidate": len(b),
@@ -97,8 +104,8 @@ def _compare_values(
         "ci_low": low,
         "ci_high": high,
         "p_value": p,
-        "verdict": stats.verdict(ratio, low, high, p, threshold, alpha),
-        "basis": BASIS_THRESHOLD if single else BASIS_TESTS,
+        "verdict": call,
+        "basis": BASIS_TESTS if testable else BASIS_THRESHOLD if single else BASIS_FEW,
     }
 
 
@@ -163,10 +170,12 @@ def compare_versions(
     """Compare ``candidate`` with ``baseline`` per case and condition, steady state and compile.
 
     Steady state pools the samples of every ``ok`` record of a case, side and condition (repeated
-    runs under one condition are one series). Compile time has one value per record: with at
-    least two records a side it is compared like the latency (bootstrap CI + Mann-Whitney);
-    otherwise the single values are compared against ``compile_threshold`` alone and ``basis``
-    says so. Compile times that were persistent-cache hits are left out.
+    runs under one condition are one series). Compile time has one value per record: with enough
+    records a side for the rank test to reach ``alpha`` (four a side, or three against five:
+    :func:`jaxbench.analysis.stats.smallest_rank_p`) it is compared like the latency (bootstrap
+    CI + Mann-Whitney); otherwise the medians are compared against ``compile_threshold`` alone
+    and ``basis`` says so (:data:`BASIS_THRESHOLD`, :data:`BASIS_FEW`). Compile times that were
+    persistent-cache hits are left out.
 
     Args:
         frame: Rows of :func:`jaxbench.analysis.load_results`.

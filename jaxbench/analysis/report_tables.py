@@ -11,14 +11,24 @@ import math
 import pandas as pd
 
 from jaxbench.analysis import markdown as md
-from jaxbench.analysis.compare import BASIS_TESTS, BASIS_THRESHOLD, COMPILE, STEADY_STATE
+from jaxbench.analysis.compare import (
+    BASIS_FEW,
+    BASIS_TESTS,
+    BASIS_THRESHOLD,
+    COMPILE,
+    STEADY_STATE,
+)
 from jaxbench.analysis.conditions import DEFAULT_FIELDS
 from jaxbench.analysis.drift import drift_by_version, sorted_findings
 from jaxbench.analysis.report_context import ReportContext
 from jaxbench.analysis.review import Review
 
 METRIC_NAMES = {STEADY_STATE: "steady state", COMPILE: "compile time"}
-BASIS_NAMES = {BASIS_TESTS: "CI + U test", BASIS_THRESHOLD: "threshold only"}
+BASIS_NAMES = {
+    BASIS_TESTS: "CI + U test",
+    BASIS_THRESHOLD: "threshold only",
+    BASIS_FEW: "threshold only (too few for the test)",
+}
 VERDICTS = ("slower", "faster", "unchanged")
 ARROW = "→"
 
@@ -337,7 +347,10 @@ def method_section(ctx: ReportContext) -> str:
             f"- `faster`: the interval lies below 1, r < 1 / (1 + t), and p < {s.alpha:g};",
             "- `unchanged` otherwise;",
             "- with a single value on a side (e.g. one compile per version) no interval or test "
-            "is possible, and the verdict rests on the threshold alone (basis `threshold only`).",
+            "is possible, and the verdict rests on the threshold alone (basis `threshold only`); "
+            "the same when a side has so few values that the rank test could not reach alpha "
+            "whatever they are (two a side: p >= 1/3; basis `threshold only (too few for the "
+            "test)`).",
             "",
             f"Thresholds t: steady state {t:.1%}, compile time {tc:.1%}. Confidence level "
             f"{s.confidence:.0%}; percentile bootstrap of the ratio of medians, both sides "

@@ -190,6 +190,19 @@ def mann_whitney_p(
     return float(stats.mannwhitneyu(a, b, alternative="two-sided").pvalue)
 
 
+def smallest_rank_p(n_baseline: int, n_candidate: int) -> float:
+    """The smallest two-sided Mann-Whitney U p-value that samples of these sizes can give.
+
+    It is ``2 / C(n1 + n2, n1)`` (the exact null distribution puts probability ``1 / C`` on
+    each extreme ordering; Mann & Whitney, *Ann. Math. Statist.* 18, 1947): 1/3 for two values
+    a side, 0.1 for three, 0.029 for four. When it is not below ``alpha`` the test cannot call
+    anything, whatever the data.
+    """
+    if n_baseline < 1 or n_candidate < 1:
+        return 1.0
+    return min(1.0, 2 / math.comb(n_baseline + n_candidate, n_baseline))
+
+
 def verdict(
     ratio: float,
     ci_low: float = math.nan,
