@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import math
 import textwrap
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import pandas as pd
 from matplotlib.axes import Axes
@@ -70,6 +70,24 @@ def _cases(rows: pd.DataFrame, cases: Sequence[str] | None) -> list[str]:
     return chosen
 
 
+def _case_grid(
+    rows: pd.DataFrame,
+    cases: Sequence[str] | None,
+    ncols: int,
+    draw: Callable[[pd.DataFrame, Axes], object],
+    title: str,
+) -> Figure:
+    """One axes per case, each drawn by ``draw(rows of the case, ax)``; ``title, <condition>``."""
+    condition = _condition(rows)
+    chosen = _cases(rows, cases)
+    fig, axes = facet_grid(len(chosen), ncols)
+    for ax, case in zip(axes, chosen, strict=True):
+        draw(rows[rows["case"] == case], ax)
+        _title(ax, case)
+    fig.suptitle(f"{title}, {condition}", fontsize="medium")
+    return fig
+
+
 def latency_grid(
     samples: pd.DataFrame,
     cases: Sequence[str] | None = None,
@@ -89,14 +107,13 @@ def latency_grid(
         ValueError: Several conditions, no sample of any case, or as
             :func:`plots.latency_violins`.
     """
-    condition = _condition(samples)
-    chosen = _cases(samples, cases)
-    fig, axes = facet_grid(len(chosen), ncols)
-    for ax, case in zip(axes, chosen, strict=True):
-        plots.latency_violins(samples[samples["case"] == case], kind=kind, ax=ax)
-        _title(ax, case)
-    fig.suptitle(f"steady-state latency per call, {condition}", fontsize="medium")
-    return fig
+    return _case_grid(
+        samples,
+        cases,
+        ncols,
+        lambda rows, ax: plots.latency_violins(rows, kind=kind, ax=ax),
+        "steady-state latency per call",
+    )
 
 
 def ecdf_grid(samples: pd.DataFrame, cases: Sequence[str] | None = None, ncols: int = 3) -> Figure:
@@ -110,14 +127,13 @@ def ecdf_grid(samples: pd.DataFrame, cases: Sequence[str] | None = None, ncols: 
     Raises:
         ValueError: Several conditions, or no sample of any case.
     """
-    condition = _condition(samples)
-    chosen = _cases(samples, cases)
-    fig, axes = facet_grid(len(chosen), ncols)
-    for ax, case in zip(axes, chosen, strict=True):
-        plots.latency_ecdf(samples[samples["case"] == case], ax=ax)
-        _title(ax, case)
-    fig.suptitle(f"ECDF of steady-state latency, {condition}", fontsize="medium")
-    return fig
+    return _case_grid(
+        samples,
+        cases,
+        ncols,
+        lambda rows, ax: plots.latency_ecdf(rows, ax=ax),
+        "ECDF of steady-state latency",
+    )
 
 
 def compile_grid(
@@ -133,14 +149,13 @@ def compile_grid(
     Raises:
         ValueError: Several conditions, or no compile time of any case.
     """
-    condition = _condition(compiles)
-    chosen = _cases(compiles, cases)
-    fig, axes = facet_grid(len(chosen), ncols)
-    for ax, case in zip(axes, chosen, strict=True):
-        plots.compile_bars(compiles[compiles["case"] == case], ax=ax)
-        _title(ax, case)
-    fig.suptitle(f"XLA compile time (bar: median; dots: records), {condition}", fontsize="medium")
-    return fig
+    return _case_grid(
+        compiles,
+        cases,
+        ncols,
+        lambda rows, ax: plots.compile_bars(rows, ax=ax),
+        "XLA compile time (bar: median; dots: records)",
+    )
 
 
 def crossover_grid(frame: pd.DataFrame, versions: Sequence[str] | None = None) -> Figure:
