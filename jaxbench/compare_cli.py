@@ -8,6 +8,7 @@ from typing import Annotated, Any
 
 import typer
 
+from jaxbench.analysis.verdicts import VERDICTS
 from jaxbench.cli_options import (
     Dtypes,
     Full,
@@ -22,6 +23,12 @@ from jaxbench.cli_options import (
     fail,
     selection,
     writable_folder,
+)
+from jaxbench.interleave.session import (
+    DEFAULT_MAX_PAIRS,
+    DEFAULT_PAIRS,
+    DEFAULT_PAIRS_STEP,
+    DEFAULT_ROUNDS,
 )
 
 CURRENT = "current"
@@ -46,7 +53,8 @@ def _assignments(values: list[str] | None, option: str) -> dict[str, Any]:
 
 def _offline(baseline: str, candidate: str, results: list[Path], opts: dict[str, float]) -> None:
     from jaxbench.analysis import compare_versions, load_results
-    from jaxbench.tables import comparison_table
+    from jaxbench.analysis.compare import BASIS
+    from jaxbench.tables import comparison_table, verdict_notes
 
     as_paths = [Path(baseline), Path(candidate)]
     exists = [p.exists() for p in as_paths]
@@ -85,15 +93,29 @@ def _offline(baseline: str, candidate: str, results: list[Path], opts: dict[str,
         result = compare_versions(frame, baseline, candidate, by=by, **opts)
     except ValueError as exc:
         raise fail(str(exc)) from None
-    console.print(comparison_table(result))
-    console.print(
-        "mode: sequential (each side from its own runs; samples compared as independent: "
-        "ratio of medians with a bootstrap CI and Mann-Whitney U)"
-    )
     for reason in result.kept_apart:
         console.print(f"kept apart: {reason}", highlight=False)
     for case in result.unmatched:
         console.print(f"unmatched: {case}", highlight=False)
+    if result.table.empty:
+        raise fail(f"no common case: {baseline} and {candidate} share no case measured under "
+                   "the same condition (see unmatched and kept apart above)")  # fmt: skip
+    console.print(comparison_table(result))
+    for line in verdict_notes(result.table):
+        console.print(line, highlight=False)
+    console.print(f"mode: sequential; {BASIS}; verdicts: {_counts(result.table)}")
+    _exit_for(result.table)
+
+
+def _counts(table: Any) -> str:
+    counts = table["verdict"].value_counts()
+    return ", ".join(f"{counts[v]} {v}" for v in VERDICTS if v in counts) or "none"
+
+
+def _exit_for(table: Any) -> None:
+    """Exit 1 when any case is ``slower`` (a CI gate), 0 otherwise."""
+    if (table["verdict"] == "slower").any():
+        raise typer.Exit(1)
 
 
 def _print_problems(problems: list) -> None:
@@ -138,13 +160,14 @@ def _live(
         Schedule,
         Variant,
         WorkerError,
-        append_comparison,
         comparisons_frame,
         run_back_to_back,
         run_interleaved,
+        write_comparisons,
     )
+    from jaxbench.interleave.result import BASIS
     from jaxbench.results import new_run_id
-    from jaxbench.tables import live_comparison_table
+    from jaxbench.tables import live_comparison_table, verdict_notes
 
     try:
         schedule = Schedule(**schedule_fields)
@@ -155,23 +178,37 @@ def _live(
     run = run_back_to_back if back_to_back else run_interleaved
     pairs = [(c.workload, dict(c.params)) for c in cases]
     path = out / f"interleave-{new_run_id()}.jsonl"
+    done = [0]
 
-    def save(c: Any) -> None:
-        append_comparison(path, c)
-        err_console.print(c.summary_line(), highlight=False)
+    def save(found: list) -> None:
+        write_comparisons(path, found)
+        done[0] += 1
+        err_console.print(f"pair {done[0]} done (up to {schedule.max_pairs}); saved {path}",
+                          highlight=False)  # fmt: skip
 
     try:
-        found = run(a, b, pairs, backend, schedule, on_case=save)
+        found = run(a, b, pairs, backend, schedule, on_pair=save, **opts)
+    except KeyboardInterrupt:
+        kept = f"records in {path}" if path.exists() else "nothing was saved"
+        raise fail(f"interrupted after {done[0]} of up to {schedule.max_pairs} process pairs; "
+                   f"{kept}", code=130) from None  # fmt: skip
     except WorkerError as exc:
-        kept = f"; cases finished before it are in {path}" if path.exists() else ""
+        kept = f"; pairs finished before it are in {path}" if path.exists() else ""
         raise fail(f"{exc}{kept}", code=1) from None
     frame = comparisons_frame(found, opts["threshold"], opts["alpha"])
+    for c in found:
+        err_console.print(c.summary_line(), highlight=False)
     console.print(live_comparison_table(frame))
+    for line in verdict_notes(frame):
+        console.print(line, highlight=False)
     mode = "back to back (sequential)" if back_to_back else "interleaved"
-    console.print(f"mode: {mode}; {frame['basis'].iloc[0] if len(frame) else ''}")
+    design = BASIS["back_to_back" if back_to_back else "interleaved"]
+    console.print(f"mode: {mode}; {design}; alpha {opts['alpha']:g} over {schedule.looks} "
+                  f"look(s); verdicts: {_counts(frame)}")  # fmt: skip
     console.print(f"wrote {path}", highlight=False)
     if any(c.status != "ok" for c in found):
         raise typer.Exit(1)
+    _exit_for(frame)
 
 
 def _label(spec: str, overrides: dict[str, Any]) -> str:
@@ -213,7 +250,16 @@ def register(app: typer.Typer) -> None:
         wrt: Wrts = None,
         full: Full = False,
         backend: Annotated[str, typer.Option("--backend", "-b", help="Live backend.")] = "cpu",
-        rounds: Annotated[int, typer.Option(help="Live: timed rounds.")] = 100,
+        pairs: Annotated[
+            int, typer.Option(help="Live: process pairs of the first look.")
+        ] = DEFAULT_PAIRS,
+        max_pairs: Annotated[
+            int, typer.Option(help="Live: most pairs, added while a case is inconclusive.")
+        ] = DEFAULT_MAX_PAIRS,
+        pairs_step: Annotated[
+            int, typer.Option(help="Live: pairs added per further look.")
+        ] = DEFAULT_PAIRS_STEP,
+        rounds: Annotated[int, typer.Option(help="Live: timed rounds per pair.")] = DEFAULT_ROUNDS,
         calls_per_block: Annotated[int, typer.Option(help="Live: timed calls per block.")] = 10,
         warmup_rounds: Annotated[int, typer.Option(help="Live: untimed rounds first.")] = 3,
         seed: Annotated[int, typer.Option(help="Live: seed of the block order.")] = 0,
@@ -225,21 +271,27 @@ def register(app: typer.Typer) -> None:
         ] = "results",
         threshold: Annotated[float, typer.Option(help="Smallest change that counts.")] = 0.02,
         compile_threshold: Annotated[float, typer.Option(help="The same, compile time.")] = 0.10,
-        alpha: Annotated[float, typer.Option(help="Significance level.")] = 0.05,
+        alpha: Annotated[
+            float, typer.Option(help="1 - the confidence level of the intervals.")
+        ] = 0.05,
     ) -> None:
-        """Compare a baseline with a candidate: ratio, CI, p-value and verdict per case.
+        """Compare a baseline with a candidate: ratio, interval over processes, verdict per case.
 
         Two result paths (files or folders) or two JAX versions found in --results: the
-        sequential comparison of recorded runs. With --interleave (or --back-to-back): run both
-        now, each in its own worker process, on the selected cases.
+        sequential comparison of recorded runs, each run a process. With --interleave (or
+        --back-to-back): run both now, in several pairs of fresh worker processes, on the
+        selected cases. Verdicts: slower, faster, same, inconclusive, unstable. Exit 1 when a
+        case is slower, 2 on bad input.
         """
-        from jaxbench.analysis.stats import verdict
+        from jaxbench.analysis.verdicts import check_rule
 
-        try:
-            verdict(1.0, threshold=threshold, alpha=alpha)
-            verdict(1.0, threshold=compile_threshold, alpha=alpha)
-        except ValueError as exc:
-            raise fail(str(exc)) from None
+        for name, value in (("--threshold", threshold), ("--compile-threshold",
+                            compile_threshold)):  # fmt: skip
+            try:
+                check_rule(value, alpha)
+            except ValueError as exc:
+                what = "--alpha" if "alpha" in str(exc) else name
+                raise fail(f"{what}: {exc}") from None
         opts = {"threshold": threshold, "alpha": alpha}
         live_options = bool(set_a or set_b or workload or size or dtype or k or strategy
                             or optimizer or wrt or full)  # fmt: skip
@@ -264,7 +316,8 @@ def register(app: typer.Typer) -> None:
         a, b = _assignments(set_a, "--set-a"), _assignments(set_b, "--set-b")
         _check_overrides(cases, a, "--set-a")
         _check_overrides(cases, b, "--set-b")
-        schedule = {"rounds": rounds, "calls_per_block": calls_per_block,
+        schedule = {"pairs": pairs, "max_pairs": max_pairs, "pairs_step": pairs_step,
+                    "rounds": rounds, "calls_per_block": calls_per_block,
                     "warmup_rounds": warmup_rounds, "seed": seed}  # fmt: skip
         _live(baseline, candidate, cases, a, b, back_to_back, backend, schedule,
               env_root, writable_folder(out), opts)  # fmt: skip

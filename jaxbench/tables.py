@@ -102,7 +102,7 @@ def problems(records: list[Record]) -> list[str]:
     return lines
 
 
-_VERDICT_STYLE = {"slower": "bold red", "faster": "green"}
+_VERDICT_STYLE = {"slower": "bold red", "faster": "green", "unstable": "yellow"}
 
 
 def _verdict(value: str) -> str:
@@ -112,30 +112,51 @@ def _verdict(value: str) -> str:
 
 def _ratio(ratio: float, low: float, high: float) -> tuple[str, str]:
     ci = "" if low != low else f"[{low:.3f}, {high:.3f}]"  # nan: no interval
-    return f"{ratio:.3f}", ci
+    return ("" if ratio != ratio else f"{ratio:.3f}"), ci
+
+
+def _detectable(value: Any) -> str:
+    return "" if value is None or value != value else f"{value:.1%}"
+
+
+def verdict_notes(frame: Any) -> list[str]:
+    """One line per row whose verdict needs a word: why ``inconclusive`` or ``unstable``."""
+    out = []
+    for row in frame.to_dict("records"):
+        advice = row.get("advice")
+        if row.get("verdict") in ("inconclusive", "unstable") and advice:
+            metric = f"{row['metric']} " if row.get("metric") else ""
+            out.append(f"{row['verdict']}: {metric}{row['case']}: {advice}")
+    return out
 
 
 def comparison_table(result: Any) -> Table:
     """A :class:`jaxbench.analysis.Comparison` as a table: one row per metric and case.
 
-    Ratios are candidate / baseline medians (above 1: slower), with their bootstrap CI.
+    Ratios are candidate / baseline (above 1: slower) with their interval over processes;
+    ``processes`` is baseline+candidate; ``detectable`` the smallest slowdown this design
+    calls ``slower`` at 80 % power.
     """
+    level = 1 - result.alpha
     table = Table(
         title=f"{result.candidate} vs {result.baseline} (threshold {result.threshold:.0%}, "
-        f"compile {result.compile_threshold:.0%}, alpha {result.alpha:g})"
+        f"compile {result.compile_threshold:.0%}, {level:.0%} intervals over processes)"
     )
-    for col in ("metric", "case", "baseline", "candidate", "ratio", "95% CI", "p", "verdict"):
-        table.add_column(col, justify="right" if col in ("ratio", "p") else "left")
+    cols = ("metric", "case", "processes", "baseline", "candidate", "ratio", f"{level:.0%} CI",
+            "detectable", "verdict")  # fmt: skip
+    for col in cols:
+        table.add_column(col, justify="right" if col in ("ratio", "detectable") else "left")
     for row in result.table.itertuples():
         ratio, ci = _ratio(row.ratio, row.ci_low, row.ci_high)
         table.add_row(
             row.metric,
             row.case,
+            f"{row.n_baseline}+{row.n_candidate}",
             fmt_seconds(row.baseline_median_s),
             fmt_seconds(row.candidate_median_s),
             ratio,
             ci,
-            "" if row.p_value != row.p_value else f"{row.p_value:.2g}",
+            _detectable(row.detectable),
             _verdict(row.verdict),
         )
     return table
@@ -143,17 +164,20 @@ def comparison_table(result: Any) -> Table:
 
 def live_comparison_table(frame: Any) -> Table:
     """Rows of :func:`jaxbench.interleave.comparisons_frame` as a table."""
-    table = Table(title="live comparison (candidate / baseline)")
-    for col in ("case", "baseline", "candidate", "rounds", "ratio", "95% CI", "p", "verdict"):
-        table.add_column(col, justify="right" if col in ("rounds", "ratio", "p") else "left")
+    table = Table(title="live comparison (candidate / baseline), intervals over process pairs")
+    cols = ("case", "baseline", "candidate", "pairs", "rounds", "ratio", "CI", "detectable",
+            "verdict")  # fmt: skip
+    for col in cols:
+        right = col in ("pairs", "rounds", "ratio", "detectable")
+        table.add_column(col, justify="right" if right else "left")
     for row in frame.to_dict("records"):
         if "ratio" in row and row["ratio"] == row["ratio"]:
             ratio, ci = _ratio(row["ratio"], row["ci_low"], row["ci_high"])
-            p = f"{row['p_value']:.2g}"
         else:
-            ratio = ci = p = ""
+            ratio = ci = ""
         table.add_row(
-            row["case"], row["baseline"] or "", row["candidate"] or "", str(row["rounds"]),
-            ratio, ci, p, _verdict(row["verdict"]),
+            row["case"], row["baseline"] or "", row["candidate"] or "", str(row["pairs"]),
+            str(row["rounds"]), ratio, ci, _detectable(row.get("detectable")),
+            _verdict(row["verdict"]),
         )  # fmt: skip
     return table

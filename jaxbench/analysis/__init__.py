@@ -6,9 +6,9 @@ Reads jaxbench records and asv results (never writes them). Typical use::
 
     frame, problems = analysis.load_results(["results"])
     samples = analysis.steady_state_samples(frame)
-    summary = analysis.case_summary(samples)  # n, p50, p95, IQR, MAD, CI of the median
+    summary = analysis.case_summary(samples)  # n, processes, p50, p95, IQR, MAD, interval
     result = analysis.compare_versions(frame, "0.4.30", "0.4.31")
-    result.table  # ratio of medians, CI, Mann-Whitney p, verdict; steady state and compile apart
+    result.table  # ratio and interval over processes, verdict; steady state and compile apart
 
 Plots live in :mod:`jaxbench.analysis.plots` (imported on demand: it loads matplotlib), and so
 does the version-upgrade report, :func:`jaxbench.analysis.report.write_report` (``report.md`` with
@@ -31,13 +31,13 @@ from jaxbench.analysis.frames import (
     load_results,
     steady_state_samples,
 )
-from jaxbench.analysis.stats import (
-    case_summary,
-    mann_whitney_p,
-    median_ci,
-    median_ratio_ci,
-    summarize_samples,
-    verdict,
+from jaxbench.analysis.stats import case_summary, process_interval, summarize_samples
+from jaxbench.analysis.verdicts import (
+    VERDICTS,
+    Estimate,
+    decide,
+    estimate_independent,
+    estimate_paired,
 )
 from jaxbench.analysis.versions import (
     previous_version,
@@ -48,7 +48,9 @@ from jaxbench.analysis.versions import (
 
 __all__ = [
     "DEFAULT_FIELDS",
+    "VERDICTS",
     "Comparison",
+    "Estimate",
     "Problem",
     "SeriesSplit",
     "add_conditions",
@@ -59,17 +61,17 @@ __all__ = [
     "compile_times",
     "condition_fields",
     "crossover_k",
+    "decide",
+    "estimate_independent",
+    "estimate_paired",
     "forward_table",
     "load_results",
-    "mann_whitney_p",
-    "median_ci",
-    "median_ratio_ci",
     "previous_version",
+    "process_interval",
     "sort_versions",
     "split_series",
     "steady_state_samples",
     "summarize_samples",
-    "verdict",
     "version_categorical",
     "version_key",
 ]

@@ -1,25 +1,31 @@
 """Compare two versions case by case: steady-state latency and compile time, never mixed.
 
 Each row of a comparison is one case (benchmark and parameters) under one measurement condition
-(:mod:`jaxbench.analysis.conditions`) and one metric:
+(:mod:`jaxbench.analysis.conditions`) and one metric, judged over **processes**
+(:func:`jaxbench.analysis.verdicts.estimate_independent`; the ``process`` column of
+:func:`jaxbench.analysis.load_results` says which records share one):
 
-- ``steady_state``: every timed call of the ``ok`` records, seconds per call;
-- ``compile``: the XLA compile time of each record (one value per record), seconds.
+- ``steady_state``: per process, the median of every timed call of its ``ok`` records;
+- ``compile``: per process, its XLA compile time. A compile that a case took over from an
+  earlier case of the same process (one program shared by several K values, say) counts once,
+  for the case that paid for it; persistent-cache hits are left out.
 
-A case measured for the baseline under one condition and for the candidate under another is not
-compared; :attr:`Comparison.unmatched` names it and :attr:`Comparison.kept_apart` says which
-fields differ.
+A verdict becomes ``unstable`` when the noise indicators say the machine changed
+(:func:`jaxbench.analysis.stability.processes_reasons`). A case measured for the baseline under
+one condition and for the candidate under another is not compared; :attr:`Comparison.unmatched`
+names it and :attr:`Comparison.kept_apart` says which fields differ.
 """
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
+import numpy as np
 import pandas as pd
 
-from jaxbench.analysis import stats
+from jaxbench.analysis import stability, verdicts
 from jaxbench.analysis.conditions import CONDITION, DEFAULT_FIELDS, split_series
 from jaxbench.analysis.frames import compile_times, steady_state_samples
 from jaxbench.analysis.versions import previous_version, version_categorical
@@ -27,9 +33,7 @@ from jaxbench.analysis.versions import previous_version, version_categorical
 STEADY_STATE = "steady_state"
 COMPILE = "compile"
 DEFAULT_COMPILE_THRESHOLD = 0.10
-BASIS_TESTS = "bootstrap CI of the ratio of medians + Mann-Whitney U"
-BASIS_THRESHOLD = "threshold only: a single value on one side, no CI or test possible"
-BASIS_FEW = "threshold only: too few values for the rank test to reach alpha"
+BASIS = "independent processes: per process the median call; Welch t interval of log medians"
 COLUMNS = (
     "metric",
     "case",
@@ -37,6 +41,8 @@ COLUMNS = (
     CONDITION,
     "n_baseline",
     "n_candidate",
+    "calls_baseline",
+    "calls_candidate",
     "baseline_median_s",
     "candidate_median_s",
     "ratio",
@@ -44,6 +50,8 @@ COLUMNS = (
     "ci_high",
     "p_value",
     "verdict",
+    "detectable",
+    "advice",
     "basis",
 )
 
@@ -55,16 +63,18 @@ class Comparison:
     Attributes:
         baseline: Baseline version (or other ``by`` value).
         candidate: Candidate version.
-        table: One row per metric, case and condition; columns :data:`COLUMNS`. ``ratio`` is
-            candidate / baseline median (above 1: the candidate is slower), ``ci_low``/``ci_high``
-            its bootstrap interval, ``p_value`` the Mann-Whitney U p-value, ``verdict``
-            ``faster``/``slower``/``unchanged`` (:func:`jaxbench.analysis.stats.verdict`),
-            ``basis`` what the verdict rests on.
+        table: One row per metric, case and condition; columns :data:`COLUMNS`. ``n_*`` count
+            processes, ``calls_*`` the values nested in them; ``*_median_s`` are medians of the
+            per-process medians (seconds); ``ratio`` is candidate / baseline (geometric mean over
+            processes; above 1: slower), ``ci_low``/``ci_high`` its ``1 - alpha`` interval,
+            ``verdict`` one of :data:`jaxbench.analysis.verdicts.VERDICTS`, ``detectable`` the
+            smallest slowdown this design detects at 80 % power, ``advice`` what would settle
+            an ``inconclusive`` case or why one is ``unstable``.
         kept_apart: Why rows of one case were not pooled (differing condition fields).
         unmatched: Cases of one side with no counterpart under the same condition.
         threshold: Steady-state threshold used (relative, e.g. 0.02).
         compile_threshold: Compile-time threshold used.
-        alpha: Significance level used.
+        alpha: ``1 -`` the confidence level of the intervals.
     """
 
     baseline: str
@@ -77,35 +87,31 @@ class Comparison:
     alpha: float
 
 
+def _processes(rows: pd.DataFrame, column: str) -> tuple[list[np.ndarray], list[Any]]:
+    """Per process: its values in call order, and its noise dict (``None`` if not recorded)."""
+    values, noise = [], []
+    for _, g in rows.groupby("process", sort=True):
+        order = g.sort_values("sample") if "sample" in g else g
+        values.append(order[column].to_numpy(dtype=float))
+        first = g["noise"].iloc[0] if "noise" in g else None
+        noise.append(first if isinstance(first, dict) else None)
+    return values, noise
+
+
 def _compare_values(
-    a: pd.Series,
-    b: pd.Series,
-    threshold: float,
-    alpha: float,
-    confidence: float,
-    resamples: int,
-    seed: int,
+    a: pd.DataFrame, b: pd.DataFrame, column: str, threshold: float, alpha: float
 ) -> dict[str, object]:
-    ratio, low, high = stats.median_ratio_ci(a, b, confidence, resamples, seed)
-    single = len(a) < 2 or len(b) < 2
-    p = math.nan if single else stats.mann_whitney_p(a, b)
-    # E.g. two compile times a side: p >= 1/3 whatever they are, so the test could never agree.
-    testable = not single and stats.smallest_rank_p(len(a), len(b)) < alpha
-    if testable:
-        call = stats.verdict(ratio, low, high, p, threshold, alpha)
-    else:
-        call = stats.verdict(ratio, threshold=threshold, alpha=alpha)
+    va, na = _processes(a, column)
+    vb, nb = _processes(b, column)
+    est = verdicts.estimate_independent(va, vb, threshold, alpha)
+    drift = column == "latency_s"
+    reasons = stability.processes_reasons(na, nb, va if drift else (), vb if drift else ())
+    est = est.unstable(reasons)
     return {
-        "n_baseline": len(a),
-        "n_candidate": len(b),
-        "baseline_median_s": float(a.median()),
-        "candidate_median_s": float(b.median()),
-        "ratio": ratio,
-        "ci_low": low,
-        "ci_high": high,
-        "p_value": p,
-        "verdict": call,
-        "basis": BASIS_TESTS if testable else BASIS_THRESHOLD if single else BASIS_FEW,
+        "baseline_median_s": float(np.median([np.median(v) for v in va])),
+        "candidate_median_s": float(np.median([np.median(v) for v in vb])),
+        **est.row(),
+        "basis": BASIS,
     }
 
 
@@ -116,9 +122,8 @@ def _metric_rows(
     by: str,
     sides: tuple[str, str],
     threshold: float,
-    opts: tuple[float, float, int, int],
+    alpha: float,
 ) -> tuple[list[dict[str, object]], list[str]]:
-    alpha, confidence, resamples, seed = opts
     rows, unmatched = [], []
     side = values[by].astype(str)
     for case, group in values.groupby("case", sort=True):
@@ -127,8 +132,8 @@ def _metric_rows(
         both = sorted(conds[sides[0]] & conds[sides[1]])
         for cond in both:
             sel = group[CONDITION] == cond
-            a = group.loc[sel & (g_side == sides[0]), column].dropna()
-            b = group.loc[sel & (g_side == sides[1]), column].dropna()
+            a = group[sel & (g_side == sides[0])].dropna(subset=[column])
+            b = group[sel & (g_side == sides[1])].dropna(subset=[column])
             if a.empty or b.empty:
                 continue
             rows.append(
@@ -138,7 +143,7 @@ def _metric_rows(
                     "benchmark": group["benchmark"].iloc[0],
                     CONDITION: cond,
                 }
-                | _compare_values(a, b, threshold, alpha, confidence, resamples, seed)
+                | _compare_values(a, b, column, threshold, alpha)
             )
         alone = {s: sorted(conds[s] - set(both)) for s in sides}
         for s, other in (sides, sides[::-1]):
@@ -153,42 +158,37 @@ def _metric_rows(
     return rows, unmatched
 
 
+def _with_process(frame: pd.DataFrame) -> pd.DataFrame:
+    if "process" in frame:
+        return frame
+    return frame.assign(process=frame["run_id"].astype(str))
+
+
 def compare_versions(
     frame: pd.DataFrame,
     baseline: str,
     candidate: str,
     *,
     by: str = "version",
-    threshold: float = stats.DEFAULT_THRESHOLD,
+    threshold: float = verdicts.DEFAULT_THRESHOLD,
     compile_threshold: float = DEFAULT_COMPILE_THRESHOLD,
-    alpha: float = stats.DEFAULT_ALPHA,
-    confidence: float = stats.DEFAULT_CONFIDENCE,
-    n_resamples: int = stats.DEFAULT_RESAMPLES,
-    seed: int = stats.DEFAULT_SEED,
+    alpha: float = verdicts.DEFAULT_ALPHA,
     condition_fields: Sequence[str] = DEFAULT_FIELDS,
 ) -> Comparison:
     """Compare ``candidate`` with ``baseline`` per case and condition, steady state and compile.
 
-    Steady state pools the samples of every ``ok`` record of a case, side and condition (repeated
-    runs under one condition are one series). Compile time has one value per record: with enough
-    records a side for the rank test to reach ``alpha`` (four a side, or three against five:
-    :func:`jaxbench.analysis.stats.smallest_rank_p`) it is compared like the latency (bootstrap
-    CI + Mann-Whitney); otherwise the medians are compared against ``compile_threshold`` alone
-    and ``basis`` says so (:data:`BASIS_THRESHOLD`, :data:`BASIS_FEW`). Compile times that were
-    persistent-cache hits are left out.
+    Every interval is taken over processes (see the module docstring); one process a side
+    gives no interval, so such a case is ``inconclusive`` with the advice to run more.
 
     Args:
         frame: Rows of :func:`jaxbench.analysis.load_results`.
         baseline: Value of ``by`` for the baseline, e.g. ``"0.4.30"``.
         candidate: Value of ``by`` for the candidate.
-        by: Column holding what is compared (``"version"``; ``"commit"`` or ``"run_id"`` work too,
+        by: Column holding what is compared (``"version"``; ``"commit"`` or ``"side"`` work too,
             and are then left out of the condition).
         threshold: Smallest relative steady-state change that counts (0.02 = 2 %).
         compile_threshold: The same for compile time (noisier, so 10 % by default).
-        alpha: Significance level of the Mann-Whitney U test.
-        confidence: Confidence level of the bootstrap intervals.
-        n_resamples: Bootstrap resamples per comparison.
-        seed: Seed of every bootstrap (:func:`jaxbench.analysis.stats.median_ratio_ci`).
+        alpha: ``1 -`` the confidence level of the intervals.
         condition_fields: Fixed condition fields
             (:func:`jaxbench.analysis.conditions.condition_fields`).
 
@@ -196,23 +196,23 @@ def compare_versions(
         A :class:`Comparison`; its table is sorted by metric and case.
 
     Raises:
-        ValueError: ``baseline`` or ``candidate`` has no rows in ``frame``.
+        ValueError: ``baseline`` or ``candidate`` has no rows in ``frame``, or a bad
+            ``threshold`` or ``alpha``.
     """
+    verdicts.check_rule(threshold, alpha)
+    verdicts.check_rule(compile_threshold, alpha)
     present = set(frame[by].dropna().astype(str)) if by in frame else set()
     for name, value in (("baseline", baseline), ("candidate", candidate)):
         if str(value) not in present:
             raise ValueError(f"{name} {value!r} has no rows; {by} values: {sorted(present)}")
     sides = (str(baseline), str(candidate))
-    sub = frame[frame[by].astype(str).isin(sides)]
+    sub = _with_process(frame[frame[by].astype(str).isin(sides)])
     fields = [f for f in condition_fields if f != by]
     split = split_series(sub, fields)
-    opts = (alpha, confidence, n_resamples, seed)
-    steady, un1 = _metric_rows(
-        steady_state_samples(split.frame), "latency_s", STEADY_STATE, by, sides, threshold, opts
-    )
-    comp, un2 = _metric_rows(
-        compile_times(split.frame), "compile_s", COMPILE, by, sides, compile_threshold, opts
-    )
+    steady, un1 = _metric_rows(steady_state_samples(split.frame), "latency_s", STEADY_STATE,
+                               by, sides, threshold, alpha)  # fmt: skip
+    comp, un2 = _metric_rows(compile_times(split.frame), "compile_s", COMPILE, by, sides,
+                             compile_threshold, alpha)  # fmt: skip
     table = pd.DataFrame([*steady, *comp], columns=list(COLUMNS))
     return Comparison(
         baseline=sides[0],

@@ -1,13 +1,14 @@
 """Live comparison of two variants in two persistent worker processes, interleaved or not.
 
-:func:`run_interleaved` alternates short blocks of timed calls between the variants (order drawn
-per round) and judges them on paired per-round ratios; :func:`run_back_to_back` runs one after
-the other, as separate ``jaxbench run`` calls would. ``jaxbench compare --interleave`` is the
-command.
+:func:`run_interleaved` runs several pairs of fresh worker processes; within a pair it alternates
+short blocks of timed calls between the variants (order drawn per round), and it judges over
+pairs; :func:`run_back_to_back` runs one side after the other in each pair, as separate
+``jaxbench run`` calls would. ``jaxbench compare --interleave`` is the command.
 """
 
 from jaxbench.interleave.result import (
     CaseComparison,
+    PairRun,
     comparisons_frame,
     load_comparisons,
 )
@@ -16,7 +17,6 @@ from jaxbench.interleave.session import (
     Variant,
     WorkerDied,
     WorkerError,
-    append_comparison,
     run_back_to_back,
     run_interleaved,
     write_comparisons,
@@ -24,11 +24,11 @@ from jaxbench.interleave.session import (
 
 __all__ = [
     "CaseComparison",
+    "PairRun",
     "Schedule",
     "Variant",
     "WorkerDied",
     "WorkerError",
-    "append_comparison",
     "comparisons_frame",
     "load_comparisons",
     "run_back_to_back",

@@ -1,18 +1,23 @@
-"""Drive two worker processes: interleaved blocks (A B / B A per round) or back to back.
+"""Drive pairs of worker processes: interleaved blocks (A B / B A per round) or back to back.
 
-Each variant of a comparison (a JAX version in its own venv, or another build of a workload) is a
-persistent :mod:`jaxbench.interleave.worker` process. :func:`run_interleaved` prepares both, runs
-``warmup_rounds`` untimed rounds, then ``rounds`` rounds of one block each, in an order drawn
-afresh every round from a seeded generator; while one worker is timed the other sleeps on its
-input. :func:`run_back_to_back` is the sequential design for contrast: the whole of the baseline
-in one process, then the whole of the candidate in another, as two ``jaxbench run`` calls would.
+Each variant of a comparison (a JAX version in its own venv, or another build of a workload) runs
+in a :mod:`jaxbench.interleave.worker` process. A comparison is made of several independent
+**pairs** of fresh processes, since the process, not the call or the round, is the unit that
+repeats (:mod:`jaxbench.analysis.verdicts`). Within a pair, :func:`interleave_case` prepares both
+workers, runs ``warmup_rounds`` untimed rounds, then ``rounds`` rounds of one block each, in an
+order drawn afresh every round from a seeded generator; while one worker is timed the other
+sleeps on its input. :func:`run_back_to_back` is the sequential design for contrast: per pair, the
+whole of the baseline in one process, then the whole of the candidate in another.
+
+Pairs come in batches (:class:`Schedule`): ``pairs`` first, then ``pairs_step`` more while some
+case is still ``inconclusive``, up to ``max_pairs``. Each look spends ``alpha / looks``
+(:func:`jaxbench.analysis.verdicts.look_alpha`), so adding pairs keeps the error rate.
 """
 
 from __future__ import annotations
 
 import contextlib
 import json
-import os
 import subprocess
 import tempfile
 from collections.abc import Callable, Sequence
@@ -22,10 +27,14 @@ from typing import IO, Any
 
 import numpy as np
 
+from jaxbench.analysis import verdicts
 from jaxbench.analysis.paired import MIN_ROUNDS
-from jaxbench.interleave.result import CaseComparison, Round, SideInfo
+from jaxbench.interleave.result import CaseComparison, Mode, PairRun, Round, SideInfo, now
 
-DEFAULT_ROUNDS = 100
+DEFAULT_PAIRS = 10
+DEFAULT_PAIRS_STEP = 5
+DEFAULT_MAX_PAIRS = 20
+DEFAULT_ROUNDS = 30
 DEFAULT_CALLS_PER_BLOCK = 10
 DEFAULT_WARMUP_ROUNDS = 3
 DEFAULT_WARMUP_CALLS = 10
@@ -60,7 +69,10 @@ class Schedule:
     """How much to time.
 
     Attributes:
-        rounds: Timed rounds (one block per side each), at least
+        pairs: Process pairs of the first batch (the first look).
+        max_pairs: Most pairs in all; ``pairs`` alone when equal (one look).
+        pairs_step: Pairs added per further look while a case is ``inconclusive``.
+        rounds: Timed rounds per pair (one block per side each), at least
             :data:`jaxbench.analysis.paired.MIN_ROUNDS`.
         calls_per_block: Timed calls per block; each block is preceded by one untimed call.
         warmup_rounds: Untimed rounds after preparation, before the first timed round.
@@ -68,22 +80,43 @@ class Schedule:
         seed: Seed of the per-round order.
     """
 
+    pairs: int = DEFAULT_PAIRS
+    max_pairs: int = DEFAULT_MAX_PAIRS
+    pairs_step: int = DEFAULT_PAIRS_STEP
     rounds: int = DEFAULT_ROUNDS
     calls_per_block: int = DEFAULT_CALLS_PER_BLOCK
     warmup_rounds: int = DEFAULT_WARMUP_ROUNDS
     warmup_calls: int = DEFAULT_WARMUP_CALLS
     seed: int = 0
+    looks: int = field(init=False)
 
     def __post_init__(self) -> None:
         if self.rounds < MIN_ROUNDS:
+            raise ValueError(f"--rounds must be >= {MIN_ROUNDS}, got {self.rounds!r}")
+        if self.pairs < 1:
+            raise ValueError(f"--pairs must be >= 1, got {self.pairs!r}")
+        if self.max_pairs < self.pairs:
             raise ValueError(
-                f"rounds must be >= {MIN_ROUNDS} (paired statistics need them), got {self.rounds!r}"
+                f"--max-pairs ({self.max_pairs!r}) must be >= --pairs ({self.pairs!r})"
             )
+        if self.pairs_step < 1:
+            raise ValueError(f"--pairs-step must be >= 1, got {self.pairs_step!r}")
         if self.calls_per_block < 1:
-            raise ValueError(f"calls_per_block must be >= 1, got {self.calls_per_block!r}")
+            raise ValueError(f"--calls-per-block must be >= 1, got {self.calls_per_block!r}")
         for name in ("warmup_rounds", "warmup_calls"):
             if getattr(self, name) < 0:
-                raise ValueError(f"{name} must be >= 0, got {getattr(self, name)!r}")
+                option = "--" + name.replace("_", "-")
+                raise ValueError(f"{option} must be >= 0, got {getattr(self, name)!r}")
+        extra = self.max_pairs - self.pairs
+        object.__setattr__(self, "looks", 1 + -(-extra // self.pairs_step))
+
+    def batches(self) -> list[int]:
+        """Pairs per look: ``[pairs, step, step, ..., rest]`` adding up to ``max_pairs``."""
+        out, total = [self.pairs], self.pairs
+        while total < self.max_pairs:
+            out.append(min(self.pairs_step, self.max_pairs - total))
+            total += out[-1]
+        return out
 
 
 class Worker:
@@ -170,10 +203,11 @@ def prepare_side(
     )
 
 
-def timed_block(worker: Worker, calls: int) -> tuple[list[float], bool]:
-    """One block: ``(latencies in seconds, whether anything compiled or traced meanwhile)``."""
+def timed_block(worker: Worker, calls: int) -> tuple[list[float], dict[str, Any], bool]:
+    """One block: latencies (seconds), its noise indicators, and whether anything compiled."""
     answer = worker.request(op="block", calls=calls)
-    return answer["samples_s"], bool(answer["compiles_timed"] or answer["traces_timed"])
+    recompiled = bool(answer["compiles_timed"] or answer["traces_timed"])
+    return answer["samples_s"], answer.get("noise") or {}, recompiled
 
 
 def side_info(variant: Variant, prepared: dict[str, Any], params: dict[str, Any]) -> SideInfo:
@@ -194,48 +228,103 @@ def side_info(variant: Variant, prepared: dict[str, Any], params: dict[str, Any]
     )
 
 
-OnCase = Callable[[CaseComparison], None]
+#: Called with every case's comparison so far after each pair (e.g. to save them at once, so
+#: an interruption or a worker that dies later loses nothing already measured).
+OnPair = Callable[[list[CaseComparison]], None]
+Case = tuple[str, dict[str, Any]]
+RunPair = Callable[[Variant, Variant, Sequence[Case], str, Schedule, int, np.random.Generator],
+                   list[PairRun]]  # fmt: skip
+
+
+def decided(comparison: CaseComparison, threshold: float, alpha: float) -> bool:
+    """True when a case needs no more pairs: it failed, or its verdict is not inconclusive."""
+    if comparison.status != "ok":
+        return True
+    return comparison.estimate(threshold, alpha).verdict != "inconclusive"
+
+
+def _run_pairs(
+    mode: Mode,
+    run_pair: RunPair,
+    baseline: Variant,
+    candidate: Variant,
+    cases: Sequence[Case],
+    backend: str,
+    schedule: Schedule | None,
+    on_pair: OnPair | None,
+    threshold: float,
+    alpha: float,
+) -> list[CaseComparison]:
+    s = schedule or Schedule()
+    rng = np.random.default_rng(s.seed)
+    out = [CaseComparison.start(mode, w, p, s) for w, p in cases]
+    index = 0
+    for batch in s.batches():
+        active = [i for i, c in enumerate(out) if not (index and decided(c, threshold, alpha))]
+        if not active:
+            break
+        for _ in range(batch):
+            runs = run_pair(baseline, candidate, [cases[i] for i in active], backend, s, index, rng)
+            for i, run in zip(active, runs, strict=True):
+                out[i] = out[i].with_pair(run)
+            index += 1
+            if on_pair:
+                on_pair(out)
+            active = [i for i in active if out[i].status == "ok"]
+            if not active:
+                break
+    return out
 
 
 def run_interleaved(
     baseline: Variant,
     candidate: Variant,
-    cases: Sequence[tuple[str, dict[str, Any]]],
+    cases: Sequence[Case],
     backend: str = "default",
     schedule: Schedule | None = None,
-    on_case: OnCase | None = None,
+    on_pair: OnPair | None = None,
+    threshold: float = verdicts.DEFAULT_THRESHOLD,
+    alpha: float = verdicts.DEFAULT_ALPHA,
 ) -> list[CaseComparison]:
-    """Compare two variants case by case, their blocks strictly interleaved.
+    """Compare two variants case by case over pairs of processes, blocks strictly interleaved.
+
+    Each pair starts two fresh workers and runs every case still undecided on them
+    (:func:`interleave_case`); see :class:`Schedule` for how many pairs.
 
     Args:
         baseline: Side A.
         candidate: Side B.
         cases: ``(workload, params)`` pairs; each side applies its ``params`` overrides.
         backend: Backend of both workers.
-        schedule: Rounds and block sizes; default :class:`Schedule`.
-        on_case: Called with each case as it finishes (e.g. to save it at once, so a worker
-            that dies later loses nothing already measured).
+        schedule: Pairs, rounds and block sizes; default :class:`Schedule`.
+        on_pair: Called after each pair (see :data:`OnPair`).
+        threshold: Threshold of the verdict that decides whether a case needs more pairs.
+        alpha: Its level (spent over the schedule's looks).
 
     Returns:
         One :class:`~jaxbench.interleave.result.CaseComparison` per case (mode
-        ``interleaved``); a case that fails to prepare or recompiles while timed is returned
-        with that status and its error, and the others still run.
+        ``interleaved``); a case that fails to prepare or recompiles while timed is marked so
+        with its error, gets no more pairs, and the others still run.
 
     Raises:
         WorkerError: A worker could not be started.
         WorkerDied: A worker ended (every case after it would fail the same way).
     """
-    s = schedule or Schedule()
-    rng = np.random.default_rng(s.seed)
-    out = []
-    with Worker(baseline.python, backend) as wa, Worker(candidate.python, backend) as wb:
-        for workload, params in cases:
-            out.append(
-                interleave_case(wa, wb, baseline, candidate, workload, params, backend, s, rng)
-            )
-            if on_case:
-                on_case(out[-1])
-    return out
+    return _run_pairs("interleaved", _interleaved_pair, baseline, candidate, cases, backend,
+                      schedule, on_pair, threshold, alpha)  # fmt: skip
+
+
+def _interleaved_pair(
+    a: Variant,
+    b: Variant,
+    cases: Sequence[Case],
+    backend: str,
+    s: Schedule,
+    index: int,
+    rng: np.random.Generator,
+) -> list[PairRun]:
+    with Worker(a.python, backend) as wa, Worker(b.python, backend) as wb:
+        return [interleave_case(wa, wb, a, b, w, p, backend, s, rng, index) for w, p in cases]
 
 
 def interleave_case(
@@ -248,14 +337,15 @@ def interleave_case(
     backend: str,
     s: Schedule,
     rng: np.random.Generator,
-) -> CaseComparison:
-    """One case of :func:`run_interleaved` on workers that are already running.
+    index: int = 0,
+) -> PairRun:
+    """One case on one pair of workers that are already running.
 
     Both workers prepare the case (each with its variant's overrides), run ``s.warmup_rounds``
     untimed rounds, then ``s.rounds`` timed rounds in an order drawn from ``rng``.
     """
     pa, pb = params | a.params, params | b.params
-    base = CaseComparison.start("interleaved", workload, params, s)
+    run = PairRun(index=index, started_at=now())
     try:
         sides = (
             side_info(a, prepare_side(wa, workload, pa, backend, s), pa),
@@ -264,48 +354,46 @@ def interleave_case(
     except WorkerDied:
         raise
     except WorkerError as exc:
-        return base.failed(str(exc))
+        return run.model_copy(update={"status": "failed", "error": str(exc)})
+    run = run.model_copy(update={"baseline": sides[0], "candidate": sides[1]})
     workers = (wa, wb)
     rounds: list[Round] = []
     for r in range(s.warmup_rounds + s.rounds):
         order = rng.permutation(2)
-        blocks: list[list[float]] = [[], []]
+        blocks: list[tuple[list[float], dict[str, Any]]] = [([], {}), ([], {})]
         for i in order:
-            samples, recompiled = timed_block(workers[i], s.calls_per_block)
+            samples, noise, recompiled = timed_block(workers[i], s.calls_per_block)
             if recompiled:
-                return base.with_sides(*sides).failed(
-                    f"{sides[i].label}: a compile or trace inside the timed block",
-                    status="recompiled",
-                )
-            blocks[i] = samples
+                error = f"{sides[i].label}: a compile or trace inside the timed block"
+                return run.model_copy(update={"status": "recompiled", "error": error})
+            blocks[i] = (samples, noise)
         if r >= s.warmup_rounds:
             rounds.append(
                 Round(
                     order="AB" if order[0] == 0 else "BA",
-                    baseline_s=blocks[0],
-                    candidate_s=blocks[1],
+                    baseline_s=blocks[0][0],
+                    candidate_s=blocks[1][0],
+                    baseline_noise=blocks[0][1],
+                    candidate_noise=blocks[1][1],
                 )
             )
-    return base.with_sides(*sides).finished(rounds)
+    return run.model_copy(update={"rounds": rounds})
 
 
 def run_side(
-    variant: Variant,
-    cases: Sequence[tuple[str, dict[str, Any]]],
-    backend: str,
-    s: Schedule,
-) -> list[tuple[SideInfo | str, list[list[float]]]]:
+    variant: Variant, cases: Sequence[Case], backend: str, s: Schedule
+) -> list[tuple[SideInfo | str, list[tuple[list[float], dict[str, Any]]]]]:
     """Every case of one variant in one fresh worker: prepare, warm-up rounds, timed blocks.
 
     Returns:
-        Per case, ``(side info, timed blocks)``, or ``(error, [])`` when the case failed to
-        prepare or something compiled while it was timed.
+        Per case, ``(side info, timed blocks as (latencies, noise))``, or ``(error, [])`` when
+        the case failed to prepare or something compiled while it was timed.
 
     Raises:
         WorkerError: The worker could not be started.
         WorkerDied: The worker ended.
     """
-    out: list[tuple[SideInfo | str, list[list[float]]]] = []
+    out: list[tuple[SideInfo | str, list[tuple[list[float], dict[str, Any]]]]] = []
     with Worker(variant.python, backend) as w:
         for workload, params in cases:
             p = params | variant.params
@@ -319,46 +407,59 @@ def run_side(
             except WorkerError as exc:
                 out.append((str(exc), []))
                 continue
-            if any(recompiled for _, recompiled in blocks):
+            if any(recompiled for *_, recompiled in blocks):
                 out.append((f"{variant.label}: a compile or trace inside a timed block", []))
                 continue
-            out.append((info, [b for b, _ in blocks[s.warmup_rounds :]]))
+            out.append((info, [(x, n) for x, n, _ in blocks[s.warmup_rounds :]]))
     return out
+
+
+def _back_to_back_pair(
+    a: Variant,
+    b: Variant,
+    cases: Sequence[Case],
+    backend: str,
+    s: Schedule,
+    index: int,
+    rng: np.random.Generator,
+) -> list[PairRun]:
+    del rng  # nothing to order: one side after the other
+    runs = []
+    for (ia, ba), (ib, bb) in zip(*(run_side(v, cases, backend, s) for v in (a, b)), strict=True):
+        run = PairRun(index=index, started_at=now())
+        if isinstance(ia, str) or isinstance(ib, str):
+            error = ia if isinstance(ia, str) else str(ib)
+            runs.append(run.model_copy(update={"status": "failed", "error": error}))
+            continue
+        rounds = [
+            Round(order="AB", baseline_s=x, candidate_s=y, baseline_noise=nx, candidate_noise=ny)
+            for (x, nx), (y, ny) in zip(ba, bb, strict=True)
+        ]
+        runs.append(run.model_copy(update={"baseline": ia, "candidate": ib, "rounds": rounds}))
+    return runs
 
 
 def run_back_to_back(
     baseline: Variant,
     candidate: Variant,
-    cases: Sequence[tuple[str, dict[str, Any]]],
+    cases: Sequence[Case],
     backend: str = "default",
     schedule: Schedule | None = None,
-    on_case: OnCase | None = None,
+    on_pair: OnPair | None = None,
+    threshold: float = verdicts.DEFAULT_THRESHOLD,
+    alpha: float = verdicts.DEFAULT_ALPHA,
 ) -> list[CaseComparison]:
-    """The sequential design: every case of the baseline in one process, then the candidate.
+    """The sequential design: per pair, all of the baseline in one process, then the candidate.
 
     Each side gets the same preparation, warm-up rounds and number of blocks as
     :func:`run_interleaved` (:func:`run_side`), so the two designs differ only in when the
-    calls happen. Blocks are paired by index in the result, but the pairing means nothing:
-    :meth:`CaseComparison.figures` compares them as independent samples. ``on_case`` is called
-    once both sides are done.
+    calls happen. Blocks are stored by index as rounds, but the pairing means nothing: the
+    processes are compared as independent (:meth:`CaseComparison.estimate`).
 
     Args, returns and raises as :func:`run_interleaved` (mode ``back_to_back``).
     """
-    s = schedule or Schedule()
-    per_side = [run_side(v, cases, backend, s) for v in (baseline, candidate)]
-    out = []
-    for (workload, params), (ia, ba), (ib, bb) in zip(cases, *per_side, strict=True):
-        base = CaseComparison.start("back_to_back", workload, params, s)
-        if isinstance(ia, str) or isinstance(ib, str):
-            out.append(base.failed(ia if isinstance(ia, str) else str(ib)))
-        else:
-            rounds = [
-                Round(order="AB", baseline_s=x, candidate_s=y) for x, y in zip(ba, bb, strict=True)
-            ]
-            out.append(base.with_sides(ia, ib).finished(rounds))
-        if on_case:
-            on_case(out[-1])
-    return out
+    return _run_pairs("back_to_back", _back_to_back_pair, baseline, candidate, cases, backend,
+                      schedule, on_pair, threshold, alpha)  # fmt: skip
 
 
 def write_comparisons(path: str | Path, comparisons: Sequence[CaseComparison]) -> Path:
@@ -366,11 +467,3 @@ def write_comparisons(path: str | Path, comparisons: Sequence[CaseComparison]) -
     from jaxbench.interleave.result import write_jsonl
 
     return write_jsonl(Path(path), comparisons)
-
-
-def append_comparison(path: str | Path, comparison: CaseComparison) -> None:
-    """Append one comparison to a JSON Lines file and fsync it (a crash keeps earlier lines)."""
-    with open(path, "a", encoding="utf-8") as f:
-        f.write(comparison.model_dump_json() + "\n")
-        f.flush()
-        os.fsync(f.fileno())

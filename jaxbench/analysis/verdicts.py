@@ -1,0 +1,394 @@
+"""Verdicts that hold: the process is the unit, and a verdict can say "don't know".
+
+Calls of one process are not independent draws: they share the process's memory layout, thread
+placement, clocks and neighbours, so two processes of the very same build differ by a few
+percent for their whole lives. Every interval here is therefore taken over **processes**, with
+the calls nested inside them (Kalibera and Jones, "Rigorous benchmarking in reasonable time",
+ISMM 2013, sec. 4: the variation that matters is the one at the highest level that is repeated).
+
+Two designs, one rule:
+
+- **independent processes** (recorded runs, sweeps, asv results): each process is summarised by
+  the median of its calls, on the log scale; the two sides' means of those log medians are
+  compared with Welch's t interval (:func:`scipy.stats.ttest_ind`, ``equal_var=False``;
+  Student's pooled interval when one side has a single process). This is the two-stage
+  ("summary statistics") estimate of a random-effects model with the process as random effect:
+  the spread of the per-process medians contains both the between-process variance and the
+  within-process noise of each median, which is what the interval needs, and the t quantile
+  keeps the interval honest with a handful of processes, where a percentile bootstrap over so
+  few units is known to be too narrow (its variance is ``(n-1)/n`` of the truth and it has no
+  t correction; Efron and Tibshirani, *An Introduction to the Bootstrap*, 1993, sec. 13.3);
+- **process pairs** (live interleaving): each pair of fresh worker processes gives one log ratio
+  (the median of its per-round log ratios, which cancels drift within the pair); the pairs are
+  the units of a one-sample t interval (:func:`scipy.stats.ttest_1samp`).
+
+The ratio is ``exp`` of the mean log difference: the geometric mean over processes of the
+candidate / baseline ratio (above 1: the candidate is slower). One process a side (or one pair)
+gives no interval for a between-process difference at all: the verdict is then
+``inconclusive``.
+
+Verdict rule (:func:`decide`), with ``t`` the threshold (the smallest change that matters) and
+``[lo, hi]`` the ``1 - alpha`` interval of the ratio, after Chromium's Pinpoint (DIFFERENT /
+SAME / UNKNOWN):
+
+- ``slower`` when ``lo > 1 + t``; ``faster`` when ``hi < 1 / (1 + t)`` (the interval lies wholly
+  beyond the threshold);
+- ``same`` when ``1 / (1 + t) < lo`` and ``hi < 1 + t`` (equivalence shown, two one-sided tests;
+  Schuirmann, *J. Pharmacokin. Biopharm.* 15, 1987);
+- ``inconclusive`` otherwise, with the smallest change this design could detect
+  (:attr:`Estimate.detectable`) and how many more processes would settle it
+  (:attr:`Estimate.advice`);
+- ``unstable`` is set by the caller when the noise indicators say the machine changed under the
+  comparison (:mod:`jaxbench.analysis.stability`): never ``slower`` or ``faster`` then.
+
+Error rate: when the true ratio is at most ``1 + t``, ``slower`` is called with probability at
+most ``alpha / 2`` (the lower end of a ``1 - alpha`` interval exceeds the truth that often), and
+likewise ``faster``; ``same`` is wrong (a true change beyond ``t``) at most ``alpha / 2`` of the
+time. This holds per case; a comparison of many cases expects up to ``alpha / 2`` false calls
+per case in the worst case (a change just at the threshold), far fewer for unchanged code.
+Looking again after adding processes spends ``alpha`` over the looks (:func:`look_alpha`).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+from typing import Literal
+
+import numpy as np
+from scipy import stats as sps
+
+Verdict = Literal["slower", "faster", "same", "inconclusive", "unstable"]
+#: Verdicts in report order: the ones that hold first.
+VERDICTS: tuple[Verdict, ...] = ("slower", "faster", "same", "inconclusive", "unstable")
+DEFAULT_THRESHOLD = 0.02
+DEFAULT_ALPHA = 0.05
+#: Power at which :attr:`Estimate.detectable` is stated (and the alternative in the docs).
+POWERS = (0.80, 0.95)
+#: More units than this to settle a verdict is reported as "not within reach".
+MAX_ADVICE_UNITS = 1000
+
+
+@dataclass(frozen=True)
+class Estimate:
+    """A ratio with its process-level interval and verdict.
+
+    Attributes:
+        ratio: Candidate / baseline (geometric mean over processes; above 1: slower).
+        ci_low: Lower end of the ``1 - alpha`` interval of ``ratio`` (``nan`` without one).
+        ci_high: Upper end.
+        p_value: Two-sided p-value of "no change" (t test on the log scale; ``nan`` without an
+            interval).
+        units_baseline: Independent units of the baseline: processes (paired: pairs).
+        units_candidate: The candidate's (paired: pairs, the same number).
+        calls_baseline: Timed values nested in the baseline's units (calls, or compiles).
+        calls_candidate: The candidate's.
+        se_log: Standard error of the log ratio (``nan`` without an interval).
+        df: Degrees of freedom of the t interval.
+        sd_log: Spread of one unit's log value (per process, or per pair), used for planning.
+        design: ``independent`` or ``paired``.
+        alpha: ``1 - `` the confidence level used.
+        threshold: Threshold of the verdict.
+        verdict: See the module docstring.
+        detectable: Smallest slowdown (relative, 0.03 = 3 %) this design calls ``slower`` with
+            80 % power (``nan`` without an interval).
+        detectable_95: The same at 95 % power.
+        advice: What would settle an ``inconclusive`` verdict, e.g. ``"run about 6 more
+            process pairs"``; why a verdict is ``unstable``; empty otherwise.
+    """
+
+    ratio: float
+    ci_low: float
+    ci_high: float
+    p_value: float
+    units_baseline: int
+    units_candidate: int
+    calls_baseline: int
+    calls_candidate: int
+    se_log: float
+    df: float
+    sd_log: float
+    design: Literal["independent", "paired"]
+    alpha: float
+    threshold: float
+    verdict: Verdict
+    detectable: float
+    detectable_95: float
+    advice: str
+
+    def unstable(self, reasons: Sequence[str]) -> Estimate:
+        """A copy marked ``unstable`` (when ``reasons`` is not empty), reasons as its advice."""
+        if not reasons:
+            return self
+        return replace(self, verdict="unstable", advice="; ".join(reasons))
+
+    def row(self) -> dict[str, object]:
+        """The figures of a table row.
+
+        Keys: ``ratio``, ``ci_low``, ``ci_high``, ``p_value``, ``verdict``, ``units`` (text),
+        ``n_baseline``/``n_candidate`` (units), ``calls_baseline``/``calls_candidate``,
+        ``detectable`` (80 % power) and ``advice``.
+        """
+        return {
+            "ratio": self.ratio,
+            "ci_low": self.ci_low,
+            "ci_high": self.ci_high,
+            "p_value": self.p_value,
+            "verdict": self.verdict,
+            "units": self.units,
+            "n_baseline": self.units_baseline,
+            "n_candidate": self.units_candidate,
+            "calls_baseline": self.calls_baseline,
+            "calls_candidate": self.calls_candidate,
+            "detectable": self.detectable,
+            "advice": self.advice,
+        }
+
+    @property
+    def units(self) -> str:
+        """``"3+3 processes"`` or ``"12 pairs"``: what the interval rests on."""
+        if self.design == "paired":
+            return f"{self.units_baseline} pairs"
+        return f"{self.units_baseline}+{self.units_candidate} processes"
+
+
+def check_rule(threshold: float, alpha: float) -> None:
+    """Raise ``ValueError`` naming the bad setting of the verdict rule.
+
+    Raises:
+        ValueError: ``threshold`` is not a finite number >= 0 or ``alpha`` is not in (0, 1).
+    """
+    if not (math.isfinite(threshold) and threshold >= 0):
+        raise ValueError(f"threshold must be a number >= 0, got {threshold}")
+    if not 0 < alpha < 1:
+        raise ValueError(f"alpha must be in (0, 1), got {alpha}")
+
+
+def decide(ci_low: float, ci_high: float, threshold: float = DEFAULT_THRESHOLD) -> Verdict:
+    """``slower``, ``faster``, ``same`` or ``inconclusive`` from an interval of the ratio.
+
+    See the module docstring for the rule. Swapping baseline and candidate inverts the interval
+    and swaps ``slower`` and ``faster`` exactly (the bounds are symmetric in log space).
+
+    Args:
+        ci_low: Lower end of the interval of candidate / baseline.
+        ci_high: Upper end.
+        threshold: Smallest relative change that matters (0.02 = 2 %).
+
+    Raises:
+        ValueError: ``threshold`` is negative.
+    """
+    check_rule(threshold, DEFAULT_ALPHA)
+    if math.isnan(ci_low) or math.isnan(ci_high):
+        return "inconclusive"
+    upper, lower = 1 + threshold, 1 / (1 + threshold)
+    if ci_low > upper:
+        return "slower"
+    if ci_high < lower:
+        return "faster"
+    if ci_low > lower and ci_high < upper:
+        return "same"
+    return "inconclusive"
+
+
+def look_alpha(alpha: float, looks: int) -> float:
+    """The level of each of ``looks`` interim looks, so that all of them together keep ``alpha``.
+
+    Bonferroni over looks: the chance that any of ``L`` looks makes a false call is at most the
+    sum of the chances of each, ``L * alpha / L`` (conservative; group-sequential boundaries such
+    as Pocock's would spend it less wastefully, at the cost of a fixed look schedule).
+
+    Raises:
+        ValueError: ``looks`` < 1.
+    """
+    if looks < 1:
+        raise ValueError(f"looks must be >= 1, got {looks}")
+    return alpha / looks
+
+
+def _log_medians(groups: Sequence[Sequence[float] | np.ndarray]) -> tuple[np.ndarray, int]:
+    logs, calls = [], 0
+    for g in groups:
+        x = np.asarray(g, dtype=float).ravel()
+        x = x[np.isfinite(x) & (x > 0)]
+        if x.size:
+            logs.append(math.log(float(np.median(x))))
+            calls += int(x.size)
+    return np.asarray(logs, dtype=float), calls
+
+
+def _detectable(se: float, df: float, alpha: float, threshold: float, power: float) -> float:
+    if not (math.isfinite(se) and df > 0):
+        return math.nan
+    q = sps.t.ppf(1 - alpha / 2, df) + sps.t.ppf(power, df)
+    return (1 + threshold) * math.exp(q * se) - 1
+
+
+def _units_needed(gap: float, sd: float, alpha: float, per_unit_factor: float) -> float:
+    """Units (per side, or pairs) so that ``z * se`` fits into ``gap`` with 80 % power."""
+    z = sps.norm.ppf(1 - alpha / 2) + sps.norm.ppf(POWERS[0])
+    if gap <= 0 or not math.isfinite(sd):
+        return math.inf
+    return per_unit_factor * (z * sd / gap) ** 2
+
+
+def _advice(
+    verdict: Verdict,
+    log_ratio: float,
+    sd: float,
+    n: int,
+    alpha: float,
+    threshold: float,
+    paired: bool,
+) -> str:
+    what = "process pairs" if paired else "processes a side"
+    if n < 2:
+        need = "a pair" if paired else "a process on that side"
+        return (f"one {'pair' if paired else 'process'} gives no interval for a "
+                f"between-process difference: run at least {need} more")  # fmt: skip
+    if verdict != "inconclusive":
+        return ""
+    bound = math.log1p(threshold)
+    gap = abs(abs(log_ratio) - bound)
+    factor = 1.0 if paired else 2.0
+    needed = _units_needed(gap, sd, alpha, factor)
+    if not math.isfinite(needed) or needed > MAX_ADVICE_UNITS:
+        return (f"the estimate sits at the threshold ({math.expm1(abs(log_ratio)):.1%} against "
+                f"{threshold:.1%}): more {what} will not settle it soon")  # fmt: skip
+    more = max(1, math.ceil(needed) - n)
+    return f"run about {more} more {what}"
+
+
+def _finish(
+    log_ratio: float,
+    se: float,
+    df: float,
+    p: float,
+    sd: float,
+    units: tuple[int, int],
+    calls: tuple[int, int],
+    design: Literal["independent", "paired"],
+    alpha: float,
+    threshold: float,
+) -> Estimate:
+    if math.isfinite(se) and df > 0:
+        q = float(sps.t.ppf(1 - alpha / 2, df))
+        low, high = math.exp(log_ratio - q * se), math.exp(log_ratio + q * se)
+    else:
+        low = high = p = math.nan
+    verdict = decide(low, high, threshold)
+    n = units[0] if design == "paired" else min(units)
+    return Estimate(
+        ratio=math.exp(log_ratio) if math.isfinite(log_ratio) else math.nan,
+        ci_low=low,
+        ci_high=high,
+        p_value=p,
+        units_baseline=units[0],
+        units_candidate=units[1],
+        calls_baseline=calls[0],
+        calls_candidate=calls[1],
+        se_log=se,
+        df=df,
+        sd_log=sd,
+        design=design,
+        alpha=alpha,
+        threshold=threshold,
+        verdict=verdict,
+        detectable=_detectable(se, df, alpha, threshold, POWERS[0]),
+        detectable_95=_detectable(se, df, alpha, threshold, POWERS[1]),
+        advice=_advice(verdict, log_ratio, sd, n, alpha, threshold, design == "paired"),
+    )
+
+
+def estimate_independent(
+    baseline: Sequence[Sequence[float] | np.ndarray],
+    candidate: Sequence[Sequence[float] | np.ndarray],
+    threshold: float = DEFAULT_THRESHOLD,
+    alpha: float = DEFAULT_ALPHA,
+) -> Estimate:
+    """Compare two sides made of independent processes, calls nested in each process.
+
+    Args:
+        baseline: One sequence per baseline process: its timed values in seconds (calls of a
+            steady state, or a single compile time). Non-finite and non-positive values are
+            dropped; a process left empty is dropped.
+        candidate: The candidate's processes, same unit.
+        threshold: Smallest relative change that matters.
+        alpha: ``1 -`` the confidence level of the interval.
+
+    Returns:
+        An :class:`Estimate` (design ``independent``): Welch's interval of the difference of
+        mean log medians, Student's pooled interval when one side has a single process, no
+        interval (``inconclusive``) with one process a side.
+
+    Raises:
+        ValueError: A bad ``threshold`` or ``alpha``, or a side without any value.
+    """
+    check_rule(threshold, alpha)
+    a, calls_a = _log_medians(baseline)
+    b, calls_b = _log_medians(candidate)
+    if a.size == 0 or b.size == 0:
+        raise ValueError(f"each side needs a value: {a.size} and {b.size} processes with data")
+    diff = float(b.mean() - a.mean())
+    se, df, p = math.nan, 0.0, math.nan
+    sd = _pooled_sd(a, b)
+    if a.size >= 2 and b.size >= 2:
+        va, vb = a.var(ddof=1) / a.size, b.var(ddof=1) / b.size
+        if va + vb > 0:
+            test = sps.ttest_ind(b, a, equal_var=False)
+            se, df, p = math.sqrt(va + vb), float(test.df), float(test.pvalue)
+    elif a.size + b.size >= 3 and sd > 0:  # one side has one process: assume equal spread
+        se = sd * math.sqrt(1 / a.size + 1 / b.size)
+        df = float(a.size + b.size - 2)
+        p = float(2 * sps.t.sf(abs(diff) / se, df))
+    return _finish(diff, se, df, p, sd, (int(a.size), int(b.size)), (calls_a, calls_b),
+                   "independent", alpha, threshold)  # fmt: skip
+
+
+def _pooled_sd(a: np.ndarray, b: np.ndarray) -> float:
+    dof = a.size + b.size - 2
+    if dof < 1:
+        return math.nan
+    ss = ((a - a.mean()) ** 2).sum() + ((b - b.mean()) ** 2).sum()
+    return math.sqrt(ss / dof)
+
+
+def estimate_paired(
+    pair_log_ratios: Sequence[float] | np.ndarray,
+    calls: tuple[int, int] = (0, 0),
+    threshold: float = DEFAULT_THRESHOLD,
+    alpha: float = DEFAULT_ALPHA,
+) -> Estimate:
+    """Compare over independent process pairs: one log ratio (candidate / baseline) per pair.
+
+    Args:
+        pair_log_ratios: Shape ``(pairs,)``: each pair's log ratio, e.g. the median of its
+            per-round log ratios (:func:`jaxbench.analysis.paired.pair_log_ratio`).
+        calls: Timed calls of the baseline and the candidate over all pairs (for the record).
+        threshold: Smallest relative change that matters.
+        alpha: ``1 -`` the confidence level of the interval.
+
+    Returns:
+        An :class:`Estimate` (design ``paired``): the one-sample t interval of the mean log
+        ratio over pairs; none (``inconclusive``) with a single pair.
+
+    Raises:
+        ValueError: A bad ``threshold`` or ``alpha``, no pair, or a non-finite log ratio.
+    """
+    check_rule(threshold, alpha)
+    d = np.asarray(pair_log_ratios, dtype=float).ravel()
+    if d.size == 0:
+        raise ValueError("no process pair to compare")
+    if not np.isfinite(d).all():
+        raise ValueError("every pair's log ratio must be finite")
+    mean = float(d.mean())
+    se, df, p, sd = math.nan, 0.0, math.nan, math.nan
+    if d.size >= 2:
+        sd = float(d.std(ddof=1))
+        df = float(d.size - 1)
+        if sd > 0:
+            se = sd / math.sqrt(d.size)
+            p = float(sps.ttest_1samp(d, 0.0).pvalue)
+    n = int(d.size)
+    return _finish(mean, se, df, p, sd, (n, n), calls, "paired", alpha, threshold)

@@ -1,0 +1,184 @@
+"""The verdict procedure on seeded simulations with a known process-level truth.
+
+Each simulated process draws its own offset (log scale, sd ``PROCESS_SD``) and its calls scatter
+around it (``CALL_SD``, with a heavy right tail), as timings on a shared machine do. Over a few
+hundred A/A replicates the rate of calls must lie within the binomial bounds of the nominal level;
+the call-level procedure the project used before must fail the same check.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+from scipy import stats as sps
+
+from jaxbench.analysis import paired, stability, verdicts
+
+PROCESS_SD = 0.03
+CALL_SD = 0.05
+REPLICATES = 400
+ALPHA = 0.05
+
+
+def _process(rng: np.random.Generator, effect: float, calls: int) -> np.ndarray:
+    offset = rng.normal(0.0, PROCESS_SD)
+    noise = rng.normal(0.0, CALL_SD, calls) + rng.exponential(0.02, calls)
+    return np.exp(math.log(2e-3 * effect) + offset + noise)
+
+
+def _side(rng: np.random.Generator, processes: int, effect: float = 1.0, calls: int = 200):
+    return [_process(rng, effect, calls) for _ in range(processes)]
+
+
+def _within_binomial(count: int, n: int, rate: float) -> bool:
+    """The count is consistent with ``rate`` (two-sided exact binomial test at 0.001)."""
+    return sps.binomtest(count, n, rate).pvalue > 1e-3
+
+
+@pytest.mark.parametrize("processes", [3, 6])
+def test_aa_false_alarm_rate_is_nominal(processes):
+    rng = np.random.default_rng(processes)
+    # Threshold 0: a call is made whenever the interval excludes 1, so the rate is the
+    # interval's own error rate, which must be alpha.
+    calls = 0
+    for _ in range(REPLICATES):
+        est = verdicts.estimate_independent(
+            _side(rng, processes), _side(rng, processes), threshold=0.0, alpha=ALPHA
+        )
+        calls += est.verdict in ("slower", "faster")
+    assert _within_binomial(calls, REPLICATES, ALPHA), calls
+
+
+def test_call_level_procedure_fails_the_same_check():
+    rng = np.random.default_rng(1)
+    calls = 0
+    for _ in range(REPLICATES // 4):
+        a, b = np.concatenate(_side(rng, 3)), np.concatenate(_side(rng, 3))
+        calls += sps.mannwhitneyu(a, b).pvalue < ALPHA
+    assert not _within_binomial(calls, REPLICATES // 4, ALPHA)
+    assert calls / (REPLICATES // 4) > 3 * ALPHA
+
+
+def test_known_shift_is_found_and_covered():
+    rng = np.random.default_rng(2)
+    covered = slower = 0
+    for _ in range(REPLICATES):
+        est = verdicts.estimate_independent(_side(rng, 6), _side(rng, 6, 1.10), alpha=ALPHA)
+        covered += est.ci_low <= 1.10 <= est.ci_high
+        slower += est.verdict == "slower"
+        assert est.verdict != "faster"
+    assert _within_binomial(REPLICATES - covered, REPLICATES, ALPHA)
+    assert slower / REPLICATES > 0.9
+
+
+def test_default_threshold_calls_fewer_than_nominal_on_aa():
+    rng = np.random.default_rng(3)
+    calls = sum(
+        verdicts.estimate_independent(_side(rng, 4), _side(rng, 4)).verdict
+        in ("slower", "faster")
+        for _ in range(REPLICATES)
+    )
+    assert calls / REPLICATES <= ALPHA / 2 + 0.02
+
+
+def _pair(rng: np.random.Generator, effect: float, rounds: int = 30, calls: int = 10):
+    """One interleaved pair: each of its processes keeps its own offset for all rounds."""
+    oa, ob = rng.normal(0.0, PROCESS_SD, 2)
+    base = math.log(2e-3)
+
+    def block(offset: float, e: float) -> np.ndarray:
+        return np.exp(base + math.log(e) + offset + rng.normal(0, CALL_SD, calls))
+
+    return [block(oa, 1.0) for _ in range(rounds)], [block(ob, effect) for _ in range(rounds)]
+
+
+def test_pairs_are_the_unit_of_a_live_comparison():
+    rng = np.random.default_rng(4)
+    pair_calls = round_calls = 0
+    for _ in range(REPLICATES // 2):
+        pairs = [_pair(rng, 1.0) for _ in range(8)]
+        logs = [paired.pair_log_ratio(a, b) for a, b in pairs]
+        est = verdicts.estimate_paired(logs, threshold=0.0, alpha=ALPHA)
+        pair_calls += est.verdict in ("slower", "faster")
+        # The old procedure: the rounds of one pair taken as independent (Wilcoxon).
+        ratios = paired.round_ratios(*pairs[0])
+        round_calls += sps.wilcoxon(np.log(ratios)).pvalue < ALPHA
+    n = REPLICATES // 2
+    assert _within_binomial(pair_calls, n, ALPHA), pair_calls
+    assert round_calls / n > 3 * ALPHA  # fails the A/A check
+
+
+def test_a_ten_percent_slowdown_over_pairs():
+    rng = np.random.default_rng(5)
+    covered = 0
+    for _ in range(100):
+        logs = [paired.pair_log_ratio(*_pair(rng, 1.10)) for _ in range(8)]
+        est = verdicts.estimate_paired(logs)
+        covered += est.ci_low <= 1.10 <= est.ci_high
+        assert est.verdict == "slower"
+    assert covered >= 85
+
+
+def test_decide_four_outcomes_and_symmetry():
+    assert verdicts.decide(1.03, 1.08, 0.02) == "slower"
+    assert verdicts.decide(1 / 1.08, 1 / 1.03, 0.02) == "faster"
+    assert verdicts.decide(0.99, 1.01, 0.02) == "same"
+    assert verdicts.decide(1.01, 1.05, 0.02) == "inconclusive"  # excludes 1, not the threshold
+    assert verdicts.decide(0.97, 1.01, 0.02) == "inconclusive"
+    assert verdicts.decide(math.nan, math.nan) == "inconclusive"
+    with pytest.raises(ValueError, match="threshold"):
+        verdicts.decide(1.0, 1.0, -0.1)
+
+
+def test_one_process_a_side_is_inconclusive_with_advice():
+    rng = np.random.default_rng(6)
+    est = verdicts.estimate_independent(_side(rng, 1), _side(rng, 1, 1.5))
+    assert est.verdict == "inconclusive"
+    assert math.isnan(est.ci_low)
+    assert "no interval" in est.advice
+    assert est.units == "1+1 processes"
+
+
+def test_inconclusive_says_what_would_settle_it():
+    rng = np.random.default_rng(7)
+    est = verdicts.estimate_independent(_side(rng, 3), _side(rng, 3, 1.05))
+    if est.verdict == "inconclusive":
+        assert "more processes a side" in est.advice or "threshold" in est.advice
+    assert est.detectable > 0.02  # never smaller than the threshold itself
+    assert est.detectable_95 > est.detectable
+
+
+def test_look_alpha_splits_alpha():
+    assert verdicts.look_alpha(0.05, 4) == pytest.approx(0.0125)
+    with pytest.raises(ValueError):
+        verdicts.look_alpha(0.05, 0)
+
+
+class _Round:
+    def __init__(self, a, b, na=None, nb=None):
+        self.baseline_s, self.candidate_s = a, b
+        self.baseline_noise, self.candidate_noise = na or {}, nb or {}
+
+
+def test_pair_drift_is_unstable():
+    rng = np.random.default_rng(8)
+    a, b = _pair(rng, 1.0, rounds=40)
+    rounds = [_Round(x, y if i < 20 else y * 0.55) for i, (x, y) in enumerate(zip(a, b))]
+    reasons = stability.pairs_reasons([rounds], threshold=0.02)
+    assert any("per-round ratio moved" in r for r in reasons), reasons
+    quiet = [_Round(x, y) for x, y in zip(a, b)]
+    assert stability.pairs_reasons([quiet], threshold=0.02) == []
+
+
+def test_cpu_share_change_is_unstable():
+    rng = np.random.default_rng(9)
+    a, b = _pair(rng, 1.0)
+    share = [1.8] * 15 + [0.77] * 15
+    rounds = [
+        _Round(x, y, {"cpu_share": s}, {"cpu_share": s})
+        for x, y, s in zip(a, b, share, strict=True)
+    ]
+    reasons = stability.pairs_reasons([rounds], threshold=0.02)
+    assert any("CPU share" in r for r in reasons), reasons
