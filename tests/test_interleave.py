@@ -1,19 +1,22 @@
-"""Interleaved comparison: paired statistics, the worker protocol, sessions, files and the CLI."""
+"""Live comparisons: per-pair statistics, the worker protocol, pairs of processes, files, CLI."""
 
 from __future__ import annotations
 
 import dataclasses
 import io
 import json
+import os
+import shutil
+import subprocess
 import sys
+from pathlib import Path
 
 import numpy as np
-import pandas as pd
 import pytest
 from typer.testing import CliRunner
 
 from jaxbench.analysis import load_results
-from jaxbench.analysis.paired import paired_comparison, round_ratios
+from jaxbench.analysis.paired import pair_log_ratio, round_ratios
 from jaxbench.cli import app
 from jaxbench.interleave import (
     Schedule,
@@ -23,9 +26,8 @@ from jaxbench.interleave import (
     run_interleaved,
     write_comparisons,
 )
-from jaxbench.interleave.result import comparisons_frame
-from jaxbench.interleave.sensitivity import asv_verdict, summarize
-from jaxbench.interleave.session import interleave_case
+from jaxbench.interleave.result import CaseComparison, PairRun, Round, comparisons_frame, now
+from jaxbench.interleave.session import _run_pairs, interleave_case
 from jaxbench.interleave.worker import serve
 from jaxbench.workloads.sizes import SIZES, get_size
 
@@ -41,28 +43,80 @@ def drifting_rounds(shift: float, rounds: int = 30, seed: int = 0):
     return base, cand
 
 
-def test_paired_statistics_find_a_known_10_percent_shift_despite_drift():
+def test_a_pair_ratio_finds_a_known_10_percent_shift_despite_drift():
     base, cand = drifting_rounds(1.10)
-    result = paired_comparison(round_ratios(base, cand))
-    assert result.verdict == "slower"
-    assert result.ci_low <= 1.10 <= result.ci_high
-    assert result.p_value < 0.05
-
-
-def test_paired_statistics_call_an_a_a_pair_unchanged():
+    assert np.exp(pair_log_ratio(base, cand)) == pytest.approx(1.10, rel=0.01)
     base, cand = drifting_rounds(1.0)
-    result = paired_comparison(round_ratios(base, cand))
-    assert result.verdict == "unchanged"
-    assert result.ci_low <= 1.0 <= result.ci_high
+    assert np.exp(pair_log_ratio(base, cand)) == pytest.approx(1.0, abs=0.01)
 
 
-def test_paired_statistics_refuse_too_few_rounds_and_mismatched_blocks():
-    with pytest.raises(ValueError, match="at least 6 rounds"):
-        paired_comparison([1.0, 1.1, 1.2, 1.1, 1.0])
+def test_pair_statistics_refuse_mismatched_and_empty_blocks():
     with pytest.raises(ValueError, match="3 rounds, candidate 2"):
         round_ratios([[1.0]] * 3, [[1.0]] * 2)
     with pytest.raises(ValueError, match="round 1"):
         round_ratios([[1.0], []], [[1.0], [1.0]])
+    with pytest.raises(ValueError, match="without timed rounds"):
+        pair_log_ratio([], [])
+
+
+def _comparison(pair_ratios, rounds=30, mode="interleaved", **schedule):
+    """A finished comparison whose pairs have these ratios (candidate / baseline)."""
+    rng = np.random.default_rng(0)
+    c = CaseComparison.start(mode, "train_step", TINY, Schedule(**schedule))
+    for i, ratio in enumerate(pair_ratios):
+        rs = [Round(order="AB", baseline_s=list(1e-3 * np.exp(0.01 * rng.standard_normal(5))),
+                    candidate_s=list(ratio * 1e-3 * np.exp(0.01 * rng.standard_normal(5))))
+              for _ in range(rounds)]  # fmt: skip
+        c = c.with_pair(PairRun(index=i, rounds=rs, started_at=now()))
+    return c
+
+
+def test_the_interval_is_over_pairs_not_rounds():
+    # Every pair is very precise on its own, but the pairs disagree by several percent: the
+    # rounds of one pair would call it; the pairs cannot.
+    c = _comparison([1.00, 1.06, 0.97, 1.04, 0.99, 1.05])
+    e = c.estimate()
+    assert e.units == "6 pairs" and e.verdict == "inconclusive"
+    assert e.ci_low < 1.0 < e.ci_high
+    assert "more process pairs" in e.advice
+    assert _comparison([1.20, 1.21, 1.19, 1.20]).estimate().verdict == "slower"
+    assert _comparison([1.0, 1.001, 0.999, 1.0, 1.0]).estimate().verdict == "same"
+
+
+def test_one_pair_gives_no_interval():
+    e = _comparison([1.3]).estimate()
+    assert e.verdict == "inconclusive" and "no interval" in e.advice
+
+
+def test_each_look_spends_its_share_of_alpha():
+    pairs = [1.03, 1.05, 1.02, 1.04, 1.035, 1.045]
+    one = _comparison(pairs, pairs=6, max_pairs=6).estimate(threshold=0.0)
+    three = _comparison(pairs, pairs=6, max_pairs=16, pairs_step=5).estimate(threshold=0.0)
+    assert three.ci_high - three.ci_low > one.ci_high - one.ci_low  # alpha/3 per look
+
+
+def test_back_to_back_pairs_are_independent_processes():
+    c = _comparison([1.2, 1.21, 1.19], mode="back_to_back")
+    e = c.estimate()
+    assert e.design == "independent" and e.units == "3+3 processes" and e.verdict == "slower"
+    with pytest.raises(ValueError, match="not paired"):
+        c.estimate(mode="interleaved")
+
+
+def test_a_ratio_that_moves_part_way_through_a_pair_is_unstable():
+    # The per-round ratio of one real session: 0.99 for 20 rounds, then 0.53.
+    rng = np.random.default_rng(1)
+    c = CaseComparison.start("interleaved", "train_step", TINY, Schedule())
+    for i in range(6):
+        ratios = [0.99] * 40 if i != 3 else [0.99] * 20 + [0.53] * 20
+        rs = [
+            Round(order="AB", baseline_s=[1e-3 * (1 + 0.01 * rng.random())],
+                  candidate_s=[r * 1e-3 * (1 + 0.01 * rng.random())])
+            for r in ratios
+        ]  # fmt: skip
+        c = c.with_pair(PairRun(index=i, rounds=rs, started_at=now()))
+    e = c.estimate()
+    assert e.verdict == "unstable" and "pair 3: per-round ratio moved" in e.advice
 
 
 def test_scaled_size_scales_the_batch_rows_and_nothing_else():
@@ -107,45 +161,80 @@ class FakeWorker:
         self.blocks += 1
         recompiled = self.blocks == self.recompile_at
         return {"samples_s": [self.latency] * kw["calls"], "compiles_timed": int(recompiled),
-                "traces_timed": 0}  # fmt: skip
+                "traces_timed": 0, "noise": {"cpu_share": 1.0}}  # fmt: skip
 
 
 def test_each_round_times_one_block_per_side_in_a_random_order():
     log: list[str] = []
     wa, wb = FakeWorker("A", log, 1e-3), FakeWorker("B", log, 1.2e-3)
     s = Schedule(rounds=20, calls_per_block=3, warmup_rounds=2)
-    c = interleave_case(wa, wb, Variant("a", "py"), Variant("b", "py", {"size": "tiny*1.5"}),
-                        "train_step", TINY, "cpu", s, np.random.default_rng(0))  # fmt: skip
+    run = interleave_case(wa, wb, Variant("a", "py"), Variant("b", "py", {"size": "tiny*1.5"}),
+                          "train_step", TINY, "cpu", s, np.random.default_rng(0), 4)  # fmt: skip
     pairs = [log[i : i + 2] for i in range(0, len(log), 2)]
     assert len(pairs) == 22 and all(sorted(p) == ["A", "B"] for p in pairs)
-    assert {r.order for r in c.rounds} == {"AB", "BA"}
-    assert [r.order for r in c.rounds] == ["".join(p) for p in pairs[2:]]  # warm-up dropped
-    assert c.candidate.params["size"] == "tiny*1.5" and c.baseline.params["size"] == "tiny"
-    f = c.figures()
-    assert f["verdict"] == "slower" and f["ratio"] == pytest.approx(1.2)
+    assert {r.order for r in run.rounds} == {"AB", "BA"}
+    assert [r.order for r in run.rounds] == ["".join(p) for p in pairs[2:]]  # warm-up dropped
+    assert run.candidate.params["size"] == "tiny*1.5" and run.baseline.params["size"] == "tiny"
+    assert run.index == 4 and run.rounds[0].candidate_noise == {"cpu_share": 1.0}
+    log_ratio = pair_log_ratio([r.baseline_s for r in run.rounds],
+                               [r.candidate_s for r in run.rounds])  # fmt: skip
+    assert np.exp(log_ratio) == pytest.approx(1.2)
 
 
 def test_a_compile_inside_a_timed_block_marks_the_case_recompiled_not_timed():
     log: list[str] = []
     wa, wb = FakeWorker("A", log, 1e-3), FakeWorker("B", log, 1e-3, recompile_at=4)
-    c = interleave_case(wa, wb, Variant("a", "py"), Variant("b", "py"), "train_step", TINY,
-                        "cpu", Schedule(rounds=10), np.random.default_rng(0))  # fmt: skip
-    assert c.status == "recompiled" and "b:" in c.error and c.rounds == []
+    run = interleave_case(wa, wb, Variant("a", "py"), Variant("b", "py"), "train_step", TINY,
+                          "cpu", Schedule(rounds=10), np.random.default_rng(0))  # fmt: skip
+    assert run.status == "recompiled" and "b:" in run.error and run.rounds == []
+    c = CaseComparison.start("interleaved", "train_step", TINY, Schedule()).with_pair(run)
+    assert c.status == "recompiled" and c.error.startswith("pair 0:")
     with pytest.raises(ValueError, match="no timed rounds"):
-        c.figures()
+        c.estimate()
+
+
+def test_pairs_are_added_while_a_case_is_inconclusive_up_to_the_cap():
+    # Case 0 is clearly slower after the first look; case 1 never settles (pairs disagree).
+    spread = iter(np.random.default_rng(2).normal(0, 0.05, 100))
+    calls = []
+
+    def fake_pair(a, b, cases, backend, s, index, rng):
+        calls.append((index, [p["size"] for _, p in cases]))
+        out = []
+        for _, p in cases:
+            ratio = 1.5 if p["size"] == "tiny" else float(np.exp(next(spread)))
+            rs = [Round(order="AB", baseline_s=[1e-3], candidate_s=[ratio * 1e-3])] * 6
+            out.append(PairRun(index=index, rounds=rs, started_at=now()))
+        return out
+
+    cases = [("train_step", TINY), ("train_step", TINY | {"size": "small"})]
+    s = Schedule(pairs=3, max_pairs=8, pairs_step=2, rounds=6)
+    saved = []
+    found = _run_pairs("interleaved", fake_pair, Variant("a", "py"), Variant("b", "py"), cases,
+                       "cpu", s, saved.append, 0.02, 0.05)  # fmt: skip
+    assert s.looks == 4 and s.batches() == [3, 2, 2, 1]
+    assert [len(c.pairs) for c in found] == [3, 8]
+    assert [i for i, _ in calls] == list(range(8)) and calls[3][1] == ["small"]
+    assert found[0].estimate().verdict == "slower"
+    assert len(saved) == 8 and found[0].schedule["looks"] == 4
 
 
 @pytest.mark.slow
 def test_live_interleaved_comparison_of_two_real_workers(tmp_path):
     py = sys.executable
-    s = Schedule(rounds=6, calls_per_block=3, warmup_rounds=1, warmup_calls=1)
+    s = Schedule(pairs=2, max_pairs=2, rounds=6, calls_per_block=3, warmup_rounds=1,
+                 warmup_calls=1)  # fmt: skip
     cases = [("train_step", TINY), ("train_step", TINY | {"dtype": "bfloat16"})]
     found = run_interleaved(
         Variant("base", py), Variant("wide", py, {"size": "tiny*1.5"}), cases, "cpu", s
     )
     assert [c.status for c in found] == ["ok", "ok"]
     c = found[0]
-    assert len(c.rounds) == 6 and all(len(r.baseline_s) == 3 for r in c.rounds)
+    assert len(c.pairs) == 2 and all(len(p.rounds) == 6 for p in c.pairs)
+    assert all(len(r.baseline_s) == 3 for p in c.pairs for r in p.rounds)
+    pids = {p.baseline.env.get("process_id") for p in c.pairs}
+    assert len(pids) == 2  # fresh processes for every pair
+    assert c.pairs[0].rounds[0].candidate_noise["cpu_share"] > 0
     assert c.baseline.jax and c.baseline.backend == "cpu"
     assert c.candidate.flops > 1.3 * c.baseline.flops  # the wider model really ran
     assert found[1].candidate.params == TINY | {"dtype": "bfloat16", "size": "tiny*1.5"}
@@ -157,8 +246,39 @@ def test_live_interleaved_comparison_of_two_real_workers(tmp_path):
     assert "line 1" in problems[0].reason
     assert load_results([tmp_path])[1] == []  # timing-record loader leaves these files alone
     frame = comparisons_frame(loaded)
-    assert list(frame["rounds"]) == [6, 6] and set(frame["mode"]) == {"interleaved"}
+    assert list(frame["pairs"]) == [2, 2] and list(frame["n_baseline"]) == [2, 2]
     assert path.exists()
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(
+    not shutil.which("taskset") or len(os.sched_getaffinity(0)) < 2, reason="needs taskset, 2 CPUs"
+)
+def test_a_candidate_slowed_part_way_by_a_pinned_busy_sibling_is_unstable(tmp_path):
+    """The candidate worker runs on CPU 1; from the third pair on a busy loop shares it."""
+    cpu = sorted(os.sched_getaffinity(0))[-1]
+    wrapper = tmp_path / "python-pinned"
+    wrapper.write_text(f'#!/bin/sh\nexec taskset -c {cpu} {sys.executable} "$@"\n')
+    wrapper.chmod(0o755)
+    hog: list[subprocess.Popen] = []
+
+    def start_hog(found):
+        if len(found[0].pairs) == 2 and not hog:
+            hog.append(subprocess.Popen(["taskset", "-c", str(cpu), sys.executable, "-c",
+                                         "while True: pass"]))  # fmt: skip
+
+    s = Schedule(pairs=4, max_pairs=4, rounds=8, calls_per_block=5, warmup_rounds=1,
+                 warmup_calls=2)  # fmt: skip
+    try:
+        (found,) = run_interleaved(Variant("a", sys.executable), Variant("b", str(wrapper)),
+                                   [("train_step", TINY)], "cpu", s, on_pair=start_hog)  # fmt: skip
+    finally:
+        for p in hog:
+            p.kill()
+            p.wait()
+    e = found.estimate()
+    assert e.verdict == "unstable", e
+    assert "candidate between pairs: CPU share" in e.advice
 
 
 @pytest.mark.slow
@@ -177,29 +297,6 @@ def test_a_worker_that_dies_is_an_error_with_its_exit():
                         [("train_step", TINY)], "cpu")  # fmt: skip
 
 
-def test_asv_verdict_follows_asv_factor_and_test():
-    rng = np.random.default_rng(0)
-    a = 1e-3 * np.exp(0.01 * rng.standard_normal(300))
-    assert asv_verdict(a, a) == "unchanged"
-    assert asv_verdict(a, 1.05 * a) == "unchanged"  # real, but below asv's factor 1.1
-    assert asv_verdict(a, 1.3 * a) == "slower"
-    assert asv_verdict(1.3 * a, a) == "faster"
-
-
-def test_sensitivity_summary_counts_power_and_false_alarms():
-    rows = pd.DataFrame(
-        {
-            "effect": [1.0, 1.0, 1.0, 1.0, 1.05, 1.05],
-            "design": ["interleaved"] * 4 + ["interleaved"] * 2,
-            "verdict": ["unchanged", "faster", "unchanged", "slower", "slower", "unchanged"],
-            "ratio": [1.0, 0.9, 1.0, 1.1, 1.05, 1.01],
-        }
-    )
-    s = summarize(rows).set_index("effect")
-    assert s.loc[1.0, "called"] == 0.5 and s.loc[1.0, "repeats"] == 4
-    assert s.loc[1.05, "slower"] == 0.5
-
-
 runner = CliRunner()
 
 
@@ -215,10 +312,13 @@ runner = CliRunner()
         (["--interleave", "current", "/no/python", "-w", "train_step", "-s", "tiny"],
          "no such interpreter"),
         (["--interleave", "current", "current", "--rounds", "0", "-w", "train_step"],
-         "rounds must be >= 6"),
+         "--rounds must be >= 6"),
+        (["--interleave", "current", "current", "--pairs", "4", "--max-pairs", "2"],
+         "--max-pairs (2) must be >= --pairs (4)"),
         (["results/cpu", "0.4.30"], "is a path but '0.4.30' is not"),
         (["0.4.1", "0.4.2", "-r", "results/cpu"], "baseline '0.4.1' has no rows"),
-        (["0.4.1", "0.4.2", "--threshold", "-1"], "threshold must be >= 0"),
+        (["0.4.1", "0.4.2", "--threshold", "-1"], "--threshold: threshold must be a number"),
+        (["0.4.1", "0.4.2", "--alpha", "2"], "--alpha: alpha must be in (0, 1)"),
     ],
 )  # fmt: skip
 def test_compare_refuses_bad_input_with_one_line_and_exit_2(args, message):
@@ -227,26 +327,38 @@ def test_compare_refuses_bad_input_with_one_line_and_exit_2(args, message):
     assert message in " ".join(result.output.split())
 
 
-def test_compare_of_two_result_paths_with_the_same_records_is_unchanged(tmp_path):
+def test_compare_of_two_result_paths_with_the_same_records_is_never_slower_or_faster(tmp_path):
     result = runner.invoke(app, ["compare", "results/cpu", "results/cpu"])
     assert result.exit_code == 0, result.output
-    text = result.output
-    assert "mode: sequential" in text and "slower" not in text and "steady_state" in text
-    assert "results/cpu (candidate) vs results/cpu (baseline)" in " ".join(text.split())
+    text = " ".join(result.output.split())
+    assert "mode: sequential" in text and "steady_state" in text
+    assert "slower" not in text.replace("0 slower", "") and "faster" not in text
+    assert "1+1" in text and "no interval" in text  # one run a side: one process a side
+    assert "results/cpu (candidate) vs results/cpu (baseline)" in text
     assert "warning: baseline and candidate are the same records" in text
 
 
+def test_compare_of_sets_with_no_common_case_fails_with_one_line(tmp_path):
+    lines = (tmp_path / "a.jsonl"), (tmp_path / "b.jsonl")
+    src = Path("results/cpu/20261130T175000Z-8e5564b3.jsonl").read_text().splitlines()
+    lines[0].write_text(src[0] + "\n")
+    lines[1].write_text(src[2] + "\n")
+    result = runner.invoke(app, ["compare", str(lines[0]), str(lines[1])])
+    assert result.exit_code == 2
+    assert "no common case" in " ".join(result.output.split())
+
+
 @pytest.mark.slow
-def test_compare_back_to_back_saves_each_case_and_names_its_design(tmp_path):
+def test_compare_back_to_back_saves_each_pair_and_names_its_design(tmp_path):
     args = ["compare", "--back-to-back", "current", "current", "-w", "train_step", "-s", "tiny",
-            "-d", "float32", "--set-b", "size=tiny*1.5", "--rounds", "6", "--calls-per-block",
-            "3", "--warmup-rounds", "1", "-o", str(tmp_path)]  # fmt: skip
+            "-d", "float32", "--set-b", "size=tiny*1.5", "--pairs", "2", "--max-pairs", "2",
+            "--rounds", "6", "--calls-per-block", "3", "--warmup-rounds", "1", "-o",
+            str(tmp_path)]  # fmt: skip
     result = runner.invoke(app, args)
-    assert result.exit_code == 0, result.output
+    assert result.exit_code in (0, 1), result.output  # 1: the wider side is slower
     assert "mode: back to back (sequential)" in result.output
     (found,), problems = load_comparisons([tmp_path])
-    assert problems == [] and found.mode == "back_to_back" and len(found.rounds) == 6
+    assert problems == [] and found.mode == "back_to_back" and len(found.pairs) == 2
     assert found.candidate.params["size"] == "tiny*1.5" and found.baseline.params["size"] == "tiny"
-    assert found.figures()["basis"].startswith("independent samples")
-    with pytest.raises(ValueError, match="not paired"):
-        found.figures(mode="interleaved")
+    assert found.estimate().units == "2+2 processes"
+    assert (result.exit_code == 1) == (found.estimate().verdict == "slower")

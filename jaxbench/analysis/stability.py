@@ -83,19 +83,28 @@ def _shares(noise: Iterable[Mapping[str, Any] | None]) -> np.ndarray:
 def share_reason(
     noise: Iterable[Mapping[str, Any] | None], what: str, factor: float = CPU_SHARE_FACTOR
 ) -> str | None:
-    """A reason when the ``cpu_share`` values of ``noise`` span more than ``factor``.
+    """A reason when the ``cpu_share`` of ``noise`` (in time order) moved by more than ``factor``.
+
+    The series is cut into quarters (halves below 8 values, single values below 4) and the
+    medians of the parts are compared, max / min, so one odd block of a few calls does not
+    count, but a hog that starts part-way does.
 
     Args:
-        noise: Noise dicts (:mod:`jaxbench.measure.noise`), e.g. one per block or process;
-            entries without ``cpu_share`` are ignored.
+        noise: Noise dicts (:mod:`jaxbench.measure.noise`) in time order, e.g. one per block,
+            or one per pair or process; entries without ``cpu_share`` are ignored.
         what: Where they come from, for the reason.
-        factor: Largest max / min ratio allowed.
+        factor: Largest max / min ratio of the parts' medians allowed.
     """
     s = _shares(noise)
-    if s.size < 2 or s.max() / s.min() <= factor:
+    if s.size < 2:
+        return None
+    parts = 4 if s.size >= 8 else 2 if s.size >= 4 else s.size
+    medians = [float(np.median(p)) for p in np.array_split(s, parts)]
+    low, high = min(medians), max(medians)
+    if high / low <= factor:
         return None
     return (
-        f"{what}: CPU share of the timed region ranged from {s.min():.2f} to {s.max():.2f} "
+        f"{what}: CPU share of the timed region moved between {low:.2f} and {high:.2f} "
         "(other processes took CPUs part of the time)"
     )
 
@@ -125,9 +134,10 @@ def pair_reasons(rounds: Sequence[Any], index: int, threshold: float, alpha: flo
     out.append(drift_reason(med_b - med_a, threshold, alpha, f"pair {index}: per-round ratio"))
     out.append(drift_reason(med_a, LATENCY_SHIFT, alpha, f"pair {index}: baseline latency"))
     out.append(drift_reason(med_b, LATENCY_SHIFT, alpha, f"pair {index}: candidate latency"))
-    noise = [n for r in rounds for n in (r.baseline_noise, r.candidate_noise)]
-    out.append(share_reason(noise, f"pair {index}"))
-    out.append(steal_reason(noise, f"pair {index}"))
+    for side in ("baseline", "candidate"):
+        noise = [getattr(r, f"{side}_noise") for r in rounds]
+        out.append(share_reason(noise, f"pair {index}, {side}"))
+        out.append(steal_reason(noise, f"pair {index}, {side}"))
     return [r for r in out if r]
 
 
@@ -135,17 +145,20 @@ def pairs_reasons(pairs: Sequence[Sequence[Any]], threshold: float) -> list[str]
     """Reasons to distrust a comparison over several pairs (each a sequence of rounds).
 
     Every pair is checked (:func:`pair_reasons`, the drift tests sharing
-    :data:`DRIFT_ALPHA`), and the pairs' median CPU shares are compared with each other.
+    :data:`DRIFT_ALPHA`), and each side's median CPU share is compared across pairs.
     """
     alpha = DRIFT_ALPHA / max(1, 3 * len(pairs))
     out = [r for i, rounds in enumerate(pairs) for r in pair_reasons(rounds, i, threshold, alpha)]
-    medians = []
-    for rounds in pairs:
-        s = _shares(n for r in rounds for n in (r.baseline_noise, r.candidate_noise))
-        if s.size:
-            medians.append({"cpu_share": float(np.median(s))})
-    reason = share_reason(medians, "between pairs")
-    return [*out, reason] if reason else out
+    for side in ("baseline", "candidate"):
+        medians = []
+        for rounds in pairs:
+            s = _shares(getattr(r, f"{side}_noise") for r in rounds)
+            if s.size:
+                medians.append({"cpu_share": float(np.median(s))})
+        reason = share_reason(medians, f"{side} between pairs")
+        if reason:
+            out.append(reason)
+    return out
 
 
 def processes_reasons(

@@ -338,6 +338,8 @@ def estimate_independent(
         if va + vb > 0:
             test = sps.ttest_ind(b, a, equal_var=False)
             se, df, p = math.sqrt(va + vb), float(test.df), float(test.pvalue)
+        else:  # every process alike on both sides: the interval is the point
+            se, df, p = 0.0, float(a.size + b.size - 2), float(diff == 0)
     elif a.size + b.size >= 3 and sd > 0:  # one side has one process: assume equal spread
         se = sd * math.sqrt(1 / a.size + 1 / b.size)
         df = float(a.size + b.size - 2)
@@ -387,8 +389,7 @@ def estimate_paired(
     if d.size >= 2:
         sd = float(d.std(ddof=1))
         df = float(d.size - 1)
-        if sd > 0:
-            se = sd / math.sqrt(d.size)
-            p = float(sps.ttest_1samp(d, 0.0).pvalue)
+        se = sd / math.sqrt(d.size)
+        p = float(sps.ttest_1samp(d, 0.0).pvalue) if sd > 0 else float(mean == 0)
     n = int(d.size)
     return _finish(mean, se, df, p, sd, (n, n), calls, "paired", alpha, threshold)
