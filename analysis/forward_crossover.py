@@ -47,7 +47,7 @@ display(
     )
 )
 if problems:
-    display(Markdown("**Files that did not load:**\n\n" + md.bullets(map(str, problems))))
+    display(Markdown("**Problems with files:**\n\n" + md.bullets(map(str, problems))))
 
 # %% [markdown]
 # ## Crossover K per series and version

@@ -17,7 +17,7 @@
 # # Latency distributions across JAX versions
 #
 # Steady-state latency per call of every case, for each JAX version in the results: a summary
-# table (n, p50, p95, IQR, MAD and the bootstrap CI of the median), violins on a log scale
+# table (n, processes, p50, p95, IQR, MAD and the interval over processes), violins on a log scale
 # (densities estimated in log space) and ECDFs. One measurement condition at a time: rows
 # measured under different conditions (device, machine, flags, ...) are never pooled.
 #
@@ -47,13 +47,15 @@ display(
     )
 )
 if problems:
-    display(Markdown("**Files that did not load:**\n\n" + md.bullets(map(str, problems))))
+    display(Markdown("**Problems with files:**\n\n" + md.bullets(map(str, problems))))
 
 # %% [markdown]
 # ## Summary per case, condition and version
 #
-# `p50`/`p95`: percentiles; `iqr`: p75 - p25; `mad`: median absolute deviation (raw);
-# `ci`: 95 % percentile-bootstrap interval of the median (seeded, so it repeats exactly).
+# `n`: timed calls; `processes`: the processes (runs) they came from; `p50`/`p95`: percentiles
+# over every call; `iqr`: p75 - p25; `mad`: median absolute deviation (raw); `ci`: 95 % interval
+# of the typical process median (t interval of the mean log per-process median, so it is over
+# processes, not calls: calls of one process are not independent). One process gives none.
 
 # %%
 summary = analysis.case_summary(samples)

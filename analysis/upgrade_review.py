@@ -18,13 +18,20 @@
 #
 # Each JAX version against the one before it (version order: 0.4.9 before 0.4.10): which train
 # steps, compiles and forward-mode products got slower or faster, by how much, and whether the
-# change is real. Regressions come first; steady state and compile time are always separate
-# rows. The same review as `jaxbench report` (which also writes it as Markdown with figures).
+# change is real. The verdicts that hold come first (regressions, then improvements), then what
+# the data cannot tell; steady state and compile time are always separate rows. The same review
+# as `jaxbench report` (which also writes it as Markdown with figures).
 #
-# Verdict rule (`jaxbench.analysis.stats.verdict`): `slower` when the bootstrap interval of the
-# ratio of medians (candidate / baseline) lies above 1, the ratio passes the threshold, and the
-# Mann-Whitney U test agrees; `faster` likewise; `unchanged` otherwise. Results: the folder
-# named by `JAXBENCH_RESULTS` (default `results/versions`, relative to the repository root).
+# The process is the unit: each process (a run) is summarised by the median of its calls, and
+# the versions are compared with Welch's t interval of the mean log per-process medians (live
+# comparisons: the t interval over process pairs). Verdict rule
+# (`jaxbench.analysis.verdicts.decide`), with t the threshold: `slower` when the whole interval
+# of the ratio (candidate / baseline) lies above 1 + t, `faster` when it lies below 1 / (1 + t),
+# `same` when it lies within both bounds, `inconclusive` otherwise (with the advice of what would
+# settle it: usually more processes), and `unstable` when the noise indicators say the machine
+# changed. A false `slower` has probability at most alpha / 2 per case. One process a side gives
+# no interval: `inconclusive`. Results: the folder named by `JAXBENCH_RESULTS` (default
+# `results/versions`, relative to the repository root).
 
 # %%
 # %matplotlib inline
@@ -50,17 +57,22 @@ display(
         f"Results `{results}`; versions {', '.join(review.versions)}; compared "
         + "; ".join(report_tables.pair_label(a, b) for a, b in review.pairs)
         + f". Mode: **{review.mode.name}**. Thresholds: steady state {settings.threshold:.0%}, "
-        f"compile time {settings.compile_threshold:.0%}; alpha {settings.alpha}; "
-        f"{settings.n_resamples} bootstrap resamples, seed {settings.seed}."
+        f"compile time {settings.compile_threshold:.0%}; alpha {settings.alpha} "
+        f"({settings.confidence:.0%} intervals over processes). Verdicts: "
+        + report_tables.verdict_sentence(review.verdict_counts())
+        + "."
     )
 )
+display(report_tables.summary_counts(review))
 if review.problems:
-    display(Markdown("**Files that did not load:**\n\n" + md.bullets(map(str, review.problems))))
+    display(Markdown("**Problems with files:**\n\n" + md.bullets(map(str, review.problems))))
 
 # %% [markdown]
 # ## Regressions (every pair)
 #
-# Worst first; steady state before compile time. Ratio = candidate / baseline median.
+# Worst first; steady state before compile time. Ratio = candidate / baseline (geometric mean
+# over processes of each process's median) with its interval over processes; `processes`:
+# baseline + candidate processes; `detectable`: the smallest slowdown found with 80 % power.
 
 # %%
 display(report_tables.comparison_table(review.regressions))
@@ -70,6 +82,17 @@ display(report_tables.comparison_table(review.regressions))
 
 # %%
 display(report_tables.comparison_table(review.improvements))
+
+# %% [markdown]
+# ## Inconclusive and unstable
+#
+# `unstable`: the machine changed under the comparison (`advice` gives the reason).
+# `inconclusive`: the interval is too wide to show a change beyond the threshold or its absence;
+# `advice` says what would settle it. Largest apparent change first.
+
+# %%
+display(report_tables.comparison_table(review.unstable, advice=True))
+display(report_tables.comparison_table(review.inconclusive, advice=True))
 
 # %% [markdown]
 # ## Numerical drift beside the timings
@@ -95,8 +118,9 @@ else:
 # %% [markdown]
 # ## Live comparisons
 #
-# `jaxbench compare --interleave` results found in the same folder (paired per round), shown
-# apart from the recorded runs.
+# `jaxbench compare --interleave` results found in the same folder, shown apart from the recorded
+# runs: the interval is over process pairs (`pairs`), and `disagree` marks a case whose live and
+# recorded verdicts both hold and contradict each other.
 
 # %%
 display(live_table(ReportContext(review, results)) if review.live else Markdown("None."))
@@ -119,7 +143,7 @@ if slow.empty:
 # %% [markdown]
 # ## Every comparison, pair by pair
 #
-# Verdict counts, then steady state and compile time in separate tables.
+# Verdict counts, then steady state and compile time in separate tables, with each row's advice.
 
 # %%
 for a, b in review.pairs:
@@ -130,7 +154,7 @@ for a, b in review.pairs:
         display(Markdown(f"**{title}**"))
         display(
             report_tables.comparison_table(
-                rows[rows["metric"] == metric], versions=False, verdict=True
+                rows[rows["metric"] == metric], versions=False, verdict=True, advice=True
             )
         )
 

@@ -29,11 +29,15 @@ def report_cmd(
     compile_threshold: Annotated[
         float, typer.Option(help="Smallest compile-time change that counts.")
     ] = 0.10,
-    alpha: Annotated[float, typer.Option(help="Significance level of the rank test.")] = 0.05,
+    alpha: Annotated[
+        float,
+        typer.Option(help="1 - confidence level of the intervals (false slower: <= alpha/2)."),
+    ] = 0.05,
 ) -> None:
     """Compare JAX versions in saved results: regressions first, compile apart; exit 2 on bad input.
 
-    Without --baseline/--candidate each version is compared with the one before it.
+    Without --baseline/--candidate each version is compared with the one before it. Intervals
+    are taken over processes: a case run in one process per version is inconclusive.
     """
     from jaxbench.analysis.report import ReviewInputError, load_review, render_report
     from jaxbench.analysis.review import Settings
@@ -46,12 +50,14 @@ def report_cmd(
     out_dir = writable_folder(out)
     path = render_report(review, out_dir)
     for problem in review.problems:
-        err_console.print(f"[yellow]not loaded:[/] {problem}", highlight=False)
-    n_slow, n_fast = len(review.regressions), len(review.improvements)
+        err_console.print(f"[yellow]problem:[/] {problem}", highlight=False)
+    counts = review.verdict_counts()
     pairs = ", ".join(f"{a} -> {b}" for a, b in review.pairs) or "none (one version)"
     console.print(f"compared: {pairs}", highlight=False)
     console.print(
-        f"regressions: {n_slow}, improvements: {n_fast}, comparisons: {len(review.results)}",
+        f"regressions: {counts['slower']}, improvements: {counts['faster']}, "
+        f"same: {counts['same']}, inconclusive: {counts['inconclusive']}, "
+        f"unstable: {counts['unstable']}, comparisons: {len(review.results)}",
         highlight=False,
     )
     console.print(f"report: {path}", highlight=False)

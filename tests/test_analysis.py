@@ -1,21 +1,46 @@
-"""jaxbench.analysis: version order, loading with problems, conditions, statistics, comparisons."""
+"""jaxbench.analysis: version order, loading with problems, conditions, statistics, comparisons.
+
+Comparisons are judged over processes (distinct ``run_id``s here): :func:`processes` writes
+several, each with its own offset (log sd :data:`analysis_data.PROCESS_SD`).
+"""
 
 import json
 import math
 import random
+import re
 import shutil
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 import pytest
-from analysis_data import BASE_ENV, VERSIONS, forward_records, lognormal, record, write
+from analysis_data import (
+    BASE_ENV,
+    CALL_SD,
+    PROCESS_SD,
+    VERSIONS,
+    forward_records,
+    lognormal,
+    record,
+    write,
+)
 from scipy import stats as sps
 
 from jaxbench import analysis
-from jaxbench.analysis.compare import BASIS_TESTS, BASIS_THRESHOLD, COMPILE, STEADY_STATE
+from jaxbench.analysis.compare import BASIS, COMPILE, STEADY_STATE
 
 ROOT = Path(__file__).resolve().parent.parent
+
+
+def processes(version, median, k=4, n=100, seed=0, process_sd=PROCESS_SD, **fields):
+    """``k`` records of ``version``, each its own process (run), with a process offset each."""
+    rng = np.random.default_rng([seed, k, n])
+    recs = []
+    for p in range(k):
+        scale = math.exp(process_sd * rng.standard_normal())
+        samples = lognormal(median * scale, n, seed=int(rng.integers(1 << 30)), sigma=CALL_SD)
+        recs.append(record(version, samples, run_id=f"{version}-{seed}-p{p}", **fields))
+    return recs
 
 
 def load(tmp_path, records, name="run.jsonl"):
@@ -52,11 +77,9 @@ def test_loaded_frame_and_summaries_keep_version_order(tmp_path):
     recs = [record(v, lognormal(1e-3, 20, seed=i)) for i, v in enumerate(reversed(VERSIONS))]
     frame = load(tmp_path, recs)
     assert list(frame["version"].cat.categories) == VERSIONS
-    summary = analysis.case_summary(analysis.steady_state_samples(frame), n_resamples=200)
+    summary = analysis.case_summary(analysis.steady_state_samples(frame))
     assert list(summary["version"].astype(str)) == VERSIONS
-    assert analysis.compare_to_previous(frame, "0.4.36", n_resamples=200).baseline == (
-        "0.4.36.dev20241122"
-    )
+    assert analysis.compare_to_previous(frame, "0.4.36").baseline == ("0.4.36.dev20241122")
 
 
 # -- loading -----------------------------------------------------------------------------------
@@ -134,11 +157,11 @@ def test_rows_under_different_conditions_are_never_pooled(tmp_path):
     assert "device_kind 'NVIDIA H100' vs 'cpu'" in text
     assert len(split.reasons) == 2
 
-    cmp = analysis.compare_versions(frame, "0.4.30", "0.4.31", n_resamples=500)
+    cmp = analysis.compare_versions(frame, "0.4.30", "0.4.31")
     steady = cmp.table[cmp.table["metric"] == STEADY_STATE]
     assert len(steady) == 1  # only the matching condition is compared, the others never pooled
-    assert steady["n_candidate"].item() == 100
-    assert steady["verdict"].item() == "unchanged"
+    assert steady["n_candidate"].item() == 1 and steady["calls_candidate"].item() == 100
+    assert steady["verdict"].item() == "inconclusive"  # one process a side: no interval
     (unmatched,) = cmp.unmatched
     assert "NVIDIA H100@box" in unmatched and "conditions differ" in unmatched
     assert any("XLA_FLAGS" in r for r in cmp.kept_apart)
@@ -174,118 +197,136 @@ def test_unknown_condition_field_is_named(tmp_path):
 
 
 def test_summary_figures_match_their_definitions():
-    x = np.array(lognormal(2e-3, 301, seed=7, sigma=0.3))
-    s = analysis.summarize_samples(x, n_resamples=1000)
+    groups = [lognormal(2e-3 * f, 101, seed=i, sigma=0.3) for i, f in enumerate((0.9, 1.0, 1.1))]
+    x = np.concatenate(groups)
+    owners = np.repeat([0, 1, 2], 101)
+    s = analysis.summarize_samples(x, owners)
     p25, p50, p75, p95 = np.percentile(x, [25, 50, 75, 95])
-    assert s["n"] == 301
+    assert s["n"] == 303 and s["processes"] == 3
     assert s["p50"] == pytest.approx(p50) and s["p95"] == pytest.approx(p95)
     assert s["iqr"] == pytest.approx(p75 - p25)
     assert s["mad"] == pytest.approx(np.median(np.abs(x - np.median(x))))
-    assert s["ci_low"] < p50 < s["ci_high"]
-    # The interval of a median of 301 lognormal(sigma=0.3) values is a few percent wide.
-    assert 0.01 < (s["ci_high"] - s["ci_low"]) / p50 < 0.15
-    assert analysis.summarize_samples(x, n_resamples=1000) == s  # seeded: repeats exactly
+    # The interval is over processes: the t interval of the mean log per-process median.
+    logs = np.log([np.median(g) for g in groups])
+    half = sps.t.ppf(0.975, 2) * logs.std(ddof=1) / math.sqrt(3)
+    assert s["ci_low"] == pytest.approx(math.exp(logs.mean() - half))
+    assert s["ci_high"] == pytest.approx(math.exp(logs.mean() + half))
+    one = analysis.summarize_samples(x)  # no processes given: one process, no interval
+    assert one["processes"] == 1 and math.isnan(one["ci_low"]) and math.isnan(one["ci_high"])
     assert analysis.summarize_samples([])["n"] == 0
-    assert math.isnan(analysis.median_ci([1.0])[0])
 
 
-def test_mann_whitney_is_scipys():
-    a, b = lognormal(1, 40, seed=1), lognormal(1.2, 40, seed=2)
-    assert analysis.mann_whitney_p(a, b) == pytest.approx(sps.mannwhitneyu(a, b).pvalue)
+def test_case_summary_counts_processes(tmp_path):
+    frame = load(tmp_path, processes("0.4.30", 1e-3, k=3, n=20))
+    (row,) = analysis.case_summary(analysis.steady_state_samples(frame)).to_dict("records")
+    assert row["n"] == 60 and row["processes"] == 3
+    assert row["ci_low"] < row["p50"] < row["ci_high"]
 
 
 @pytest.mark.parametrize(
-    ("args", "expected"),
+    ("interval", "expected"),
     [
-        ((1.10, 1.05, 1.15, 0.001), "slower"),
-        ((1.10, 0.99, 1.20, 0.001), "unchanged"),  # interval reaches 1
-        ((1.01, 1.005, 1.015, 1e-9), "unchanged"),  # real but below the 2 % threshold
-        ((1.10, 1.05, 1.15, 0.20), "unchanged"),  # rank test disagrees
-        ((0.90, 0.85, 0.95, 0.001), "faster"),
-        ((1.03, math.nan, math.nan, math.nan), "slower"),  # threshold only
-        ((1 / 1.03, math.nan, math.nan, math.nan), "faster"),
-        ((1.01, math.nan, math.nan, math.nan), "unchanged"),
+        ((1.05, 1.15), "slower"),  # wholly above 1.02
+        ((1.01, 1.15), "inconclusive"),  # reaches below the threshold
+        ((0.99, 1.01), "same"),  # wholly within (1/1.02, 1.02)
+        ((1.005, 1.015), "same"),  # a real change, but smaller than the threshold
+        ((0.85, 0.95), "faster"),
+        ((0.90, 1.10), "inconclusive"),
+        ((math.nan, math.nan), "inconclusive"),  # no interval
     ],
 )
-def test_verdict_rule(args, expected):
-    assert analysis.verdict(*args, threshold=0.02, alpha=0.05) == expected
+def test_verdict_rule(interval, expected):
+    assert analysis.decide(*interval, threshold=0.02) == expected
 
 
 def test_verdict_rejects_bad_settings():
     with pytest.raises(ValueError, match="threshold"):
-        analysis.verdict(1.0, threshold=-0.1)
+        analysis.decide(1.0, 1.1, threshold=-0.1)
     with pytest.raises(ValueError, match="alpha"):
-        analysis.verdict(1.0, alpha=1.5)
+        analysis.estimate_independent([[1.0], [1.1]], [[1.0], [1.2]], alpha=1.5)
 
 
 # -- comparisons -------------------------------------------------------------------------------
 
 
 def test_a_ten_percent_shift_is_slower_with_an_interval_holding_1_10(tmp_path):
-    recs = [
-        record("0.4.30", lognormal(1e-3, 400, seed=11)),
-        record("0.4.31", lognormal(1.10e-3, 400, seed=12)),
-    ]
+    recs = processes("0.4.30", 1e-3, seed=11) + processes("0.4.31", 1.10e-3, seed=12)
     frame = load(tmp_path, recs)
     row = analysis.compare_versions(frame, "0.4.30", "0.4.31").table.iloc[0]
-    assert row["metric"] == STEADY_STATE and row["basis"] == BASIS_TESTS
+    assert row["metric"] == STEADY_STATE and row["basis"] == BASIS
+    assert row["n_baseline"] == row["n_candidate"] == 4
+    assert row["calls_baseline"] == row["calls_candidate"] == 400
     assert row["verdict"] == "slower"
-    assert 1 < row["ci_low"] <= 1.10 <= row["ci_high"]
-    assert row["p_value"] < 0.05
+    assert 1.02 < row["ci_low"] <= 1.10 <= row["ci_high"]
+    assert row["p_value"] < 0.05 and 0 < row["detectable"] < 0.10
     back = analysis.compare_versions(frame, "0.4.31", "0.4.30").table.iloc[0]
     assert back["verdict"] == "faster"
-    assert back["ci_low"] <= 1 / 1.10 <= back["ci_high"] < 1
+    assert back["ci_low"] <= 1 / 1.10 <= back["ci_high"] < 1 / 1.02
 
 
-def test_an_a_a_pair_is_unchanged(tmp_path):
+def test_many_calls_in_one_process_a_side_settle_nothing(tmp_path):
+    """The process is the unit: 4000 calls in one process a side give no interval."""
     recs = [
-        record("0.4.30", lognormal(1e-3, 400, seed=21)),
-        record("0.4.31", lognormal(1e-3, 400, seed=22)),
+        record("0.4.30", lognormal(1e-3, 4000, seed=13, sigma=0.01), run_id="a"),
+        record("0.4.31", lognormal(1.10e-3, 4000, seed=14, sigma=0.01), run_id="b"),
     ]
+    row = analysis.compare_versions(load(tmp_path, recs), "0.4.30", "0.4.31").table.iloc[0]
+    assert row["ratio"] == pytest.approx(1.10, rel=0.01)
+    assert row["verdict"] == "inconclusive" and math.isnan(row["ci_low"])
+    assert "one process gives no interval" in row["advice"]
+
+
+def test_an_a_a_pair_is_same_never_slower_or_faster(tmp_path):
+    recs = processes("0.4.30", 1e-3, k=6, seed=21) + processes("0.4.31", 1e-3, k=6, seed=22)
     frame = load(tmp_path, recs)
     row = analysis.compare_versions(frame, "0.4.30", "0.4.31").table.iloc[0]
-    assert row["verdict"] == "unchanged"
-    assert row["ci_low"] <= 1 <= row["ci_high"]
+    assert row["verdict"] == "same"
+    assert 1 / 1.02 < row["ci_low"] <= 1 <= row["ci_high"] < 1.02
 
 
-def test_a_significant_shift_below_the_threshold_is_unchanged(tmp_path):
-    recs = [
-        record("0.4.30", lognormal(1e-3, 4000, seed=31, sigma=0.01)),
-        record("0.4.31", lognormal(1.01e-3, 4000, seed=32, sigma=0.01)),
-    ]
+def test_a_real_shift_below_the_threshold_is_same(tmp_path):
+    recs = processes("0.4.30", 1e-3, k=8, n=400, seed=31, process_sd=0.001)
+    recs += processes("0.4.31", 1.01e-3, k=8, n=400, seed=32, process_sd=0.001)
     frame = load(tmp_path, recs)
-    row = analysis.compare_versions(frame, "0.4.30", "0.4.31", n_resamples=500).table.iloc[0]
-    assert row["ci_low"] > 1 and row["p_value"] < 1e-6
-    assert row["verdict"] == "unchanged"
-    loose = analysis.compare_versions(frame, "0.4.30", "0.4.31", threshold=0.005, n_resamples=500)
+    row = analysis.compare_versions(frame, "0.4.30", "0.4.31").table.iloc[0]
+    assert row["ci_low"] > 1 and row["p_value"] < 1e-3  # the 1 % is real ...
+    assert row["verdict"] == "same"  # ... but smaller than the 2 % that matters
+    loose = analysis.compare_versions(frame, "0.4.30", "0.4.31", threshold=0.005)
     assert loose.table.iloc[0]["verdict"] == "slower"
 
 
+def test_an_interval_reaching_past_the_threshold_is_inconclusive_with_advice(tmp_path):
+    recs = processes("0.4.30", 1e-3, k=2, seed=41, process_sd=0.03)
+    recs += processes("0.4.31", 1.03e-3, k=2, seed=42, process_sd=0.03)
+    row = analysis.compare_versions(load(tmp_path, recs), "0.4.30", "0.4.31").table.iloc[0]
+    assert row["verdict"] == "inconclusive"
+    assert row["ci_low"] < 1.02 < row["ci_high"]
+    assert re.search(r"run about \d+ more processes a side|will not settle it", row["advice"])
+    assert row["detectable"] > 0.02
+
+
 def test_compile_time_is_compared_apart_from_steady_state(tmp_path):
-    same = lognormal(1e-3, 200, seed=41)
-    recs = [
-        record("0.4.30", same, compile_s=1.00),
-        record("0.4.31", same, compile_s=1.30),
-    ]
-    frame = load(tmp_path, recs)
-    table = analysis.compare_versions(frame, "0.4.30", "0.4.31", n_resamples=500).table
+    recs = processes("0.4.30", 1e-3, seed=51) + processes("0.4.31", 1e-3, seed=52)
+    for i, rec in enumerate(recs):  # one compile per process, 30 % slower in 0.4.31
+        slower = 1.30 if rec.env["jax"] == "0.4.31" else 1.0
+        recs[i] = rec.model_copy(update={"compile_s": slower * (1 + 0.01 * (i % 4))})
+    table = analysis.compare_versions(load(tmp_path, recs), "0.4.30", "0.4.31").table
     by_metric = table.set_index("metric")
-    assert by_metric.loc[STEADY_STATE, "verdict"] == "unchanged"
+    assert by_metric.loc[STEADY_STATE, "verdict"] in ("same", "inconclusive")
     assert by_metric.loc[COMPILE, "verdict"] == "slower"
-    assert by_metric.loc[COMPILE, "basis"] == BASIS_THRESHOLD
-    assert math.isnan(by_metric.loc[COMPILE, "ci_low"])
-    assert by_metric.loc[COMPILE, "ratio"] == pytest.approx(1.30)
+    assert by_metric.loc[COMPILE, "n_baseline"] == by_metric.loc[COMPILE, "calls_baseline"] == 4
+    assert by_metric.loc[COMPILE, "ci_low"] <= 1.30 <= by_metric.loc[COMPILE, "ci_high"]
 
 
-def test_repeated_compile_times_get_an_interval_and_a_test(tmp_path):
-    recs = [record("0.4.30", compile_s=c) for c in lognormal(1.0, 8, seed=51, sigma=0.02)]
-    recs += [record("0.4.31", compile_s=c) for c in lognormal(1.5, 8, seed=52, sigma=0.02)]
-    frame = load(tmp_path, recs)
-    table = analysis.compare_versions(frame, "0.4.30", "0.4.31", n_resamples=500).table
+def test_one_compile_a_side_is_inconclusive_not_judged_on_the_threshold(tmp_path):
+    recs = [
+        record("0.4.30", compile_s=1.00, run_id="a"),
+        record("0.4.31", compile_s=1.30, run_id="b"),
+    ]
+    table = analysis.compare_versions(load(tmp_path, recs), "0.4.30", "0.4.31").table
     row = table[table["metric"] == COMPILE].iloc[0]
-    assert row["n_baseline"] == row["n_candidate"] == 8
-    assert row["basis"] == BASIS_TESTS and row["verdict"] == "slower"
-    assert row["ci_low"] <= 1.5 <= row["ci_high"]
+    assert row["ratio"] == pytest.approx(1.30)
+    assert row["verdict"] == "inconclusive" and math.isnan(row["ci_low"])
 
 
 def test_comparing_an_absent_version_names_the_ones_present(tmp_path):
@@ -357,18 +398,3 @@ def test_an_unrelated_warning_while_loading_is_not_a_bad_line(tmp_path, monkeypa
         frame, problems = analysis.load_results(tmp_path)
     assert len(frame) == 2
     assert [Path(p.path).name for p in problems] == ["bad.jsonl"]
-
-
-def test_two_compile_times_a_side_fall_back_to_the_threshold(tmp_path):
-    """With two values a side the rank test's p is >= 1/3 whatever they are: it cannot agree."""
-    from jaxbench.analysis.compare import BASIS_FEW
-    from jaxbench.analysis.stats import smallest_rank_p
-
-    assert smallest_rank_p(2, 2) == pytest.approx(1 / 3)
-    assert smallest_rank_p(4, 4) < 0.05 <= smallest_rank_p(3, 4)
-    recs = [record("0.4.30", compile_s=c) for c in (1.00, 1.02)]
-    recs += [record("0.4.31", compile_s=c) for c in (1.30, 1.33)]
-    table = analysis.compare_versions(load(tmp_path, recs), "0.4.30", "0.4.31").table
-    row = table[table["metric"] == COMPILE].iloc[0]
-    assert row["p_value"] >= 1 / 3 and row["ci_low"] > 1  # the test alone would say unchanged
-    assert row["basis"] == BASIS_FEW and row["verdict"] == "slower"

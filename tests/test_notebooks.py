@@ -12,7 +12,7 @@ from pathlib import Path
 
 import jupytext
 import pytest
-from analysis_data import REVIEW_VERSIONS, SLOWER_CASE, write_versions
+from analysis_data import PROCESSES, REVIEW_VERSIONS, SLOWER_CASE, write_versions
 from jupyter_client.kernelspec import KernelSpecManager
 from jupyter_client.manager import KernelManager
 from nbclient import NotebookClient
@@ -69,6 +69,16 @@ def text_of(nb):
     return "\n".join(parts)
 
 
+def test_notebook_text_describes_the_verdict_rule_over_processes():
+    text = (NOTEBOOK_DIR / "upgrade_review.py").read_text()
+    assert "The process is the unit" in text and "Welch" in text
+    for verdict in ("slower", "faster", "same", "inconclusive", "unstable"):
+        assert f"`{verdict}`" in text
+    for gone in ("bootstrap", "Mann-Whitney", "`unchanged`", "n_resamples"):
+        assert gone not in text, gone
+    assert "bootstrap" not in (NOTEBOOK_DIR / "latency_distributions.py").read_text()
+
+
 def test_notebooks_are_percent_scripts_paired_with_ipynb():
     assert sorted(p.stem for p in NOTEBOOK_DIR.glob("*.py")) == sorted(NOTEBOOKS)
     assert 'formats = "ipynb,py:percent"' in (NOTEBOOK_DIR / "jupytext.toml").read_text()
@@ -88,7 +98,10 @@ def test_notebook_runs_on_synthetic_results(name, synthetic_results, kernel_dirs
     assert str(synthetic_results) in text  # it read the folder it was pointed at
     if name == "upgrade_review":
         (cell,) = [c for c in nb.cells if "comparison_table(review.regressions)" in c.source]
-        assert SLOWER_CASE in cell.outputs[0]["data"]["text/html"]
+        html = cell.outputs[0]["data"]["text/html"]
+        assert SLOWER_CASE in html and f"{PROCESSES}+{PROCESSES}" in html  # processes shown
+        assert "**2 slower**, **0 faster**" in text  # the verdict counts, beside the others
+        assert "inconclusive" in text and "unstable" in text
     if name == "latency_distributions":
         # The summary lists each case's versions in version order (text order: 0.4.10 first).
         (cell,) = [c for c in nb.cells if c.source.startswith("summary = ")]

@@ -1,37 +1,55 @@
-"""jaxbench.analysis.report and ``jaxbench report``: regressions first, compile apart, figures."""
+"""jaxbench.analysis.report and ``jaxbench report``: verdicts that hold first, compile apart.
+
+The synthetic results (:mod:`analysis_data`) have :data:`analysis_data.PROCESSES` processes per
+version with a known process-level noise, one known steady-state regression and one known
+compile-time regression; nothing else moves.
+"""
 
 import inspect
+import math
 import re
+import shutil
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 import pytest
 from analysis_data import (
+    COMPILE_SLOWDOWN,
     FAILED_CASE,
+    PROCESSES,
     REVIEW_VERSIONS,
+    SLOWDOWN,
     SLOWER_CASE,
     SLOWER_COMPILE_CASE,
+    TRAIN,
     lognormal,
     record,
     write,
+    write_processes,
     write_versions,
 )
 from typer.testing import CliRunner
 
 from jaxbench.analysis import report_tables
+from jaxbench.analysis.compare import STEADY_STATE
 from jaxbench.analysis.drift import DRIFT_COLUMNS
 from jaxbench.analysis.report import (
+    LIVE_FILE_PREFIX,
     ReviewInputError,
     load_review,
     render_report,
+    sources_by_kind,
     write_report,
 )
+from jaxbench.analysis.report_live import disagree
 from jaxbench.analysis.review import Settings, version_pairs
 from jaxbench.cli import app
 from jaxbench.report_cli import report_cmd
 
 PNG = b"\x89PNG\r\n\x1a\n"
-RESAMPLES = 500
+ROOT = Path(__file__).resolve().parent.parent
+FOUR = f"{PROCESSES}+{PROCESSES}"
 
 
 @pytest.fixture(scope="module")
@@ -44,8 +62,13 @@ def data(tmp_path_factory):
 @pytest.fixture(scope="module")
 def built(data, tmp_path_factory):
     out = tmp_path_factory.mktemp("report")
-    path = write_report([data], out, n_resamples=RESAMPLES)
+    path = write_report([data], out)
     return path, path.read_text(encoding="utf-8")
+
+
+@pytest.fixture(scope="module")
+def review(data):
+    return load_review(data)
 
 
 def section(text, title):
@@ -73,22 +96,72 @@ def rows(markdown):
 # -- the report --------------------------------------------------------------------------------
 
 
-def test_the_regressions_table_comes_first_and_holds_the_known_slower_case(built):
+def interval(cell):
+    """``(ratio, low, high)`` of a ``ratio [CI]`` cell."""
+    ratio, low, high = map(float, re.findall(r"\d+\.\d+", cell))
+    return ratio, low, high
+
+
+def test_the_report_leads_with_the_verdicts_that_hold(built):
     _, text = built
     headings = re.findall(r"^## (.+)$", text, re.M)
-    assert headings[:3] == ["Regressions", "Improvements", "Comparisons by pair"]
-    first_table = text.index("\n|")
-    assert text.index("## Regressions") < first_table < text.index("## Improvements")
-
+    assert headings[:4] == [
+        "Regressions",
+        "Improvements",
+        "Inconclusive and unstable",
+        "Comparisons by pair",
+    ]
     regressions = rows(section(text, "Regressions"))
     steady = [r for r in regressions if r["metric"] == "steady state"]
     assert [r["case"] for r in steady] == [SLOWER_CASE]
     (row,) = steady
     assert row["versions"] == "0.4.9 → 0.4.10"
-    ratio, low, high = map(float, re.findall(r"\d+\.\d+", row["ratio [CI]"]))
-    assert 1 < low <= ratio <= high and 1.05 < ratio < 1.15  # 10 % slower by construction
-    assert float(row["p"]) < 0.05 and row["basis"] == "CI + U test"
+    ratio, low, high = interval(row["ratio [CI]"])
+    assert 1.02 < low <= ratio <= high  # the whole interval above 1 + threshold
+    assert low <= SLOWDOWN * 1.01 and high >= SLOWDOWN * 0.99  # covers the known 20 %
+    assert float(row["p"]) < 0.05
+    assert row["processes"] == FOUR and row["calls"] == "320 / 320"
+    assert re.fullmatch(r"\d+\.\d %", row["detectable"])
+    assert "basis" not in row
     assert rows(section(text, "Improvements")) == []
+
+
+def test_the_summary_counts_every_verdict_beside_the_ones_that_hold(built, review):
+    _, text = built
+    head = text[: text.index("## Regressions")]
+    counts = review.verdict_counts()
+    assert counts["slower"] == 2 and counts["faster"] == 0
+    sentence = (
+        f"**2 slower**, **0 faster**, {counts['same']} same (verdicts that hold); "
+        f"{counts['inconclusive']} inconclusive, {counts['unstable']} unstable, over "
+        f"{len(review.results)} comparisons"
+    )
+    assert sentence in head
+    table = rows(head)
+    assert [(r["versions"], r["metric"]) for r in table] == [
+        ("0.4.9 → 0.4.10", "steady state"),
+        ("0.4.9 → 0.4.10", "compile time"),
+        ("0.4.10 → 0.5.0", "steady state"),
+        ("0.4.10 → 0.5.0", "compile time"),
+    ]
+    for r in table:
+        assert sum(int(r[v]) for v in ("slower", "faster", "same", "inconclusive", "unstable")) == (
+            int(r["total"])
+        )
+
+
+def test_unchanged_cases_are_never_called_slower_or_faster(review):
+    results = review.results
+    known = {(STEADY_STATE, SLOWER_CASE), ("compile", SLOWER_COMPILE_CASE)}
+    changed = results[
+        [(m, c) in known and a == "0.4.9" for m, c, a in zip(
+            results["metric"], results["case"], results["baseline"], strict=True)]
+    ]  # fmt: skip
+    assert set(changed["verdict"]) == {"slower"}
+    rest = results.drop(changed.index)
+    assert set(rest["verdict"]) <= {"same", "inconclusive"}
+    assert (rest["verdict"] == "same").mean() > 0.5  # 4 processes a side settle most of them
+    assert (results["n_baseline"] == PROCESSES).all()
 
 
 def test_compile_time_and_steady_state_are_separate_rows(built):
@@ -96,15 +169,19 @@ def test_compile_time_and_steady_state_are_separate_rows(built):
     regressions = rows(section(text, "Regressions"))
     compiled = [r for r in regressions if r["metric"] == "compile time"]
     assert [r["case"] for r in compiled] == [SLOWER_COMPILE_CASE]
-    assert compiled[0]["change"] == "+30.0 %" and compiled[0]["basis"] == "threshold only"
-    # Its steady state did not move: unchanged, in the steady-state table of the pair.
+    ratio, low, _ = interval(compiled[0]["ratio [CI]"])
+    assert low > 1.10 and ratio == pytest.approx(COMPILE_SLOWDOWN, rel=0.05)
+    assert compiled[0]["processes"] == FOUR and compiled[0]["calls"] == "4 / 4"
+    # Its steady state did not move: not slower, in the steady-state table of the pair.
     pair = section(text, "Comparisons by pair")
     steady = rows(subsection(pair, "Steady state (latency per call): 0.4.9 → 0.4.10"))
-    compile_ = rows(subsection(pair, "Compile time (XLA compile per record): 0.4.9 → 0.4.10"))
+    compile_ = rows(subsection(pair, "Compile time (XLA compile per process): 0.4.9 → 0.4.10"))
     by_case = {r["case"]: r["verdict"] for r in steady}
-    assert by_case[SLOWER_COMPILE_CASE] == "unchanged" and by_case[SLOWER_CASE] == "slower"
+    assert by_case[SLOWER_COMPILE_CASE] in ("same", "inconclusive")
+    assert by_case[SLOWER_CASE] == "slower"
     assert {r["case"]: r["verdict"] for r in compile_}[SLOWER_COMPILE_CASE] == "slower"
     assert not any(r["case"].startswith("forward/") for r in compile_)  # no compile_s recorded
+    assert all(r["processes"] == FOUR and "advice" in r for r in steady)
 
 
 def test_versions_are_in_version_order(built):
@@ -123,7 +200,7 @@ def test_a_corrupt_file_is_named_under_problems_and_the_report_still_builds(buil
     problems = section(text, "Problems")
     assert "corrupt.jsonl" in problems
     assert "corrupt.jsonl" not in section(text, "Regressions")
-    assert "1 file(s) or part(s) of files did not load" in text
+    assert "1 problem(s) with results files" in text
 
 
 def test_every_linked_figure_exists_and_is_a_png(built):
@@ -140,22 +217,71 @@ def test_every_linked_figure_exists_and_is_a_png(built):
         assert any(kind in link for link in links), kind
 
 
-def test_method_kept_apart_and_not_timed(built):
+def test_method_states_the_unit_the_rule_and_its_error_rate(built):
     _, text = built
     method = section(text, "Method")
     assert "Comparison mode: sequential." in method
-    assert "separate processes" in method and "independent samples" in method
-    assert "steady state 2.0%, compile time 10.0%" in method
-    assert f"{RESAMPLES} resamples, seed 0" in method and "95%" in method
+    assert "separate processes" in method
+    assert "**The process is the unit.**" in method and "per process, the median" in method
+    assert "Welch's t interval" in method and "t interval over pairs" in method
+    for verdict in ("slower", "faster", "same", "inconclusive", "unstable"):
+        assert f"- `{verdict}`" in method, verdict
+    assert "probability at most alpha / 2 = 2.5% per case" in method
+    assert "each of L looks uses alpha / L" in method
+    assert "Kalibera and R. Jones" in method and "ISMM 2013" in method
+    assert "Pinpoint" in method
+    assert "steady state 2.0%, compile time 10.0%" in method and "95%" in method
+    for gone in ("bootstrap", "Mann-Whitney", "resamples", "`unchanged`"):
+        assert gone not in method, gone
+
+
+def test_not_timed_kept_apart_and_crossover(built):
+    _, text = built
     not_timed = rows(section(text, "Not timed"))
     assert [(r["status"], r["example"], r["0.5.0"]) for r in not_timed] == [
-        ("failed", FAILED_CASE, "1")
+        ("failed", FAILED_CASE, str(PROCESSES))
     ]
     kept = section(text, "Kept apart")
     assert f"steady_state {FAILED_CASE}: only 0.4.10 has it" in kept
     crossover = rows(section(text, "Forward mode: crossover"))
     assert [r["version"] for r in crossover] == list(REVIEW_VERSIONS)
-    assert {r["linearize < vmap(jvp) from K"] for r in crossover} == {"4"}
+    assert {round(float(r["linearize < vmap(jvp) from K"])) for r in crossover} == {4}
+
+
+# -- inconclusive and unstable rows --------------------------------------------------------------
+
+
+def test_one_process_a_side_is_inconclusive_and_says_what_would_settle_it(tmp_path):
+    write(tmp_path / "a.jsonl", [record("0.4.9", lognormal(1e-3, 60, seed=1), run_id="a")])
+    write(tmp_path / "b.jsonl", [record("0.4.10", lognormal(1.1e-3, 60, seed=2), run_id="b")])
+    text = write_report([tmp_path], tmp_path / "out").read_text()
+    assert rows(section(text, "Regressions")) == []  # 10 % in the calls, but one process a side
+    part = section(text, "Inconclusive and unstable")
+    assert "1 comparison(s) are `inconclusive`" in part
+    (row,) = rows(part[part.index("apparent changes") :])
+    assert row["processes"] == "1+1" and row["ratio [CI]"].endswith("(no CI)")
+    assert "one process gives no interval" in row["advice"]
+    pair = section(text, "Comparisons by pair")
+    (steady,) = rows(subsection(pair, "Steady state (latency per call): 0.4.9 → 0.4.10"))
+    assert steady["verdict"] == "inconclusive" and steady["advice"] == row["advice"]
+
+
+def test_a_process_whose_latency_moves_is_unstable_with_its_reason(tmp_path):
+    for p in range(3):
+        base = lognormal(1e-3, 60, seed=10 + p, sigma=0.01)
+        cand = lognormal(1e-3, 60, seed=20 + p, sigma=0.01)
+        if p == 0:  # the machine changed half-way through this candidate process
+            cand = cand[:30] + [1.4 * x for x in cand[30:]]
+        write(tmp_path / f"a{p}.jsonl", [record("0.4.9", base, run_id=f"a{p}")])
+        write(tmp_path / f"b{p}.jsonl", [record("0.4.10", cand, run_id=f"b{p}")])
+    text = write_report([tmp_path], tmp_path / "out").read_text()
+    part = section(text, "Inconclusive and unstable")
+    assert "1 comparison(s) are `unstable`" in part
+    (row,) = rows(part)
+    assert row["processes"] == "3+3"
+    assert "latency moved" in row["reason"] and "between halves" in row["reason"]
+    assert rows(section(text, "Regressions")) == [] and rows(section(text, "Improvements")) == []
+    assert "0 inconclusive, 1 unstable" in text
 
 
 # -- drift, sections, pairs ----------------------------------------------------------------------
@@ -175,7 +301,7 @@ def drift_frame():
 
 
 def test_drift_is_summarised_per_version_and_its_findings_listed(data, tmp_path):
-    review = load_review(data, settings=Settings(n_resamples=50), drift=drift_frame())
+    review = load_review(data, drift=drift_frame())
     sections = [
         report_tables.environment_section,
         report_tables.drift_section,
@@ -199,7 +325,7 @@ def test_drift_is_summarised_per_version_and_its_findings_listed(data, tmp_path)
 def test_a_drift_frame_without_its_columns_is_refused(data):
     drift = drift_frame().drop(columns="max_rel_err")
     with pytest.raises(ReviewInputError, match="max_rel_err"):
-        load_review(data, settings=Settings(n_resamples=50), drift=drift)
+        load_review(data, drift=drift)
 
 
 def test_version_pairs():
@@ -218,9 +344,7 @@ def test_version_pairs():
 
 
 def test_a_baseline_and_candidate_give_just_that_pair(data):
-    review = load_review(
-        data, baseline="0.4.9", candidate="0.5.0", settings=Settings(n_resamples=50)
-    )
+    review = load_review(data, baseline="0.4.9", candidate="0.5.0")
     assert review.pairs == [("0.4.9", "0.5.0")]
     assert review.versions == ["0.4.9", "0.5.0"]
     assert set(review.frame["version"].astype(str)) == {"0.4.9", "0.5.0"}
@@ -251,19 +375,22 @@ def invoke(*args):
 def two_versions(tmp_path):
     folder = tmp_path / "results"
     folder.mkdir()
-    write(folder / "a.jsonl", [record("0.4.9", lognormal(1e-3, 60, seed=1))])
-    write(folder / "b.jsonl", [record("0.4.10", lognormal(1.1e-3, 60, seed=2))])
+    write_processes(folder, "0.4.9", 1e-3)
+    write_processes(folder, "0.4.10", 1.2e-3)
     (folder / "broken.jsonl").write_text("garbage\n")
     return folder
 
 
-def test_cli_writes_the_report_and_counts_regressions(two_versions, tmp_path):
+def test_cli_writes_the_report_and_counts_every_verdict(two_versions, tmp_path):
     out = tmp_path / "out"
     result = invoke(two_versions, "--out", out)
     assert result.exit_code == 0, result.output
-    assert "regressions: 1," in result.stdout
+    assert (
+        "regressions: 1, improvements: 0, same: 0, inconclusive: 0, unstable: 0, comparisons: 1"
+        in result.stdout
+    )
     assert f"report: {out / 'report.md'}" in result.stdout
-    assert "broken.jsonl" in result.stderr  # not loaded, named, not fatal
+    assert "problem:" in result.stderr and "broken.jsonl" in result.stderr  # named, not fatal
     text = (out / "report.md").read_text()
     assert "broken.jsonl" in section(text, "Problems")
     assert rows(section(text, "Regressions"))[0]["versions"] == "0.4.9 → 0.4.10"
@@ -308,46 +435,122 @@ def test_cli_defaults_are_the_librarys():
 # -- drift checks and live comparisons found beside the records ---------------------------------
 
 
-def live_comparison(shift):
-    """An interleaved comparison whose candidate blocks are ``shift`` times the baseline's."""
-    from jaxbench.interleave.result import CaseComparison, Round, SideInfo
+def side(label, version, params):
+    from jaxbench.interleave.result import SideInfo
+
+    return SideInfo(label=label, python="py", params=params, benchmark="train_step",
+                    jax=version, jaxlib=version, backend="cpu", device_kind="cpu",
+                    compile_s=0.1, flops=1.0, env={})  # fmt: skip
+
+
+def live_comparison(shift, pairs=4, params=None, versions=("0.4.9", "0.4.10")):
+    """An interleaved comparison over ``pairs`` pairs, the candidate ``shift`` times slower.
+
+    Each pair has its own offset (log sd 0.005); within a pair the rounds drift together.
+    """
+    from jaxbench.interleave.result import CaseComparison, PairRun, Round, now
     from jaxbench.interleave.session import Schedule
 
-    def side(label, version):
-        return SideInfo(label=label, python="py", params={"size": "tiny"}, benchmark="train_step",
-                        jax=version, jaxlib=version, backend="cpu", device_kind="cpu",
-                        compile_s=0.1, flops=1.0, env={})  # fmt: skip
+    params = params or {"size": "tiny"}
+    schedule = Schedule(pairs=pairs, max_pairs=pairs)
+    c = CaseComparison.start("interleaved", "train_step", params, schedule)
+    rng = np.random.default_rng([pairs, int(shift * 1000)])
+    for p in range(pairs):
+        offset = math.exp(0.005 * rng.standard_normal())
+        rounds = []
+        for i, drift in enumerate(1 + 0.2 * (np.arange(12) % 3)):
+            base = lognormal(1e-3 * drift, 10, seed=1000 * p + i, sigma=0.01)
+            cand = lognormal(shift * offset * 1e-3 * drift, 10, seed=1000 * p + 100 + i, sigma=0.01)
+            rounds.append(Round(order="AB" if i % 2 else "BA", baseline_s=base, candidate_s=cand))
+        pair = PairRun(index=p, baseline=side(versions[0], versions[0], params),
+                       candidate=side(versions[1], versions[1], params), rounds=rounds,
+                       started_at=now())  # fmt: skip
+        c = c.with_pair(pair)
+    return c
 
-    rounds = []
-    for i, drift in enumerate(1 + 0.2 * (pd.Series(range(12)) % 3)):
-        base = lognormal(1e-3 * drift, 10, seed=i, sigma=0.01)
-        cand = lognormal(shift * 1e-3 * drift, 10, seed=100 + i, sigma=0.01)
-        rounds.append(Round(order="AB" if i % 2 else "BA", baseline_s=base, candidate_s=cand))
-    c = CaseComparison.start("interleaved", "train_step", {"size": "tiny"}, Schedule())
-    return c.with_sides(side("0.4.9", "0.4.9"), side("0.4.10", "0.4.10")).finished(rounds)
+
+SLOWER_PARAMS = {"size": "small", "dtype": "float32", **TRAIN}  # SLOWER_CASE
+UNCHANGED_PARAMS = {"size": "small", "dtype": "bfloat16", **TRAIN}
+
+
+def test_disagreement_is_two_verdicts_that_hold_and_differ():
+    assert disagree("slower", "faster") and disagree("slower", "same")
+    assert disagree("faster", "same") and disagree("same", "slower")
+    assert not disagree("slower", "slower") and not disagree("same", "same")
+    for quiet in ("inconclusive", "unstable"):
+        for other in ("slower", "faster", "same", "inconclusive", "unstable"):
+            assert not disagree(quiet, other) and not disagree(other, quiet)
 
 
 def test_drift_checks_and_live_comparisons_beside_the_records_are_reported(data, tmp_path):
-    import shutil
-
     from jaxbench.interleave.result import write_jsonl
 
     folder = tmp_path / "results"
     shutil.copytree(data, folder)
-    drift_file = next(Path("results/versions/0.11.2").glob("drift-*.jsonl"))
+    drift_file = next((ROOT / "results/versions/0.11.2").glob("drift-*.jsonl"))
     shutil.copy(drift_file, folder / drift_file.name)
     (folder / "drift-corrupt.jsonl").write_text("{oops\n")
-    write_jsonl(folder / "interleave-x.jsonl", [live_comparison(1.10)])
-    text = write_report([folder], tmp_path / "out", n_resamples=RESAMPLES).read_text()
+    live = [
+        live_comparison(SLOWDOWN, params=SLOWER_PARAMS),  # agrees with the records: slower
+        live_comparison(1.0, params=SLOWER_PARAMS),  # same, where the records say slower
+        live_comparison(1.10, params=UNCHANGED_PARAMS),  # slower, where the records say same
+        live_comparison(1.10, pairs=1, params=UNCHANGED_PARAMS),  # one pair: inconclusive
+    ]
+    write_jsonl(folder / "interleave-x.jsonl", live)
+    text = write_report([folder], tmp_path / "out").read_text()
     headings = re.findall(r"^## (.+)$", text, re.M)
-    assert headings[:3] == ["Regressions", "Live comparisons", "Improvements"]
-    live = section(text, "Live comparisons")
-    assert "**interleaved**" in live and "back to back" not in live
-    (row,) = rows(live)
-    assert row["verdict"] == "slower" and row["design"] == "interleaved"
-    assert row["baseline"] == "0.4.9 (jax 0.4.9)" and row["rounds x calls"] == "12 x 10"
-    assert "recorded runs" in row  # the sequential verdict of the same case, where compared
+    assert headings[:4] == [
+        "Regressions",
+        "Improvements",
+        "Live comparisons",
+        "Inconclusive and unstable",
+    ]
+    part = section(text, "Live comparisons")
+    assert "**interleaved**" in part and "back to back" not in part
+    table = rows(part)
+    assert [r["verdict"] for r in table] == ["slower", "same", "slower", "inconclusive"]
+    assert [r["pairs"] for r in table] == ["4", "4", "4", "1"]
+    assert [r["disagree"] for r in table] == ["", "yes", "yes", ""]
+    assert "2 of 4 live comparison(s) disagree" in part
+    first = table[0]
+    assert first["design"] == "interleaved" and first["case"] == SLOWER_CASE
+    assert first["baseline"] == "0.4.9 (jax 0.4.9)" and first["rounds x calls"] == "12 x 10"
+    assert (
+        first["recorded runs"].startswith("slower +")
+        and f"({FOUR} processes)" in (first["recorded runs"])
+    )
+    assert table[2]["recorded runs"].startswith("same ")
+    assert "one pair gives no interval" in table[3]["advice"]
     drift = section(text, "Numerical drift")
     assert "No findings: all" in drift and "checked outputs are within tolerance" in drift
     problems = section(text, "Problems")
     assert "drift-corrupt.jsonl" in problems and "corrupt.jsonl" in problems
+
+
+def test_files_named_explicitly_are_read_by_their_own_loader_and_none_is_not_loaded(tmp_path):
+    """Naming a run, a drift check and a live comparison file lists none of them as a problem."""
+    from jaxbench.interleave.result import FILE_PREFIX, write_jsonl
+
+    assert LIVE_FILE_PREFIX == FILE_PREFIX
+    runs = write_processes(tmp_path, "0.4.9", 1e-3) + write_processes(tmp_path, "0.4.10", 1e-3)
+    drift = tmp_path / "drift-check.jsonl"
+    shutil.copy(next((ROOT / "results/versions/0.11.2").glob("drift-*.jsonl")), drift)
+    live = write_jsonl(tmp_path / "interleave-x.jsonl", [live_comparison(1.0)])
+    named = [*runs, drift, live]
+    kinds = sources_by_kind(named)
+    assert (kinds.results, kinds.drift, kinds.live) == (runs, [drift], [live])
+
+    review = load_review(named)
+    assert review.problems == []
+    assert review.drift is not None and len(review.live) == 1
+    assert len(review.frame) == len(runs)
+    out = tmp_path / "out"
+    result = invoke(*named, "--out", out)
+    assert result.exit_code == 0, result.output
+    assert "problem:" not in result.stderr and "not loaded" not in result.stderr
+    text = (out / "report.md").read_text()
+    assert section(text, "Problems").strip() == "None: every results file loaded."
+    assert "problem(s) with results files" not in text
+    # A folder still goes to every loader, and a file inside it is not read twice.
+    both = load_review([tmp_path, live, runs[0]])
+    assert both.problems == [] and len(both.live) == 1 and len(both.frame) == len(runs)

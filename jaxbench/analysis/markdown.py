@@ -74,3 +74,8 @@ def p_value(p: float) -> str:
 def number(value: float | None, digits: int = 3) -> str:
     """``value`` to ``digits`` significant digits; ``n/a`` when missing."""
     return NOT_AVAILABLE if _missing(value) else f"{value:.{digits}g}"
+
+
+def share(value: float | None) -> str:
+    """A relative amount as a percentage: ``0.031`` -> ``3.1 %``; ``n/a`` when missing."""
+    return NOT_AVAILABLE if _missing(value) else f"{value * 100:.1f} %"  # type: ignore[operator]

@@ -11,11 +11,14 @@ function in the list::
     write_report(["results/versions"], "review")  # -> review/report.md, review/figures/*.png
     write_report(paths, "review", sections=[*DEFAULT_SECTIONS, my_section])
 
-Section order: header, regressions (every ``slower`` row of every pair), live (interleaved or
-back-to-back) comparisons when the results hold any, improvements, the
-full tables per pair (steady state and compile time apart), versions and environment (with the
-drift column), numerical drift, records not timed, figures (latency violins and ECDFs, compile
-time, forward-mode crossover), rows kept apart and unmatched cases, problems, method.
+Section order: header (with the count of every verdict), regressions (every ``slower`` row of
+every pair), improvements (``faster``), live (interleaved or back-to-back) comparisons when the
+results hold any (with the recorded verdict of the same case beside each), inconclusive and
+unstable rows (what would settle them, or why the machine is suspect), the full tables per pair
+(steady state and compile time apart), versions and environment (with the drift column),
+numerical drift, records not timed, figures (latency violins and ECDFs, compile time,
+forward-mode crossover), rows kept apart and unmatched cases, problems, method (the unit, the
+verdict rule and its error rate).
 """
 
 from __future__ import annotations
@@ -23,22 +26,24 @@ from __future__ import annotations
 import os
 from collections.abc import Iterable, Sequence
 from pathlib import Path
+from typing import NamedTuple
 
 import pandas as pd
 
-from jaxbench.analysis import stats
+from jaxbench.analysis import verdicts
 from jaxbench.analysis.compare import DEFAULT_COMPILE_THRESHOLD
 from jaxbench.analysis.frames import load_results
 from jaxbench.analysis.report_context import FIGURES, REPORT_NAME, ReportContext, Section
 from jaxbench.analysis.report_figures import FIGURE_SECTIONS
 from jaxbench.analysis.report_live import live_section
+from jaxbench.analysis.report_method import method_section
 from jaxbench.analysis.report_tables import (
     drift_section,
     environment_section,
     header_section,
     improvements_section,
+    inconclusive_section,
     kept_apart_section,
-    method_section,
     not_timed_section,
     pairs_section,
     problems_section,
@@ -52,13 +57,15 @@ from jaxbench.analysis.review import (
     Settings,
     review_versions,
 )
+from jaxbench.results import DRIFT_FILE_PREFIX
 
 #: The sections of a report, in order; append to a copy to extend a report.
 DEFAULT_SECTIONS: tuple[Section, ...] = (
     header_section,
     regressions_section,
-    live_section,
     improvements_section,
+    live_section,
+    inconclusive_section,
     pairs_section,
     environment_section,
     drift_section,
@@ -100,6 +107,48 @@ def render_report(
     return path
 
 
+#: Name prefix of live comparison files (:data:`jaxbench.interleave.result.FILE_PREFIX`).
+LIVE_FILE_PREFIX = "interleave-"
+
+
+class Sources(NamedTuple):
+    """The paths each loader of :func:`load_review` reads."""
+
+    results: list[Path]
+    drift: list[Path]
+    live: list[Path]
+
+
+def sources_by_kind(paths: Iterable[str | os.PathLike[str]]) -> Sources:
+    """Which loader reads which path: a folder goes to every loader, a file only to its own.
+
+    A file named explicitly is a drift check when its name starts with ``drift-``, a live
+    comparison when it starts with ``interleave-``, and timing records otherwise. Handing it to
+    the other loaders too would list a file that loaded as one that did not (a run file is not a
+    drift file). A file inside a named folder is left to the folder, so it is read once.
+
+    Args:
+        paths: Files or folders, as named.
+    """
+    out = Sources([], [], [])
+    paths = list(map(Path, paths))
+    folders = [p.resolve() for p in paths if p.is_dir()]
+    for p in paths:
+        if p.is_file() and any(f in p.resolve().parents for f in folders):
+            continue  # a named folder holds it: read once
+        if p.is_dir():
+            out.results.append(p)
+            out.drift.append(p)
+            out.live.append(p)
+        elif p.name.startswith(DRIFT_FILE_PREFIX):
+            out.drift.append(p)
+        elif p.name.startswith(LIVE_FILE_PREFIX):
+            out.live.append(p)
+        else:  # a missing path too: load_results names it
+            out.results.append(p)
+    return out
+
+
 def load_review(
     paths: Iterable[str | os.PathLike[str]] | str | os.PathLike[str],
     *,
@@ -115,13 +164,14 @@ def load_review(
         paths: Results files or folders.
         baseline: Baseline version, or ``None`` (see :func:`.review.version_pairs`).
         candidate: Candidate version, or ``None``.
-        settings: Verdict and bootstrap settings; defaults when ``None``.
+        settings: Verdict settings; defaults when ``None``.
         mode: How the records were measured.
         drift: Numerical drift rows; ``None`` loads the drift checks found under ``paths``
             (:func:`jaxbench.drift.load_drift`; none found: not checked).
 
     Live comparisons found under ``paths`` (``interleave-*.jsonl``) are loaded too; files of
-    either kind that do not load join the problems.
+    either kind that do not load join the problems. Each file named explicitly is read by the
+    loader of its kind only (:func:`sources_by_kind`).
 
     Raises:
         FileNotFoundError: A named path does not exist.
@@ -131,7 +181,11 @@ def load_review(
     if isinstance(paths, str | os.PathLike):
         paths = [paths]
     paths = list(paths)
-    frame, problems = load_results(paths)
+    for p in map(Path, paths):
+        if not p.exists():
+            raise FileNotFoundError(f"no such results file or folder: {p}")
+    kinds = sources_by_kind(paths)
+    frame, problems = load_results(kinds.results) if kinds.results else (pd.DataFrame(), [])
     if frame.empty:
         failed = "; ".join(str(p) for p in problems[:3]) + ("; ..." if len(problems) > 3 else "")
         where = ", ".join(map(str, paths))
@@ -141,11 +195,11 @@ def load_review(
     from jaxbench.drift import load_drift
     from jaxbench.interleave import load_comparisons
 
-    if drift is None:
-        drift, drift_problems = load_drift(paths)
+    if drift is None and kinds.drift:
+        drift, drift_problems = load_drift(kinds.drift)
         problems += drift_problems
         drift = drift if not drift.empty else None
-    live, live_problems = load_comparisons(paths)
+    live, live_problems = load_comparisons(kinds.live)
     problems += live_problems
     return review_versions(
         frame,
@@ -166,12 +220,9 @@ def write_report(
     *,
     baseline: str | None = None,
     candidate: str | None = None,
-    threshold: float = stats.DEFAULT_THRESHOLD,
+    threshold: float = verdicts.DEFAULT_THRESHOLD,
     compile_threshold: float = DEFAULT_COMPILE_THRESHOLD,
-    alpha: float = stats.DEFAULT_ALPHA,
-    confidence: float = stats.DEFAULT_CONFIDENCE,
-    n_resamples: int = stats.DEFAULT_RESAMPLES,
-    seed: int = stats.DEFAULT_SEED,
+    alpha: float = verdicts.DEFAULT_ALPHA,
     drift: pd.DataFrame | None = None,
     mode: Mode = SEQUENTIAL,
     sections: Sequence[Section] | None = None,
@@ -189,10 +240,8 @@ def write_report(
         candidate: Candidate JAX version, or ``None``.
         threshold: Smallest relative steady-state change that counts (0.02 = 2 %).
         compile_threshold: The same for compile time.
-        alpha: Significance level of the Mann-Whitney U test.
-        confidence: Confidence level of the bootstrap intervals.
-        n_resamples: Bootstrap resamples per comparison.
-        seed: Seed of every bootstrap.
+        alpha: ``1 -`` the confidence level of the intervals; a false ``slower`` (or
+            ``faster``) has probability at most ``alpha / 2`` per case.
         drift: Numerical drift per version, columns
             :data:`jaxbench.analysis.drift.DRIFT_COLUMNS`; ``None`` when not checked.
         mode: How the records were measured (the Method section states it).
@@ -207,14 +256,7 @@ def write_report(
             (a :class:`ValueError`; the message names the bad input).
         OSError: ``out_dir`` cannot be written.
     """
-    settings = Settings(
-        threshold=threshold,
-        compile_threshold=compile_threshold,
-        alpha=alpha,
-        confidence=confidence,
-        n_resamples=n_resamples,
-        seed=seed,
-    )
+    settings = Settings(threshold=threshold, compile_threshold=compile_threshold, alpha=alpha)
     review = load_review(
         paths, baseline=baseline, candidate=candidate, settings=settings, mode=mode, drift=drift
     )
@@ -229,5 +271,6 @@ __all__ = [
     "Section",
     "load_review",
     "render_report",
+    "sources_by_kind",
     "write_report",
 ]

@@ -12,25 +12,43 @@ import pandas as pd
 from jaxbench.analysis import markdown as md
 from jaxbench.analysis.report_context import ReportContext
 
+#: Verdicts that hold; two of them that differ are a disagreement (:func:`disagree`).
+HOLDING = ("slower", "faster", "same")
 DESIGNS = {
     "interleaved": (
-        "**interleaved**: both variants ran at once as two persistent worker processes, after "
-        "both were warm; every round timed one block of calls of each, in an order drawn at "
-        "random per round. The ratio is the median of the per-round ratios "
-        "(candidate block median / baseline block median), with a bootstrap interval over "
-        "rounds and the Wilcoxon signed-rank p-value: slow drifts of the machine cancel "
-        "within a round."
+        "**interleaved**: each pair of fresh worker processes ran both variants at once, "
+        "after both were warm; every round timed one block of calls of each, in an order drawn "
+        "at random per round. A pair's log ratio is the median of its per-round log ratios "
+        "(candidate block median / baseline block median), so slow drifts of the machine cancel "
+        "within a round; the interval is the t interval over pairs (the pairs are the "
+        "independent units), and each look at the data spends alpha / looks."
     ),
     "back_to_back": (
-        "**back to back** (sequential): all blocks of the baseline in one process, then all of "
-        "the candidate in another; compared as independent samples (ratio of medians, "
-        "bootstrap interval, Mann-Whitney U), like recorded runs."
+        "**back to back** (sequential): in each pair, all blocks of the baseline in one "
+        "process, then all of the candidate in another; compared as recorded runs are, over "
+        "independent processes (per-process medians, Welch t interval)."
     ),
 }
 
 
+def disagree(live: object, recorded: object) -> bool:
+    """Whether two verdicts contradict each other.
+
+    They do when both hold (``slower``, ``faster`` or ``same``) and differ: one says
+    ``slower`` and the other ``faster`` or ``same``, or one ``faster`` and the other ``same``.
+    ``inconclusive`` or ``unstable`` against anything is no disagreement: it claims nothing.
+    """
+    return live in HOLDING and recorded in HOLDING and live != recorded
+
+
 def live_table(ctx: ReportContext) -> pd.DataFrame:
-    """One row per live comparison, as text: design, case, sides, rounds, ratio [CI], p, verdict.
+    """One row per live comparison, as text: design, case, sides, pairs, ratio [CI], verdict.
+
+    Columns: ``design``, ``case``, ``baseline``, ``candidate``, ``pairs``, ``rounds x calls``
+    (per pair), ``change``, ``ratio [CI]``, ``p``, ``detectable``, ``verdict``, ``advice``,
+    ``recorded runs`` (the sequential verdict of the same case and versions, with its
+    processes) and ``disagree`` (``yes`` where the two verdicts contradict each other:
+    :func:`disagree`).
 
     Returns:
         An empty frame when the review has no live comparisons.
@@ -50,42 +68,60 @@ def live_table(ctx: ReportContext) -> pd.DataFrame:
     out["candidate"] = [
         f"{c} (jax {j})" for c, j in zip(frame["candidate"], frame["candidate_jax"], strict=True)
     ]
+    out["pairs"] = frame["pairs"].astype(str)
     out["rounds x calls"] = [
         f"{r} x {c}" for r, c in zip(frame["rounds"], frame["calls_per_block"], strict=True)
     ]
-    if "ratio" in frame:
-        out["change"] = frame["ratio"].map(md.change)
-        out["ratio [CI]"] = [
-            md.ratio_ci(r, lo, hi)
-            for r, lo, hi in zip(frame["ratio"], frame["ci_low"], frame["ci_high"], strict=True)
-        ]
-        out["p"] = frame["p_value"].map(md.number)
+    for column in ("ratio", "ci_low", "ci_high", "p_value", "detectable", "advice"):
+        if column not in frame:
+            frame[column] = None
+    out["change"] = frame["ratio"].map(md.change)
+    out["ratio [CI]"] = [
+        md.ratio_ci(r, lo, hi)
+        for r, lo, hi in zip(frame["ratio"], frame["ci_low"], frame["ci_high"], strict=True)
+    ]
+    out["p"] = frame["p_value"].map(md.p_value)
+    out["detectable"] = frame["detectable"].map(md.share)
     out["verdict"] = frame["verdict"]
-    out["recorded runs"] = [
+    out["advice"] = frame["advice"].fillna("")
+    recorded = [
         _recorded(ctx, case, a, b)
         for case, a, b in zip(
             frame["case"], frame["baseline_jax"], frame["candidate_jax"], strict=True
         )
     ]
-    return out  # fmt: skip
+    out["recorded runs"] = [
+        "; ".join(f"{v} {md.change(r)} ({n} processes)" for v, r, n in rows) for rows in recorded
+    ]
+    out["disagree"] = [
+        "yes" if any(disagree(live, v) for v, _, _ in rows) else ""
+        for live, rows in zip(frame["verdict"], recorded, strict=True)
+    ]
+    return out
 
 
-def _recorded(ctx: ReportContext, case: str, baseline: str | None, candidate: str | None) -> str:
-    """The sequential verdict of the same case and versions in the recorded runs, if compared."""
+def _recorded(
+    ctx: ReportContext, case: str, baseline: str | None, candidate: str | None
+) -> list[tuple[str, float, str]]:
+    """``(verdict, ratio, processes)`` of the same case and versions in the recorded runs."""
     from jaxbench.analysis.compare import STEADY_STATE
+    from jaxbench.analysis.report_tables import processes_cell
 
     results = ctx.review.results
-    if results.empty or baseline == candidate:
-        return ""
+    if results.empty or baseline is None or baseline == candidate:
+        return []
     rows = results[
         (results["metric"] == STEADY_STATE)
         & (results["case"] == case)
         & (results["baseline"].astype(str) == str(baseline))
         & (results["candidate"].astype(str) == str(candidate))
     ]
-    return "; ".join(
-        f"{v} {md.change(r)}" for v, r in zip(rows["verdict"], rows["ratio"], strict=True)
-    )
+    return [
+        (v, r, processes_cell(a, b))
+        for v, r, a, b in zip(
+            rows["verdict"], rows["ratio"], rows["n_baseline"], rows["n_candidate"], strict=True
+        )
+    ]
 
 
 def live_section(ctx: ReportContext) -> str:
@@ -95,15 +131,24 @@ def live_section(ctx: ReportContext) -> str:
         return ""
     designs = sorted(set(c.mode for c in ctx.review.live))
     s = ctx.review.settings
+    n_disagree = int((table["disagree"] == "yes").sum())
     return "\n\n".join(
         [
             "## Live comparisons",
             "Measured with `jaxbench compare --interleave` or `--back-to-back`, not from the "
             "recorded runs above; the verdict rule is the same (threshold "
-            f"{s.threshold:.1%}, alpha {s.alpha:g}). `recorded runs`: the sequential verdict of "
-            "the same case and versions from the records, where they were compared. Where the "
-            "two disagree, trust the live one: separate processes move by several percent on "
-            "their own (docs/review.md, section 5).",
+            f"{s.threshold:.1%}, alpha {s.alpha:g}; see Method). `pairs`: the independent "
+            "process pairs the interval rests on (one pair gives no interval: `inconclusive`); "
+            "`recorded runs`: the sequential verdict of the same case and versions from the "
+            "records, with its processes, where they were compared; `disagree`: `yes` where "
+            "the live and the recorded verdict contradict each other (one `slower` and the "
+            "other `faster` or `same`, or one `faster` and the other `same`; `inconclusive` "
+            "contradicts nothing).",
+            f"{n_disagree} of {len(table)} live comparison(s) disagree with the recorded runs. "
+            "Two verdicts that hold and contradict each other mean that at least one of them is "
+            "one of the rare false calls the error rate allows, or that the two measured "
+            "different things (another time, another state of the machine): rerun that case "
+            "with more processes before acting on either.",
             md.bullets(DESIGNS[d] for d in designs),
             md.table(table),
         ]

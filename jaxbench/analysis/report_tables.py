@@ -1,4 +1,4 @@
-"""The text sections of a version-upgrade report: verdict tables, environment, method, problems.
+"""The text sections of a version-upgrade report: verdict tables, environment, drift, problems.
 
 Each ``*_section`` function is a :data:`~jaxbench.analysis.report_context.Section`. The
 ``*_table`` functions give the same tables as display frames (text cells), for notebooks.
@@ -11,25 +11,13 @@ import math
 import pandas as pd
 
 from jaxbench.analysis import markdown as md
-from jaxbench.analysis.compare import (
-    BASIS_FEW,
-    BASIS_TESTS,
-    BASIS_THRESHOLD,
-    COMPILE,
-    STEADY_STATE,
-)
-from jaxbench.analysis.conditions import DEFAULT_FIELDS
+from jaxbench.analysis.compare import COMPILE, STEADY_STATE
 from jaxbench.analysis.drift import drift_by_version, sorted_findings
 from jaxbench.analysis.report_context import ReportContext
 from jaxbench.analysis.review import Review
+from jaxbench.analysis.verdicts import VERDICTS
 
 METRIC_NAMES = {STEADY_STATE: "steady state", COMPILE: "compile time"}
-BASIS_NAMES = {
-    BASIS_TESTS: "CI + U test",
-    BASIS_THRESHOLD: "threshold only",
-    BASIS_FEW: "threshold only (too few for the test)",
-}
-VERDICTS = ("slower", "faster", "unchanged")
 ARROW = "→"
 
 
@@ -38,25 +26,33 @@ def pair_label(baseline: str, candidate: str) -> str:
     return f"{baseline} {ARROW} {candidate}"
 
 
-def _n(rows: pd.DataFrame) -> pd.Series:
-    return rows["n_baseline"].astype(str) + " / " + rows["n_candidate"].astype(str)
+def processes_cell(n_baseline: object, n_candidate: object) -> str:
+    """``4+4``: the processes of each side that an interval rests on."""
+    return f"{_count(n_baseline)}+{_count(n_candidate)}"
+
+
+def _count(value: object) -> str:
+    return md.NOT_AVAILABLE if value is None or _nan(value) else str(int(value))  # type: ignore[call-overload]
 
 
 def comparison_table(
-    rows: pd.DataFrame, *, versions: bool = True, verdict: bool = False
+    rows: pd.DataFrame, *, versions: bool = True, verdict: bool = False, advice: bool = False
 ) -> pd.DataFrame:
-    """Rows of :attr:`Review.results` as text: medians in s/ms/µs, change, ratio with CI, p.
+    """Rows of :attr:`Review.results` as text: medians, change, ratio with interval, processes.
 
     Args:
         rows: Rows of :attr:`jaxbench.analysis.review.Review.results` (or of a
             :attr:`Comparison.table` with ``baseline`` and ``candidate`` columns).
         versions: Include the ``metric`` and ``versions`` (``baseline → candidate``) columns.
         verdict: Include the ``verdict`` column.
+        advice: Include the ``advice`` column: what would settle an ``inconclusive`` row, why
+            a row is ``unstable``.
 
     Returns:
         Columns (``metric``,) ``case``, ``condition``, (``versions``,) ``baseline median``,
-        ``candidate median``, ``change``, ``ratio [CI]``, ``p``, ``n`` (baseline / candidate),
-        (``verdict``,) ``basis``; one row per input row, in order.
+        ``candidate median``, ``change``, ``ratio [CI]``, ``p``, ``processes`` (baseline +
+        candidate), ``calls`` (baseline / candidate), ``detectable`` (smallest slowdown found
+        with 80 % power), (``verdict``,) (``advice``); one row per input row, in order.
     """
     out = pd.DataFrame(index=rows.index)
     if versions:
@@ -75,10 +71,18 @@ def comparison_table(
         for r, lo, hi in zip(rows["ratio"], rows["ci_low"], rows["ci_high"], strict=True)
     ]
     out["p"] = rows["p_value"].map(md.p_value)
-    out["n"] = _n(rows) if len(rows) else pd.Series(dtype=str)
+    out["processes"] = [
+        processes_cell(a, b) for a, b in zip(rows["n_baseline"], rows["n_candidate"], strict=True)
+    ]
+    out["calls"] = [
+        f"{_count(a)} / {_count(b)}"
+        for a, b in zip(rows["calls_baseline"], rows["calls_candidate"], strict=True)
+    ]
+    out["detectable"] = rows["detectable"].map(md.share)
     if verdict:
         out["verdict"] = rows["verdict"]
-    out["basis"] = rows["basis"].map(lambda b: BASIS_NAMES.get(b, b))
+    if advice:
+        out["advice"] = rows["advice"].fillna("")
     return out.reset_index(drop=True)
 
 
@@ -91,6 +95,19 @@ def verdict_counts(rows: pd.DataFrame) -> pd.DataFrame:
     counts["total"] = counts.sum(axis=1)
     counts.index = counts.index.map(METRIC_NAMES)
     return counts.rename_axis("metric").reset_index().rename_axis(None, axis=1)
+
+
+def summary_counts(review: Review) -> pd.DataFrame:
+    """Per pair and metric: ``versions``, ``metric``, one column per verdict, ``total``."""
+    parts = []
+    results = review.results
+    for a, b in review.pairs:
+        rows = results[(results["baseline"] == a) & (results["candidate"] == b)]
+        parts.append(verdict_counts(rows).assign(versions=pair_label(a, b)))
+    columns = ["versions", "metric", *VERDICTS, "total"]
+    if not parts:
+        return pd.DataFrame(columns=columns)
+    return pd.concat(parts, ignore_index=True)[columns]
 
 
 def environment_table(review: Review) -> pd.DataFrame:
@@ -143,11 +160,22 @@ def _nan(value: object) -> bool:
 # -- sections ----------------------------------------------------------------------------------
 
 
+def verdict_sentence(counts: dict[str, int]) -> str:
+    """``**2 slower**, **1 faster**, 5 same (verdicts that hold); 30 inconclusive, 0 unstable``."""
+
+    def n(verdict: str) -> str:
+        return f"{counts.get(verdict, 0)} {verdict}"
+
+    return (
+        f"**{n('slower')}**, **{n('faster')}**, {n('same')} (verdicts that hold); "
+        f"{n('inconclusive')}, {n('unstable')}"
+    )
+
+
 def header_section(ctx: ReportContext) -> str:
-    """Title, the versions and pairs, the mode, and the verdict counts in one sentence."""
+    """Title, the versions and pairs, the mode, and the verdict counts (sentence and table)."""
     review = ctx.review
-    results = review.results
-    n_slow, n_fast = len(review.regressions), len(review.improvements)
+    counts = review.verdict_counts()
     lines = [
         f"# JAX version review: {f' {ARROW} '.join(review.versions)}",
         "",
@@ -162,27 +190,43 @@ def header_section(ctx: ReportContext) -> str:
         lines.append("- Compared: " + "; ".join(pair_label(a, b) for a, b in review.pairs))
     lines.append(f"- Comparison mode: **{review.mode.name}** (see Method)")
     lines.append(
-        f"- **{n_slow} regression{'s' * (n_slow != 1)}**, {n_fast} improvement"
-        f"{'s' * (n_fast != 1)}, {len(results) - n_slow - n_fast} unchanged, over {len(results)} "
-        "comparisons (steady state and compile time counted apart)"
+        f"- {verdict_sentence(counts)}, over {len(review.results)} comparisons (steady state "
+        "and compile time counted apart). `inconclusive`: the data cannot tell either way (see "
+        "Inconclusive and unstable for what would settle it); `unstable`: the machine changed "
+        "under the comparison"
     )
     if review.problems:
         lines.append(
-            f"- {len(review.problems)} file(s) or part(s) of files did not load: see Problems"
+            f"- {len(review.problems)} problem(s) with results files (not loaded, or loaded "
+            "with a caveat): see Problems"
         )
+    if review.pairs:
+        lines += ["", "Verdicts per pair:", "", md.table(summary_counts(review))]
     return "\n".join(lines)
+
+
+def _columns_note(ctx: ReportContext) -> str:
+    s = ctx.review.settings
+    return (
+        "Ratio = candidate / baseline (geometric mean over processes of each process's median; "
+        f"above 1: slower), with its {s.confidence:.0%} interval over processes; p: two-sided "
+        "Welch t test on the log per-process medians; processes: baseline + candidate processes "
+        "the interval rests on; calls: timed values nested in them (calls for steady state, "
+        "compiles for compile time); detectable: the smallest slowdown this comparison calls "
+        "`slower` with 80 % power."
+    )
 
 
 def regressions_section(ctx: ReportContext) -> str:
     """Every ``slower`` row over all pairs, steady state first, largest ratio first."""
     rows = ctx.review.regressions
+    t = ctx.review.settings
     return (
         "## Regressions\n\n"
-        "Every case that got slower (verdict `slower`), over all compared pairs; steady state "
-        "first, then compile time; largest ratio first. Ratio = candidate / baseline median "
-        f"(above 1: slower), with its {ctx.review.settings.confidence:.0%} bootstrap interval; "
-        "p: two-sided Mann-Whitney U; n: values baseline / candidate (samples for steady state, "
-        "records for compile time).\n\n" + md.table(comparison_table(rows))
+        "Every case that got slower (verdict `slower`: the whole interval lies above 1 + "
+        f"threshold, {t.threshold:.1%} for steady state and {t.compile_threshold:.1%} for "
+        "compile time), over all compared pairs; steady state first, then compile time; largest "
+        f"ratio first. {_columns_note(ctx)}\n\n" + md.table(comparison_table(rows))
     )
 
 
@@ -190,9 +234,58 @@ def improvements_section(ctx: ReportContext) -> str:
     """Every ``faster`` row over all pairs, steady state first, smallest ratio first."""
     rows = ctx.review.improvements
     return (
-        "## Improvements\n\nEvery case that got faster (verdict `faster`), columns as above; "
-        "smallest ratio first.\n\n" + md.table(comparison_table(rows))
+        "## Improvements\n\nEvery case that got faster (verdict `faster`: the whole interval "
+        "lies below 1 / (1 + threshold)), columns as above; smallest ratio first.\n\n"
+        + md.table(comparison_table(rows))
     )
+
+
+def _apparent(rows: pd.DataFrame, review: Review) -> pd.Series:
+    """Whether each row's estimate lies beyond its metric's threshold (either way)."""
+    s = review.settings
+    bound = rows["metric"].map({STEADY_STATE: s.threshold, COMPILE: s.compile_threshold})
+    ratio = pd.to_numeric(rows["ratio"], errors="coerce")
+    return (ratio > 1 + bound) | (ratio < 1 / (1 + bound))
+
+
+def inconclusive_section(ctx: ReportContext) -> str:
+    """``unstable`` rows with their reason; ``inconclusive`` ones that look changed, with advice."""
+    review = ctx.review
+    unstable, inconclusive = review.unstable, review.inconclusive
+    parts = ["## Inconclusive and unstable"]
+    if unstable.empty:
+        parts.append("No comparison is `unstable`: no noise indicator says the machine changed.")
+    else:
+        table = comparison_table(unstable, advice=True).rename(columns={"advice": "reason"})
+        parts.append(
+            f"{len(unstable)} comparison(s) are `unstable`: the noise indicators recorded beside "
+            "the timings (CPU share of the timed region, hypervisor steal, drift between the "
+            "halves of a run) say the machine changed under them, so they are never called "
+            "`slower` or `faster`. Rerun them on a quiet machine. Reason per row:"
+        )
+        parts.append(md.table(table))
+    if inconclusive.empty:
+        parts.append("No comparison is `inconclusive`.")
+        return "\n\n".join(parts)
+    apparent = inconclusive[_apparent(inconclusive, review).to_numpy()]
+    parts.append(
+        f"{len(inconclusive)} comparison(s) are `inconclusive`: their interval is too wide to "
+        "show a change beyond the threshold or its absence (the verdict `same`). That is no "
+        "finding either way; `advice` says what would settle it (usually more processes: the "
+        "interval narrows with the spread between processes, not with more calls in each), "
+        "`detectable` the smallest slowdown the comparison would have found."
+    )
+    if apparent.empty:
+        parts.append("None of them has an estimate beyond the threshold.")
+    else:
+        rest = len(inconclusive) - len(apparent)
+        parts.append(
+            f"The {len(apparent)} whose estimate lies beyond the threshold (apparent changes: "
+            "leads to rerun with more processes, not findings), largest change first; the other "
+            f"{rest} are in the tables by pair:"
+        )
+        parts.append(md.table(comparison_table(apparent, advice=True)))
+    return "\n\n".join(parts)
 
 
 def pairs_section(ctx: ReportContext) -> str:
@@ -203,18 +296,22 @@ def pairs_section(ctx: ReportContext) -> str:
         parts.append(f"Only one version ({', '.join(review.versions)}): nothing to compare.")
         return "\n\n".join(parts)
     results = review.results
+    parts.append(
+        "Every comparison, with its verdict; `advice`: what would settle an `inconclusive` "
+        "row, or why a row is `unstable`."
+    )
     for a, b in review.pairs:
         rows = results[(results["baseline"] == a) & (results["candidate"] == b)]
         parts.append(f"### {pair_label(a, b)}")
         parts.append("Verdicts:\n\n" + md.table(verdict_counts(rows)))
         for metric, title in (
             (STEADY_STATE, "Steady state (latency per call)"),
-            (COMPILE, "Compile time (XLA compile per record)"),
+            (COMPILE, "Compile time (XLA compile per process)"),
         ):
             sub = rows[rows["metric"] == metric]
             parts.append(
                 f"#### {title}: {pair_label(a, b)}\n\n"
-                + md.table(comparison_table(sub, versions=False, verdict=True))
+                + md.table(comparison_table(sub, versions=False, verdict=True, advice=True))
             )
     return "\n\n".join(parts)
 
@@ -314,48 +411,7 @@ def problems_section(ctx: ReportContext) -> str:
     if not problems:
         return "## Problems\n\nNone: every results file loaded."
     return (
-        "## Problems\n\nThese files, or lines of them, did not load; the report is built from "
-        "the rest:\n\n" + md.bullets(f"`{p.path}`: {p.reason}" for p in problems)
-    )
-
-
-def method_section(ctx: ReportContext) -> str:
-    """Comparison mode, what is compared, the verdict rule, thresholds and bootstrap settings."""
-    review = ctx.review
-    s = review.settings
-    t, tc = s.threshold, s.compile_threshold
-    return "\n".join(
-        [
-            "## Method",
-            "",
-            f"**Comparison mode: {review.mode.name}.** {review.mode.description}",
-            "",
-            "**What is compared.** Each pair of versions is compared case by case (benchmark and "
-            "parameters) under one measurement condition at a time "
-            f"(fields: {', '.join(DEFAULT_FIELDS)}, each recorded environment variable and JAX "
-            "flag). Steady state and compile time are separate rows, never mixed:",
-            "",
-            "- *steady state*: every timed call of the `ok` records (latency per call, blocked on "
-            "the whole output), pooled per version; `recompiled` records are left out;",
-            "- *compile time*: the XLA compile time of each record (one value per record); "
-            "persistent-cache hits are left out.",
-            "",
-            "**Verdict rule** (ratio r = candidate median / baseline median):",
-            "",
-            f"- `slower`: the whole {s.confidence:.0%} bootstrap interval of r lies above 1, "
-            f"r > 1 + t, and the two-sided Mann-Whitney U p < {s.alpha:g};",
-            f"- `faster`: the interval lies below 1, r < 1 / (1 + t), and p < {s.alpha:g};",
-            "- `unchanged` otherwise;",
-            "- with a single value on a side (e.g. one compile per version) no interval or test "
-            "is possible, and the verdict rests on the threshold alone (basis `threshold only`); "
-            "the same when a side has so few values that the rank test could not reach alpha "
-            "whatever they are (two a side: p >= 1/3; basis `threshold only (too few for the "
-            "test)`).",
-            "",
-            f"Thresholds t: steady state {t:.1%}, compile time {tc:.1%}. Confidence level "
-            f"{s.confidence:.0%}; percentile bootstrap of the ratio of medians, both sides "
-            f"resampled independently, {s.n_resamples} resamples, seed {s.seed}. "
-            "The bootstrap treats successive samples as independent, so intervals are somewhat "
-            "narrow; the threshold covers that.",
-        ]
+        "## Problems\n\nThese files, or lines of them, did not load, or loaded with the caveat "
+        "given; the report is built from what loaded:\n\n"
+        + md.bullets(f"`{p.path}`: {p.reason}" for p in problems)
     )

@@ -19,9 +19,10 @@ from functools import cached_property
 from itertools import pairwise
 from typing import Any
 
+import numpy as np
 import pandas as pd
 
-from jaxbench.analysis import stats
+from jaxbench.analysis import verdicts
 from jaxbench.analysis.compare import (
     COLUMNS,
     COMPILE,
@@ -61,48 +62,49 @@ class Mode:
 SEQUENTIAL = Mode(
     "sequential",
     "Each JAX version ran in separate processes, one version after another (one `jaxbench run` "
-    "or `jaxbench submit --jax` environment per version). The records of two versions are "
-    "compared as independent samples: every steady-state sample of a case under one condition "
-    "is pooled per version, and drift of the machine between the runs (other load, clock, "
-    "thermal state) is not separated from the effect of the version.",
+    "or `jaxbench submit --jax` environment per version, each run a process of its own). The "
+    "records of two versions are compared over those processes: a process is summarised by the "
+    "median of its calls, and the difference between the versions is judged against the "
+    "spread between processes of the same version; with a single process a side there is no "
+    "spread to judge by, and the verdict is `inconclusive`. Drift of the machine between runs "
+    "(other load, clock, thermal state) widens that spread when the runs of the versions "
+    "alternate in time (A, B, A, B, ...); a change of the machine between all runs of one "
+    "version and all runs of the other is not separated from the effect of the version.",
 )
 
 
 @dataclass(frozen=True)
 class Settings:
-    """The verdict rule's settings (:func:`jaxbench.analysis.stats.verdict`) and the bootstrap's.
+    """The verdict rule's settings (:func:`jaxbench.analysis.verdicts.decide`).
 
     Attributes:
         threshold: Smallest relative steady-state change that counts (0.02 = 2 %).
         compile_threshold: The same for compile time.
-        alpha: Significance level of the Mann-Whitney U test.
-        confidence: Confidence level of the bootstrap intervals.
-        n_resamples: Bootstrap resamples per comparison.
-        seed: Seed of every bootstrap.
+        alpha: ``1 -`` the confidence level of the intervals (0.05: 95 % intervals). A
+            ``slower`` call on a case whose truth is at most ``1 + threshold`` has probability
+            at most ``alpha / 2``, and so has a false ``faster``.
 
     Raises:
-        ReviewInputError: A threshold is negative or not finite, ``alpha`` or ``confidence`` is
-            not in (0, 1), or ``n_resamples`` is below 1 (the message names the setting).
+        ReviewInputError: A threshold is negative or not finite, or ``alpha`` is not in (0, 1)
+            (the message names the setting).
     """
 
-    threshold: float = stats.DEFAULT_THRESHOLD
+    threshold: float = verdicts.DEFAULT_THRESHOLD
     compile_threshold: float = DEFAULT_COMPILE_THRESHOLD
-    alpha: float = stats.DEFAULT_ALPHA
-    confidence: float = stats.DEFAULT_CONFIDENCE
-    n_resamples: int = stats.DEFAULT_RESAMPLES
-    seed: int = stats.DEFAULT_SEED
+    alpha: float = verdicts.DEFAULT_ALPHA
 
     def __post_init__(self) -> None:
         for name in ("threshold", "compile_threshold"):
             value = getattr(self, name)
             if not 0 <= value < float("inf"):
                 raise ReviewInputError(f"{name} must be a finite number >= 0, got {value}")
-        for name in ("alpha", "confidence"):
-            value = getattr(self, name)
-            if not 0 < value < 1:
-                raise ReviewInputError(f"{name} must be in (0, 1), got {value}")
-        if self.n_resamples < 1:
-            raise ReviewInputError(f"n_resamples must be >= 1, got {self.n_resamples}")
+        if not 0 < self.alpha < 1:
+            raise ReviewInputError(f"alpha must be in (0, 1), got {self.alpha}")
+
+    @property
+    def confidence(self) -> float:
+        """The confidence level of the intervals, ``1 - alpha``."""
+        return 1 - self.alpha
 
 
 @dataclass(frozen=True)
@@ -114,7 +116,7 @@ class Review:
         problems: Files (or parts of files) that did not load.
         versions: Versions under review, oldest first (version order).
         comparisons: One per pair, in the order of :func:`version_pairs`.
-        settings: Verdict and bootstrap settings used.
+        settings: Verdict settings used.
         mode: How the records were measured.
         drift: Numerical drift rows (:mod:`jaxbench.analysis.drift`), or ``None`` when not
             checked.
@@ -155,7 +157,13 @@ class Review:
         out = out.sort_values(["pair", "metric_order", "case", "condition"], ignore_index=True)
         return out[columns]
 
-    def _verdict(self, verdict: str, worst_first: bool) -> pd.DataFrame:
+    def verdict_rows(self, verdict: str, worst_first: bool = True) -> pd.DataFrame:
+        """Rows of :attr:`results` with ``verdict``: steady state first, then by ratio.
+
+        Args:
+            verdict: One of :data:`jaxbench.analysis.verdicts.VERDICTS`.
+            worst_first: Largest ratio first (else smallest first).
+        """
         rows = self.results[self.results["verdict"] == verdict]
         order = rows["metric"].map(METRIC_ORDER.index)
         return (
@@ -168,12 +176,37 @@ class Review:
     @property
     def regressions(self) -> pd.DataFrame:
         """Rows of :attr:`results` called ``slower``: steady state first, largest ratio first."""
-        return self._verdict("slower", worst_first=True)
+        return self.verdict_rows("slower", worst_first=True)
 
     @property
     def improvements(self) -> pd.DataFrame:
         """Rows called ``faster``: steady state first, smallest ratio first."""
-        return self._verdict("faster", worst_first=False)
+        return self.verdict_rows("faster", worst_first=False)
+
+    @property
+    def inconclusive(self) -> pd.DataFrame:
+        """Rows called ``inconclusive``, steady state first, the largest apparent change first.
+
+        Their ``advice`` says what would settle them.
+        """
+        rows = self.results[self.results["verdict"] == "inconclusive"]
+        moved = -np.abs(np.log(pd.to_numeric(rows["ratio"], errors="coerce")))
+        return (
+            rows.assign(metric_order=rows["metric"].map(METRIC_ORDER.index), moved=moved)
+            .sort_values(["metric_order", "moved", "case"], na_position="last")
+            .drop(columns=["metric_order", "moved"])
+            .reset_index(drop=True)
+        )
+
+    @property
+    def unstable(self) -> pd.DataFrame:
+        """Rows called ``unstable`` (the machine changed under them; ``advice`` says how)."""
+        return self.verdict_rows("unstable", worst_first=True)
+
+    def verdict_counts(self) -> dict[str, int]:
+        """How many rows of :attr:`results` got each verdict, in :data:`VERDICTS` order."""
+        counts = self.results["verdict"].value_counts()
+        return {v: int(counts.get(v, 0)) for v in verdicts.VERDICTS}
 
     @property
     def not_timed(self) -> pd.DataFrame:
@@ -250,7 +283,7 @@ def review_versions(
         problems: Its problems, carried into the review.
         baseline: Baseline version, or ``None``.
         candidate: Candidate version, or ``None``.
-        settings: Verdict and bootstrap settings; defaults when ``None``.
+        settings: Verdict settings; defaults when ``None``.
         mode: How the records were measured.
         drift: Numerical drift rows (:data:`jaxbench.analysis.drift.DRIFT_COLUMNS`), or ``None``.
         live: Live comparisons (:class:`jaxbench.interleave.CaseComparison`), reported apart.
@@ -280,9 +313,6 @@ def review_versions(
             threshold=settings.threshold,
             compile_threshold=settings.compile_threshold,
             alpha=settings.alpha,
-            confidence=settings.confidence,
-            n_resamples=settings.n_resamples,
-            seed=settings.seed,
         )
         for a, b in pairs
     ]

@@ -1,0 +1,89 @@
+"""The Method section of a version-upgrade report: what is compared, the unit, the verdict rule.
+
+The text follows :mod:`jaxbench.analysis.verdicts` (the statistics) and
+:mod:`jaxbench.analysis.stability` (the ``unstable`` checks); the figures in it (thresholds,
+alpha) are the review's settings.
+"""
+
+from __future__ import annotations
+
+from jaxbench.analysis.conditions import DEFAULT_FIELDS
+from jaxbench.analysis.report_context import ReportContext
+
+KALIBERA_JONES = 'T. Kalibera and R. Jones, "Rigorous benchmarking in reasonable time", ISMM 2013'
+PINPOINT = "Chromium's Pinpoint bisection service"
+
+
+def method_section(ctx: ReportContext) -> str:
+    """Comparison mode, what is compared, the unit, the verdict rule and its error rate."""
+    review = ctx.review
+    s = review.settings
+    t, tc, a = s.threshold, s.compile_threshold, s.alpha
+    return "\n".join(
+        [
+            "## Method",
+            "",
+            f"**Comparison mode: {review.mode.name}.** {review.mode.description}",
+            "",
+            "**What is compared.** Each pair of versions is compared case by case (benchmark and "
+            "parameters) under one measurement condition at a time "
+            f"(fields: {', '.join(DEFAULT_FIELDS)}, each recorded environment variable and JAX "
+            "flag). Steady state and compile time are separate rows, never mixed:",
+            "",
+            "- *steady state*: per process, the median of every timed call of its `ok` records "
+            "(latency per call, blocked on the whole output); `recompiled` records are left out;",
+            "- *compile time*: per process, the XLA compile time of the case; a compile shared "
+            "by several cases of one process counts once, and persistent-cache hits are left "
+            "out.",
+            "",
+            "**The process is the unit.** Calls of one process are not independent draws: they "
+            "share its memory layout, thread placement, clocks and neighbours, so two processes "
+            "of the very same build differ by a few percent for their whole lives. Every "
+            "interval is therefore taken over processes, with the calls nested inside them "
+            f"({KALIBERA_JONES}: the variation that matters is the one at the highest level "
+            "that is repeated). More calls per process make each process's median more exact; "
+            "only more processes narrow the interval.",
+            "",
+            "- *recorded runs* (independent processes, this report's tables): each process is "
+            "summarised by the median of its calls; the two versions' means of the log medians "
+            "are compared with Welch's t interval (Student's pooled interval when one side has a "
+            "single process). The ratio is exp of the difference: the geometric mean over "
+            "processes of candidate / baseline. One process a side gives no interval at all: "
+            "the verdict is then `inconclusive`;",
+            "- *live comparisons* (`jaxbench compare --interleave`): each pair of fresh worker "
+            "processes gives one log ratio, the median of its per-round log ratios (which "
+            "cancels slow drift within the pair); the interval is the one-sample t interval "
+            "over pairs. One pair gives none.",
+            "",
+            f"**Verdict rule**, with [lo, hi] the {1 - a:.0%} interval of the ratio (candidate / "
+            f"baseline) and t the threshold. Like {PINPOINT}, which decides different, same or "
+            "unknown (collect more data), it may say that it does not know:",
+            "",
+            "- `slower`: lo > 1 + t (the whole interval lies above the threshold);",
+            "- `faster`: hi < 1 / (1 + t);",
+            "- `same`: 1 / (1 + t) < lo and hi < 1 + t (no change as large as the threshold: "
+            "equivalence shown, two one-sided tests);",
+            "- `inconclusive` otherwise: neither a change beyond the threshold nor its absence "
+            "is shown. The row says the smallest slowdown the comparison would have found with "
+            "80 % power (`detectable`) and about how many more processes (or pairs) would "
+            "settle it (`advice`);",
+            "- `unstable`: the noise indicators recorded beside the timings say the machine "
+            "changed under the comparison (the timed region's CPU share moved, the hypervisor "
+            "stole CPU time, or a process's or pair's timings drifted between its halves); such "
+            "a row is never called `slower` or `faster`, and its `advice` gives the reason.",
+            "",
+            f"**Error rate.** When the true ratio is at most 1 + t, `slower` is called with "
+            f"probability at most alpha / 2 = {a / 2:.1%} per case (the lower end of a "
+            f"{1 - a:.0%} interval lies above the truth that often); likewise `faster` when "
+            "the truth is at least 1 / (1 + t), and `same` when the truth lies beyond the "
+            "threshold. Over many cases, expect at most alpha / 2 false calls per case in the "
+            "worst case (a true change just at the threshold), far fewer for unchanged code. A "
+            "live comparison that looks again after adding pairs spends alpha over its looks: "
+            "each of L looks uses alpha / L, so all of them together keep the rate. The rate "
+            "assumes the processes of a side are independent draws from one machine state; the "
+            "`unstable` checks look for evidence against that.",
+            "",
+            f"Thresholds t: steady state {t:.1%}, compile time {tc:.1%}. alpha {a:g} "
+            f"(intervals at {1 - a:.0%}).",
+        ]
+    )
