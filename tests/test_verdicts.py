@@ -76,8 +76,7 @@ def test_known_shift_is_found_and_covered():
 def test_default_threshold_calls_fewer_than_nominal_on_aa():
     rng = np.random.default_rng(3)
     calls = sum(
-        verdicts.estimate_independent(_side(rng, 4), _side(rng, 4)).verdict
-        in ("slower", "faster")
+        verdicts.estimate_independent(_side(rng, 4), _side(rng, 4)).verdict in ("slower", "faster")
         for _ in range(REPLICATES)
     )
     assert calls / REPLICATES <= ALPHA / 2 + 0.02
@@ -165,10 +164,12 @@ class _Round:
 def test_pair_drift_is_unstable():
     rng = np.random.default_rng(8)
     a, b = _pair(rng, 1.0, rounds=40)
-    rounds = [_Round(x, y if i < 20 else y * 0.55) for i, (x, y) in enumerate(zip(a, b))]
+    rounds = [
+        _Round(x, y if i < 20 else y * 0.55) for i, (x, y) in enumerate(zip(a, b, strict=True))
+    ]
     reasons = stability.pairs_reasons([rounds], threshold=0.02)
     assert any("per-round ratio moved" in r for r in reasons), reasons
-    quiet = [_Round(x, y) for x, y in zip(a, b)]
+    quiet = [_Round(x, y) for x, y in zip(a, b, strict=True)]
     assert stability.pairs_reasons([quiet], threshold=0.02) == []
 
 
