@@ -8,7 +8,7 @@ from typing import Annotated
 import typer
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-from jaxbench import cluster_cli, compare_cli, drift_cli, report_cli
+from jaxbench import calibrate_cli, cluster_cli, compare_cli, drift_cli, report_cli
 from jaxbench.cases import Case
 from jaxbench.cli_options import (
     Budget,
@@ -180,6 +180,7 @@ def show_cmd(
 
 cluster_cli.register(app)
 compare_cli.register(app)
+calibrate_cli.register(app)
 drift_cli.register(app)
 report_cli.register(app)
 

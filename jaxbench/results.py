@@ -29,7 +29,7 @@ DRIFT_FILE_PREFIX = "drift-"
 #: drift checks (:func:`jaxbench.drift.load_drift`), live comparisons
 #: (:func:`jaxbench.interleave.load_comparisons`) and sensitivity studies. Folder scans for
 #: records skip them.
-OTHER_KINDS = (DRIFT_FILE_PREFIX, "interleave-", "sensitivity-")
+OTHER_KINDS = (DRIFT_FILE_PREFIX, "interleave-", "sensitivity-", "calibration-")
 
 
 class Record(BaseModel):

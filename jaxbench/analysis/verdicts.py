@@ -218,7 +218,24 @@ def _log_medians(groups: Sequence[Sequence[float] | np.ndarray]) -> tuple[np.nda
     return np.asarray(logs, dtype=float), calls
 
 
-def _detectable(se: float, df: float, alpha: float, threshold: float, power: float) -> float:
+def detectable(se: float, df: float, alpha: float, threshold: float, power: float) -> float:
+    """Smallest slowdown (relative: 0.03 = 3 %) called ``slower`` with probability ``power``.
+
+    The lower end of the ``1 - alpha`` t interval of the log ratio must clear ``log(1 +
+    threshold)``: with a true log ratio ``mu`` that happens with probability ``power`` when
+    ``mu - log(1 + threshold) >= (t_{1 - alpha/2, df} + t_{power, df}) * se`` (the usual
+    normal-theory sample-size relation, with t quantiles for few units).
+
+    Args:
+        se: Standard error of the log ratio (e.g. ``sd / sqrt(pairs)``).
+        df: Degrees of freedom of the t interval (e.g. ``pairs - 1``).
+        alpha: ``1 -`` the confidence level of the interval (per look).
+        threshold: Threshold of the verdict.
+        power: Wanted probability of calling the slowdown ``slower``, e.g. 0.8.
+
+    Returns:
+        The relative slowdown, or ``nan`` without a finite ``se`` or with ``df`` <= 0.
+    """
     if not (math.isfinite(se) and df > 0):
         return math.nan
     q = sps.t.ppf(1 - alpha / 2, df) + sps.t.ppf(power, df)
@@ -295,8 +312,8 @@ def _finish(
         alpha=alpha,
         threshold=threshold,
         verdict=verdict,
-        detectable=_detectable(se, df, alpha, threshold, POWERS[0]),
-        detectable_95=_detectable(se, df, alpha, threshold, POWERS[1]),
+        detectable=detectable(se, df, alpha, threshold, POWERS[0]),
+        detectable_95=detectable(se, df, alpha, threshold, POWERS[1]),
         advice=_advice(verdict, log_ratio, sd, n, alpha, threshold, design == "paired"),
     )
 
