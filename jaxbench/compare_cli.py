@@ -104,12 +104,37 @@ def _offline(baseline: str, candidate: str, results: list[Path], opts: dict[str,
     for line in verdict_notes(result.table):
         console.print(line, highlight=False)
     console.print(f"mode: sequential; {BASIS}; verdicts: {_counts(result.table)}")
+    _cite_calibration(results if not all(exists) else as_paths, set(result.table["case"]))
     _exit_for(result.table)
 
 
 def _counts(table: Any) -> str:
     counts = table["verdict"].value_counts()
     return ", ".join(f"{counts[v]} {v}" for v in VERDICTS if v in counts) or "none"
+
+
+def _cite_calibration(folders: list[Path], cases: set[str]) -> None:
+    """One line on this machine's measured false-alarm rate, or how to measure it."""
+    from jaxbench.calibrate import latest_calibration
+    from jaxbench.env import host
+
+    here = host()["hostname"]
+    roots = [f for f in {*folders, Path("results")} if f.exists()]
+    found = [latest_calibration(roots, host=here, case=c) for c in sorted(cases)]
+    cal = max((c for c in found if c), key=lambda c: c.started_at, default=None)
+    cal = cal or latest_calibration(roots, host=here)
+    if cal is None:
+        console.print(f"calibration: none for {here} under {', '.join(map(str, roots))}; "
+                      "`jaxbench calibrate` measures the A/A false-alarm rate and the smallest "
+                      "detectable change here", highlight=False)  # fmt: skip
+        return
+    s = cal.summary
+    rate = "n/a" if s.false_alarm_rate is None else f"{s.false_alarms}/{s.comparisons}"
+    ci = "" if s.false_alarm_ci_high is None else f" (95 % up to {s.false_alarm_ci_high:.0%})"
+    det = "n/a" if s.detectable_80 is None else f"{s.detectable_80:.1%}"
+    console.print(f"calibration of {here} ({cal.case.label}, {cal.started_at}): A/A false "
+                  f"alarms {rate}{ci}; live default design detects {det} at 80 % power "
+                  f"(run {cal.run_id})", highlight=False)  # fmt: skip
 
 
 def _exit_for(table: Any) -> None:
@@ -206,6 +231,7 @@ def _live(
     console.print(f"mode: {mode}; {design}; alpha {opts['alpha']:g} over {schedule.looks} "
                   f"look(s); verdicts: {_counts(frame)}")  # fmt: skip
     console.print(f"wrote {path}", highlight=False)
+    _cite_calibration([out], {c.label for c in found})
     if any(c.status != "ok" for c in found):
         raise typer.Exit(1)
     _exit_for(frame)

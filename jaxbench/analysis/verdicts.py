@@ -261,9 +261,10 @@ def _advice(
 ) -> str:
     what = "process pairs" if paired else "processes a side"
     if n < 2:
-        need = "a pair" if paired else "a process on that side"
-        return (f"one {'pair' if paired else 'process'} gives no interval for a "
-                f"between-process difference: run at least {need} more")  # fmt: skip
+        if paired:
+            return "one pair gives no interval for a between-process difference: run more pairs"
+        return ("one process on a side gives no interval for a between-process difference: "
+                "run at least 2 processes a side (each run is one)")  # fmt: skip
     if verdict != "inconclusive":
         return ""
     bound = math.log1p(threshold)
