@@ -1,4 +1,7 @@
-"""The one place that times anything: compile, first call, warm-up and steady-state samples."""
+"""The one place that times anything: compile, first call, warm-up and steady-state samples.
+
+Also the noise indicators of each timed region (:mod:`jaxbench.measure.noise`).
+"""
 
 from jaxbench.measure.cache import configure_compilation_cache
 from jaxbench.measure.events import CompileEvents, compile_events
@@ -10,12 +13,15 @@ from jaxbench.measure.harness import (
     compile_targets,
     measure,
 )
+from jaxbench.measure.noise import NOISE_KEYS, NoiseProbe
 
 __all__ = [
+    "NOISE_KEYS",
     "CompileEvents",
     "CompileStats",
     "CompileTarget",
     "Measurement",
+    "NoiseProbe",
     "TimingConfig",
     "compile_events",
     "compile_targets",

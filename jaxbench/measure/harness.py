@@ -18,6 +18,7 @@ from typing import Any
 
 from jaxbench.measure.costs import cost_analysis, memory_analysis
 from jaxbench.measure.events import EventCounts, compile_events
+from jaxbench.measure.noise import NoiseProbe
 
 
 @dataclass(frozen=True)
@@ -173,7 +174,9 @@ class Measurement:
     """What :func:`measure` saw. Seconds for times, bytes for memory.
 
     ``recompiled`` is true when any compile or trace happened inside the timed region; then the
-    samples are not a steady state, and sampling stopped at the first such call.
+    samples are not a steady state, and sampling stopped at the first such call. ``noise`` holds
+    the noise indicators of the timed region (:mod:`jaxbench.measure.noise`: CPU share,
+    context switches, GC collections, load, steal, usable CPUs).
     """
 
     samples_s: list[float]
@@ -184,6 +187,7 @@ class Measurement:
     device_peak_bytes: int | None
     host_peak_rss_bytes: int
     final_state: Any = field(repr=False, default=None)
+    noise: dict[str, Any] = field(default_factory=dict)
 
     @property
     def recompiled(self) -> bool:
@@ -217,6 +221,9 @@ def measure(
 ) -> Measurement:
     """Time ``call(state)``: first call, ``config.warmup_calls`` warm-up calls, then samples.
 
+    The timed region (the samples, not the first or warm-up calls) is wrapped in a
+    :class:`~jaxbench.measure.noise.NoiseProbe`, which collects garbage just before it starts.
+
     Args:
         call: The timed unit; returns a PyTree of arrays (blocked on as a whole).
         state: The argument PyTree. Warm-up and timed calls use exactly this PyTree (shapes,
@@ -227,7 +234,8 @@ def measure(
         device: The device to read peak memory from; ``None`` skips device memory.
 
     Returns:
-        A :class:`Measurement`; ``samples_s`` in call order, seconds.
+        A :class:`Measurement`; ``samples_s`` in call order, seconds; ``noise`` of the timed
+        region.
     """
     import jax
 
@@ -247,22 +255,26 @@ def measure(
     del out
     setup = compile_events.since(start)
 
-    timed_start = compile_events.snapshot()
-    seen = compile_events.compiles_and_traces
-    samples: list[int] = []
-    deadline = clock() + int(config.budget_s * 1e9)
-    while True:
-        t0 = clock()
-        out = block(call(state))
-        t1 = clock()
-        samples.append(t1 - t0)
-        if next_state is not None:
-            state = next_state(state, out)
-        n = len(samples)
-        if compile_events.compiles_and_traces != seen:
-            break
-        if n >= config.max_samples or (n >= config.min_samples and t1 >= deadline):
-            break
+    probe = NoiseProbe.start()  # gc.collect() first: set-up garbage is not collected in the region
+    try:
+        timed_start = compile_events.snapshot()
+        seen = compile_events.compiles_and_traces
+        samples: list[int] = []
+        deadline = clock() + int(config.budget_s * 1e9)
+        while True:
+            t0 = clock()
+            out = block(call(state))
+            t1 = clock()
+            samples.append(t1 - t0)
+            if next_state is not None:
+                state = next_state(state, out)
+            n = len(samples)
+            if compile_events.compiles_and_traces != seen:
+                break
+            if n >= config.max_samples or (n >= config.min_samples and t1 >= deadline):
+                break
+    finally:
+        noise = probe.stop()
     timed = compile_events.since(timed_start)
     return Measurement(
         samples_s=[s / 1e9 for s in samples],
@@ -273,4 +285,5 @@ def measure(
         device_peak_bytes=device_peak_bytes(device) if device is not None else None,
         host_peak_rss_bytes=host_peak_rss_bytes(),
         final_state=state,
+        noise=noise,
     )
