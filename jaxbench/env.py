@@ -1,4 +1,8 @@
-"""What can change a timing: versions, backend, device, flags, host, commit and Slurm job facts."""
+"""What can change a timing: versions, backend, device, flags, host, commit and Slurm job facts.
+
+Also which process took it: :data:`PROCESS_ID` names this process (the statistical unit of the
+analysis), made once at import and made again in the child of every ``os.fork``.
+"""
 
 from __future__ import annotations
 
@@ -8,9 +12,35 @@ import platform
 import socket
 import subprocess
 import sys
+import uuid
 from importlib import metadata
 from pathlib import Path
 from typing import Any
+
+from jaxbench.measure.noise import cpu_affinity, usable_cpus
+
+#: Identifier of this process: 32 hex digits (``uuid4``), the same for every record it writes,
+#: different in every other process, forked children included (see :func:`process_id`).
+PROCESS_ID = uuid.uuid4().hex
+
+
+def _new_process_id() -> None:
+    global PROCESS_ID
+    PROCESS_ID = uuid.uuid4().hex
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_new_process_id)
+
+
+def process_id() -> str:
+    """This process's :data:`PROCESS_ID`.
+
+    A spawned interpreter imports this module afresh and so draws its own; a forked child gets
+    a new one from an ``os.register_at_fork`` hook, so it never shares its parent's.
+    """
+    return PROCESS_ID
+
 
 ENV_PREFIXES = (
     "XLA_",
@@ -110,7 +140,11 @@ def timing_env_vars() -> dict[str, str]:
 
 @functools.cache
 def host() -> dict[str, Any]:
-    """Host facts: name, OS, CPU model, logical CPU count, total memory (bytes)."""
+    """Host facts: name, OS, CPU model, logical CPU count, total memory (bytes).
+
+    Cached: the same for every process of a host. The CPUs a process may use are not, so
+    :func:`collect` adds them apart.
+    """
     return {
         "hostname": socket.gethostname(),
         "os": platform.platform(),
@@ -130,7 +164,10 @@ def collect(device: Any | None = None) -> dict[str, Any]:
     Returns:
         A JSON-serialisable dict with at least ``jax``, ``jaxlib``, ``python``, ``numpy``,
         ``backend``, ``device_kind``, ``device_count``, ``platform_version``, ``env_vars``,
-        ``jax_flags``, ``host``, ``git`` and ``slurm`` (empty outside Slurm).
+        ``jax_flags``, ``host``, ``git``, ``slurm`` (empty outside Slurm), ``process_id``
+        (:func:`process_id`) and ``pid``. ``host`` has :func:`host`'s facts plus this process's
+        ``usable_cpus`` (count) and ``affinity`` (sorted CPU ids, ``None`` where unknown), which
+        ``taskset`` or Slurm's CPU binding can restrict per process.
     """
     import jax
     import numpy as np
@@ -159,7 +196,9 @@ def collect(device: Any | None = None) -> dict[str, Any]:
         "platform_version": platform_version,
         "env_vars": timing_env_vars(),
         "jax_flags": flags,
-        "host": host(),
+        "host": host() | {"usable_cpus": usable_cpus(), "affinity": cpu_affinity()},
         "git": _git_commit(),
         "slurm": {k: os.environ[k] for k in SLURM_KEYS if k in os.environ},
+        "process_id": process_id(),
+        "pid": os.getpid(),
     }

@@ -64,7 +64,14 @@ class Record(BaseModel):
         compilation_cache: Persistent cache settings and whether the compile was a cache hit.
         gate: Correctness gate facts: tolerances used and the largest errors seen.
         metrics: Workload-specific figures (e.g. ``linearization_held_bytes``).
-        env: Versions, backend, device kind and host facts (:func:`jaxbench.env.collect`).
+        noise: Noise indicators of the timed region (:class:`jaxbench.measure.noise.NoiseProbe`):
+            ``wall_s``, ``cpu_s`` (seconds), ``cpu_share`` (CPU over wall time; above 1 with
+            several busy threads), ``ctx_involuntary``, ``ctx_voluntary``, ``gc_collections``,
+            ``loadavg_start``, ``loadavg_end``, ``steal_share`` (fraction), ``usable_cpus``.
+            Empty where nothing was timed, and in files written before it was recorded.
+        env: Versions, backend, device kind and host facts (:func:`jaxbench.env.collect`); the
+            process (``process_id``, ``pid``) and, for jaxbench runs, the timing settings
+            (``timing``: :class:`jaxbench.measure.TimingConfig` fields).
         started_at: ISO-8601 UTC time at which the case started.
     """
 
@@ -91,6 +98,7 @@ class Record(BaseModel):
     compilation_cache: dict[str, Any] = Field(default_factory=dict)
     gate: dict[str, Any] = Field(default_factory=dict)
     metrics: dict[str, Any] = Field(default_factory=dict)
+    noise: dict[str, Any] = Field(default_factory=dict)
     env: dict[str, Any]
     started_at: str | None = None
 

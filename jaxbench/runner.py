@@ -6,6 +6,7 @@ each record is on disk before the next case starts.
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as _dt
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -27,10 +28,19 @@ def measure_case(case: Case, backend: str, timing: TimingConfig, run_id: str) ->
     The prepared case is not kept after (see :func:`jaxbench.prepared.prepare`), so a long run
     holds one case's arrays at a time; compiled programs and their compile figures stay cached.
 
+    Every record's ``env`` (:func:`jaxbench.env.collect`) also has ``timing``: the fields of
+    ``timing`` (``budget_s``, ``min_samples``, ``max_samples``, ``warmup_calls``). A timed
+    record has ``noise``, the indicators of its timed region (:mod:`jaxbench.measure.noise`).
+
     Returns:
         A :class:`Record`: ``ok``; ``recompiled``; ``failed`` (gate or error, reason in
         ``error``); or ``skipped`` (not applicable, or backend absent).
     """
+    settings = dataclasses.asdict(timing)
+
+    def env(device: Any = None) -> dict[str, Any]:
+        return env_mod.collect(device) | {"timing": dict(settings)}
+
     workload = get_workload(case.workload)
     base: dict[str, Any] = {
         "run_id": run_id,
@@ -42,24 +52,22 @@ def measure_case(case: Case, backend: str, timing: TimingConfig, run_id: str) ->
     try:
         device = resolve_device(backend)
     except RuntimeError as exc:
-        return Record(**base, status="skipped", error=str(exc), env=env_mod.collect())
+        return Record(**base, status="skipped", error=str(exc), env=env())
     try:
         prepared = prepare(
             case.workload, case.params, backend, keep=False, warmup_calls=timing.warmup_calls
         )
         m = prepared.steady_state(timing)
     except NotApplicable as exc:
-        return Record(**base, status="skipped", error=str(exc), env=env_mod.collect(device))
+        return Record(**base, status="skipped", error=str(exc), env=env(device))
     except GateFailure as exc:
-        return Record(
-            **base, status="failed", error=f"correctness gate: {exc}", env=env_mod.collect(device)
-        )
+        return Record(**base, status="failed", error=f"correctness gate: {exc}", env=env(device))
     except Exception as exc:  # a failing case must not stop the run
         return Record(
             **base,
             status="failed",
             error=f"{type(exc).__name__}: {exc}",
-            env=env_mod.collect(device),
+            env=env(device),
         )
     stats = prepared.stats
     base["compilation_cache"] |= {
@@ -93,7 +101,8 @@ def measure_case(case: Case, backend: str, timing: TimingConfig, run_id: str) ->
         memory=stats.memory,
         gate=prepared.gate,
         metrics=prepared.built.metrics,
-        env=env_mod.collect(device),
+        noise=m.noise,
+        env=env(device),
     )
 
 

@@ -106,3 +106,17 @@ def test_appends_from_two_writers_never_interleave_lines(tmp_path):
             a.write(big)
             b.write(make_record())
     assert len(read_records(path)) == 10
+
+
+def test_noise_round_trips_and_an_old_line_without_it_loads(tmp_path):
+    noise = {"wall_s": 0.5, "cpu_s": 0.9, "cpu_share": 1.8, "steal_share": None}
+    path = tmp_path / "run.jsonl"
+    with ResultsWriter(path) as w:
+        w.write(make_record(noise=noise))
+    old = json.loads(path.read_text())
+    del old["noise"]  # a line written before records had noise (still schema 1)
+    with open(path, "a") as fh:
+        fh.write(json.dumps(old) + "\n")
+    new, older = read_records(path)
+    assert new.noise == noise and older.noise == {}
+    assert older.schema_version == SCHEMA_VERSION == 1

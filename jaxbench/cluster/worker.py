@@ -102,11 +102,13 @@ class ShardTask:
                 continue
             record = measure_case(Case(spec.workload, spec.params), self.backend, timing, run_id)
             record.env["requested_backend"] = self.backend
+            # measure_case put the timing settings in env.timing (a condition field); the
+            # sweep's copy is the same dict, all TimingConfig fields.
             record.env["sweep"] = {
                 "task": self.task_index,
                 "requested_jax": self.jax_version,
                 "worker_env": dict(self.env),
-                "timing": dict(self.timing),
+                "timing": dict(record.env["timing"]),
             }
             write_record_file(sweep.record_path(spec, self.jax_version), record)
             statuses[spec.label] = record.status

@@ -6,10 +6,13 @@ one JSON request per line on stdin and answers each with one JSON line:
 
 - ``{"op": "prepare", "workload": ..., "params": {...}, "backend": ..., "warmup": N}``: build,
   compile, gate and warm the case (:func:`jaxbench.prepared.prepare`), answering the
-  environment (:func:`jaxbench.env.collect`), compile time and FLOP;
+  environment (:func:`jaxbench.env.collect`, with this process's ``process_id``), compile time
+  and FLOP;
 - ``{"op": "block", "calls": N}``: one untimed call (to refill caches the other worker may have
-  evicted), then ``N`` timed calls, answering ``samples_s`` (seconds) and the compiles and traces
-  seen while timing;
+  evicted), then ``N`` timed calls, answering ``samples_s`` (seconds), the compiles and traces
+  seen while timing, and ``noise``: the indicators of the block's timed calls
+  (:mod:`jaxbench.measure.noise`: ``wall_s``, ``cpu_s``, ``cpu_share``, context switches, GC
+  collections, load average, steal, usable CPUs);
 - ``{"op": "quit"}``.
 
 Every answer has ``ok``; a failed request answers ``{"ok": false, "error": "..."}`` and the
@@ -68,6 +71,7 @@ class _Case:
             "samples_s": m.samples_s,
             "compiles_timed": m.compiles_timed,
             "traces_timed": m.traces_timed,
+            "noise": m.noise,
         }
 
 
