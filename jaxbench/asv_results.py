@@ -13,7 +13,9 @@ Mapping (asv -> record):
   ``skipped`` where it stored NaN (``NotImplementedError``: backend absent, not applicable);
 - ``samples_s``: the raw samples of ``time_*`` benchmarks (empty without ``--record-samples``);
 - ``metrics``: ``value`` (asv's result: the median for ``time_*``), ``unit``, ``type``
-  (``time``/``track``/``peakmem``), ``asv_env``, ``stats_q_25``/``stats_q_75``, ``number``;
+  (``time``/``track``/``peakmem``), ``asv_env``, ``stats_q_25``/``stats_q_75``, ``number``,
+  ``benchmark_version`` (asv's hash of the benchmark's source: the result's ``version`` column,
+  else ``benchmarks.json``'s; a changed benchmark is another measurement);
 - ``track_compile_s``, ``track_lower_s``, ``track_device_peak_bytes`` and ``peakmem_*`` also fill
   ``compile_s``, ``lower_s``, ``device_peak_bytes`` and ``host_peak_rss_bytes``;
 - ``env``: ``jax``/``jaxlib`` from the environment's requirements (``None`` for asv's
@@ -164,6 +166,7 @@ def _records_of(
     kind = "peakmem" if kind == "peakmemory" else kind
     method = name.rsplit(".", 1)[-1]
     samples = _row_value(row, columns, "samples")
+    bench_version = _row_value(row, columns, "version") or meta.get("version")
     started = _row_value(row, columns, "started_at")
     started_at = (
         _dt.datetime.fromtimestamp(started / 1000, _dt.UTC).isoformat()
@@ -187,6 +190,7 @@ def _records_of(
                 "stats_q_25": _at(_row_value(row, columns, "stats_q_25"), i),
                 "stats_q_75": _at(_row_value(row, columns, "stats_q_75"), i),
                 "number": _at(_row_value(row, columns, "stats_number"), i),
+                "benchmark_version": bench_version,
             },
         }
         if value is None:

@@ -2,9 +2,12 @@
 
 Two rows of results belong to one series only if they were measured under the same condition:
 the same source (jaxbench or asv), backend, device kind and count, platform version (driver),
-machine, CPU, Python, jaxlib relative to jax, each recorded timing environment variable
-(``XLA_FLAGS``, ``OMP_NUM_THREADS``, ...), each recorded JAX flag, the persistent compilation cache
-settings, the timing settings where recorded, and asv's calls per sample. The version under test
+machine, CPU, the CPUs the process could use (``usable_cpus``: ``taskset -c 0`` and
+``taskset -c 0,1`` are two conditions), Python, jaxlib relative to jax, each recorded timing
+environment variable (``XLA_FLAGS``, ``OMP_NUM_THREADS``, ...), each recorded JAX flag, the
+persistent compilation cache settings, the timing settings where recorded, and for asv rows the
+calls per sample (``asv_number``) and the benchmark's source hash (``asv_benchmark_version``;
+both :data:`NOT_RECORDED` on jaxbench rows, alike for all of them). The version under test
 (``jax``) is the axis of a comparison, never part of a condition; neither is the jaxbench commit
 unless asked for (``fields=DEFAULT_FIELDS + ("commit",)``).
 
@@ -64,18 +67,20 @@ FIELD_GETTERS: dict[str, Callable[[pd.Series], Any]] = {
     "machine": lambda r: r.get("machine"),
     "cpu_model": lambda r: _host(r).get("cpu_model"),
     "cpu_count": lambda r: _host(r).get("cpu_count"),
+    "usable_cpus": lambda r: _host(r).get("usable_cpus"),
     "python": lambda r: _env(r).get("python"),
     "jaxlib": _jaxlib,
     "cache_dir": lambda r: _cache(r, "dir"),
     "cache_min_compile_time_s": lambda r: _cache(r, "min_compile_time_secs"),
     "timing": lambda r: _env(r).get("timing"),
     "asv_number": lambda r: _metric(r, "number") if r.get("source") == "asv" else None,
+    "asv_benchmark_version": lambda r: (
+        _metric(r, "benchmark_version") if r.get("source") == "asv" else None
+    ),
     "commit": lambda r: r.get("commit"),
 }
 #: Fields used unless told otherwise; ``env.<VAR>`` and ``flag.<name>`` are added per frame.
-DEFAULT_FIELDS: tuple[str, ...] = tuple(
-    f for f in FIELD_GETTERS if f not in ("commit", "asv_number")
-)
+DEFAULT_FIELDS: tuple[str, ...] = tuple(f for f in FIELD_GETTERS if f != "commit")
 
 
 def _text(value: Any) -> str:

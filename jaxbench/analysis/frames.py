@@ -6,7 +6,13 @@ One row per record (the columns of :func:`jaxbench.results.load_records`), plus:
 - ``version``: the JAX version as an ordered categorical in version order
   (:mod:`jaxbench.analysis.versions`);
 - ``case``: benchmark and parameters, e.g. ``"forward/vmap_jvp dtype=float32 k=8 size=tiny"``;
-- ``condition``: the measurement condition (:mod:`jaxbench.analysis.conditions`).
+- ``condition``: the measurement condition (:mod:`jaxbench.analysis.conditions`);
+- ``process``: the process that took the record, the independent unit of the statistics
+  (:func:`process_unit`).
+
+Each record is counted once: a sweep folder (one with ``sweep.json``) holds every record twice,
+in ``records/*.json`` (the source of truth) and in the ``results.jsonl`` that ``jaxbench
+collect`` gathers from them, so that ``results.jsonl`` is not read where its ``records/`` is.
 
 :func:`steady_state_samples` gives one row per timed call (``latency_s``, seconds) and
 :func:`compile_times` one row per record with a compile time (``compile_s``, seconds).
@@ -17,7 +23,7 @@ from __future__ import annotations
 import json
 import os
 import warnings
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -42,6 +48,8 @@ from jaxbench.results import (
 NOT_RESULT_FILES = frozenset(
     {"benchmarks.json", "machine.json", "sweep.json", "jaxbench-env.json", "reference.json"}
 )
+#: A sweep folder's manifest, records folder and gathered records (:mod:`jaxbench.cluster.sweep`).
+SWEEP_MANIFEST, SWEEP_RECORDS, SWEEP_RESULTS = "sweep.json", "records", "results.jsonl"
 
 
 def _is_record_file(path: Path) -> bool:
@@ -65,7 +73,21 @@ class Problem:
         return f"{self.path}: {self.reason}"
 
 
+def _is_gathered(path: Path, folders: set[Path]) -> bool:
+    """Whether ``path`` is a sweep's ``results.jsonl`` while files of its ``records/`` load.
+
+    ``folders`` are the (resolved) folders of every file being loaded.
+    """
+    sweep = path.parent
+    return (
+        path.name == SWEEP_RESULTS
+        and sweep / SWEEP_RECORDS in folders
+        and (sweep / SWEEP_MANIFEST).is_file()
+    )
+
+
 def _files(paths: Iterable[Path]) -> list[Path]:
+    """The files to read, each once; a sweep's ``results.jsonl`` is left out (module docstring)."""
     files: list[Path] = []
     for p in paths:
         if not p.exists():
@@ -75,7 +97,11 @@ def _files(paths: Iterable[Path]) -> list[Path]:
             files.extend(sorted(f for f in found if _is_record_file(f)))
         else:
             files.append(p)
-    return files
+    unique: dict[Path, Path] = {}  # resolved -> as named; a file named twice is read once
+    for f in files:
+        unique.setdefault(f.resolve(), f)
+    folders = {r.parent for r in unique}
+    return [f for r, f in unique.items() if not _is_gathered(r, folders)]
 
 
 def _strip(message: str, path: Path) -> str:
@@ -131,7 +157,12 @@ def load_results(
     hidden files and the files of :data:`OTHER_KINDS` are skipped. A file that cannot be read, is
     not JSON, is some other JSON, or holds bad lines is reported in ``problems`` by name;
     everything else still loads. Bad lines of a JSON Lines file are skipped and the good ones
-    kept.
+    kept. A sweep's gathered ``results.jsonl`` is skipped where its ``records/`` is read, and a
+    file named twice (or inside two named folders) is read once.
+
+    Records without a JAX version (e.g. asv's ``existing`` environments, which do not record
+    it) are kept, with ``version`` missing, and reported in ``problems`` once per file: a
+    comparison by version leaves them out, so compare such files by path.
 
     Args:
         paths: Files or folders.
@@ -160,14 +191,70 @@ def load_results(
             problems.append(Problem(str(path), _strip(str(exc), path)))
             continue
         rows.extend(more)
+    for row in rows:
+        row["process"] = process_unit(row)
     frame = pd.DataFrame(rows)
     if frame.empty:
         return frame, problems
+    problems.extend(_unversioned(frame))
     frame["version"] = version_categorical(frame["jax"])
     frame["case"] = [
         case_label(b, p) for b, p in zip(frame["benchmark"], frame["params"], strict=True)
     ]
     return add_conditions(frame, condition_fields), problems
+
+
+def _unversioned(frame: pd.DataFrame) -> list[Problem]:
+    """One :class:`Problem` per file whose records have no JAX version."""
+    missing = frame.loc[frame["jax"].isna(), "file"]
+    return [
+        Problem(
+            file,
+            f"{n} record{'s' if n > 1 else ''} without a JAX version: kept, but comparisons by "
+            "version leave them out (compare this file by path)",
+        )
+        for file, n in missing.value_counts(sort=False).items()
+    ]
+
+
+def process_unit(row: Mapping[str, Any]) -> str:
+    """The process that took a record: the unit that the statistics treat as independent.
+
+    Args:
+        row: A row of the frame, as a mapping: ``env``, ``source``, ``run_id`` and ``file``.
+
+    Returns:
+        ``env.process_id`` where the record has it (:func:`jaxbench.env.process_id`). Older
+        records get a fallback that is one unit per process, as far as the file tells:
+
+        - asv rows: ``asv:<result file>``. asv times each benchmark in processes of its own but
+          keeps no process boundary among its samples, so one result file is one unit;
+        - sweep records (``env.sweep``): ``<run_id>/task:<id>``, with the Slurm array job and
+          task ids (``<array job>_<task>``), else the Slurm job id, else the sweep's task
+          index, else the record file's folder and name;
+        - other jaxbench records: ``run:<run_id>`` (one ``jaxbench run`` is one process).
+    """
+    env = row.get("env")
+    env = env if isinstance(env, dict) else {}
+    if row.get("source") == "asv":
+        return f"asv:{row.get('file')}"
+    if env.get("process_id"):
+        return str(env["process_id"])
+    sweep = env.get("sweep")
+    if isinstance(sweep, dict):
+        slurm = env.get("slurm") if isinstance(env.get("slurm"), dict) else {}
+        array = (slurm.get("SLURM_ARRAY_JOB_ID"), slurm.get("SLURM_ARRAY_TASK_ID"))
+        if all(array):
+            task = f"{array[0]}_{array[1]}"
+        elif slurm.get("SLURM_JOB_ID"):
+            task = str(slurm["SLURM_JOB_ID"])
+        elif sweep.get("task") is not None:
+            task = f"index-{sweep['task']}"
+        else:
+            file = Path(str(row.get("file")))
+            task = f"{file.parent.name}/{file.name}"
+        return f"{row.get('run_id')}/task:{task}"
+    return f"run:{row.get('run_id')}"
 
 
 def case_label(benchmark: str, params: dict[str, Any]) -> str:
