@@ -65,13 +65,15 @@ class PreparedCase:
             self.state = self.built.next_state(self.state, out)
         return out
 
-    def steady_state(self, timing: TimingConfig) -> Measurement:
+    def steady_state(self, timing: TimingConfig, collect_garbage: bool = True) -> Measurement:
         """Time the case with the harness (:func:`jaxbench.measure.measure`) from its state.
 
-        The case is warm already, so ``timing.warmup_calls`` is not spent again.
+        The case is warm already, so ``timing.warmup_calls`` is not spent again;
+        ``collect_garbage`` is passed on (a live worker's blocks skip it).
         """
         timing = dataclasses.replace(timing, warmup_calls=0)
-        m = measure(self.built.call, self.state, timing, self.built.next_state, self.device)
+        m = measure(self.built.call, self.state, timing, self.built.next_state, self.device,
+                    collect_garbage)  # fmt: skip
         self.state = m.final_state
         return m
 

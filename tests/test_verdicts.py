@@ -183,3 +183,17 @@ def test_cpu_share_change_is_unstable():
     ]
     reasons = stability.pairs_reasons([rounds], threshold=0.02)
     assert any("CPU share" in r for r in reasons), reasons
+
+
+def test_a_compile_shared_by_three_k_values_counts_once():
+    import pandas as pd
+
+    from jaxbench.analysis.frames import compile_times
+
+    cache = [{"compile_reused_in_process": r, "cache_hits": 0} for r in (False, True, True)]
+    frame = pd.DataFrame(
+        {"compile_s": [0.1, 0.1, 0.1], "compilation_cache": cache, "samples_s": [[1.0]] * 3,
+         "params": [{"k": k} for k in (1, 8, 64)]}
+    )  # fmt: skip
+    kept = compile_times(frame)
+    assert [p["k"] for p in kept["params"]] == [1]

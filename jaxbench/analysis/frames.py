@@ -280,15 +280,19 @@ def steady_state_samples(frame: pd.DataFrame) -> pd.DataFrame:
 
 
 def compile_times(frame: pd.DataFrame) -> pd.DataFrame:
-    """One row per record with a compile time (``compile_s``, seconds), ``samples_s`` dropped.
+    """One row per compile a process paid for (``compile_s``, seconds), ``samples_s`` dropped.
 
-    Records whose compile was a persistent compilation cache hit are left out: their
-    ``compile_s`` is a cache load, not an XLA compile.
+    Left out: records whose compile was a persistent compilation cache hit (their ``compile_s``
+    is a cache load, not an XLA compile), and records whose compile figures were taken over
+    from an earlier case of the same process (``compilation_cache.compile_reused_in_process``:
+    one program shared by several K values counts once, for the case that compiled it).
     """
     if frame.empty:
         return frame
-    hits = frame.get("compilation_cache", pd.Series(dtype=object)).map(
-        lambda c: isinstance(c, dict) and (c.get("cache_hits") or 0) > 0
-    )
-    keep = frame["compile_s"].notna() & ~hits.reindex(frame.index, fill_value=False)
+    cache = frame.get("compilation_cache", pd.Series(dtype=object)).reindex(frame.index)
+
+    def flag(key: str) -> pd.Series:
+        return cache.map(lambda c: isinstance(c, dict) and bool(c.get(key)))
+
+    keep = frame["compile_s"].notna() & ~flag("cache_hits") & ~flag("compile_reused_in_process")
     return frame[keep].drop(columns=["samples_s"], errors="ignore")

@@ -14,6 +14,8 @@ wall time of the timed region, ``steal_share`` the hypervisor's share of all CPU
   :data:`CPU_SHARE_FACTOR` within a pair or process, or between pairs or processes of one side:
   another process took CPUs for part of the time. On this project's 2-core VM the ``small``
   train step runs at a share of about 1.8 when quiet and 0.77 with two busy loops beside it;
+- **latency spread between pairs**: a side's median latency moved by more than
+  :data:`LATENCY_SHIFT` from one pair of processes to another;
 - **steal**: the hypervisor took more than :data:`MAX_STEAL` of the CPU time.
 
 Each check returns human-readable reasons; an empty list means no evidence of change.
@@ -86,8 +88,8 @@ def share_reason(
     """A reason when the ``cpu_share`` of ``noise`` (in time order) moved by more than ``factor``.
 
     The series is cut into quarters (halves below 8 values, single values below 4) and the
-    medians of the parts are compared, max / min, so one odd block of a few calls does not
-    count, but a hog that starts part-way does.
+    medians of the parts are compared, max / min (:func:`_parts_span`), so one odd block of a
+    few calls does not count, but a hog that starts part-way does.
 
     Args:
         noise: Noise dicts (:mod:`jaxbench.measure.noise`) in time order, e.g. one per block,
@@ -95,18 +97,22 @@ def share_reason(
         what: Where they come from, for the reason.
         factor: Largest max / min ratio of the parts' medians allowed.
     """
-    s = _shares(noise)
-    if s.size < 2:
-        return None
-    parts = 4 if s.size >= 8 else 2 if s.size >= 4 else s.size
-    medians = [float(np.median(p)) for p in np.array_split(s, parts)]
-    low, high = min(medians), max(medians)
-    if high / low <= factor:
+    span = _parts_span(_shares(noise))
+    if span is None or span[1] / span[0] <= factor:
         return None
     return (
-        f"{what}: CPU share of the timed region moved between {low:.2f} and {high:.2f} "
+        f"{what}: CPU share of the timed region moved between {span[0]:.2f} and {span[1]:.2f} "
         "(other processes took CPUs part of the time)"
     )
+
+
+def _parts_span(x: np.ndarray) -> tuple[float, float] | None:
+    """``(min, max)`` of the medians of the quarters of ``x`` (halves below 8, values below 4)."""
+    if x.size < 2:
+        return None
+    parts = 4 if x.size >= 8 else 2 if x.size >= 4 else x.size
+    medians = [float(np.median(p)) for p in np.array_split(x, parts)]
+    return (min(medians), max(medians))
 
 
 def steal_reason(noise: Iterable[Mapping[str, Any] | None], what: str) -> str | None:
@@ -148,6 +154,7 @@ def pairs_reasons(pairs: Sequence[Sequence[Any]], threshold: float) -> list[str]
     :data:`DRIFT_ALPHA`), and each side's median CPU share is compared across pairs.
     """
     alpha = DRIFT_ALPHA / max(1, 3 * len(pairs))
+    out: list[str | None]
     out = [r for i, rounds in enumerate(pairs) for r in pair_reasons(rounds, i, threshold, alpha)]
     for side in ("baseline", "candidate"):
         medians = []
@@ -155,10 +162,23 @@ def pairs_reasons(pairs: Sequence[Sequence[Any]], threshold: float) -> list[str]
             s = _shares(getattr(r, f"{side}_noise") for r in rounds)
             if s.size:
                 medians.append({"cpu_share": float(np.median(s))})
-        reason = share_reason(medians, f"{side} between pairs")
-        if reason:
-            out.append(reason)
-    return out
+        out.append(share_reason(medians, f"{side} between pairs"))
+        latency = [np.median([np.median(getattr(r, f"{side}_s")) for r in p]) for p in pairs]
+        out.append(spread_reason(latency, f"{side} between pairs: median latency"))
+    return [r for r in out if r]
+
+
+def spread_reason(values: Sequence[float], what: str, shift: float = LATENCY_SHIFT) -> str | None:
+    """A reason when positive ``values`` (one per pair, in time order) moved by more than ``shift``.
+
+    Compared as :func:`share_reason` does (medians of quarters), since processes of one build
+    differ by a few percent each: a side whose typical latency moves by more than
+    :data:`LATENCY_SHIFT` between parts of a comparison ran on a changed machine.
+    """
+    span = _parts_span(np.asarray([v for v in values if v > 0], dtype=float))
+    if span is None or span[1] / span[0] <= 1 + shift:
+        return None
+    return f"{what} moved between {span[0]:.3g} and {span[1]:.3g} s"
 
 
 def processes_reasons(

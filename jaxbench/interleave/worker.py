@@ -12,7 +12,9 @@ one JSON request per line on stdin and answers each with one JSON line:
   evicted), then ``N`` timed calls, answering ``samples_s`` (seconds), the compiles and traces
   seen while timing, and ``noise``: the indicators of the block's timed calls
   (:mod:`jaxbench.measure.noise`: ``wall_s``, ``cpu_s``, ``cpu_share``, context switches, GC
-  collections, load average, steal, usable CPUs);
+  collections, load average, steal, usable CPUs). Blocks do not collect garbage first (a
+  ``gc.collect`` costs 25-40 ms with JAX loaded; preparation did one); collections that happen
+  inside a block are counted in its noise;
 - ``{"op": "quit"}``.
 
 Every answer has ``ok``; a failed request answers ``{"ok": false, "error": "..."}`` and the
@@ -66,7 +68,7 @@ class _Case:
             raise RuntimeError("block before prepare: send a prepare request first")
         calls = int(request["calls"])
         timing = TimingConfig(budget_s=0.0, min_samples=calls, max_samples=calls)
-        m = self.prepared.steady_state(timing)
+        m = self.prepared.steady_state(timing, collect_garbage=False)
         return {
             "samples_s": m.samples_s,
             "compiles_timed": m.compiles_timed,

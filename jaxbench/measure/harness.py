@@ -218,11 +218,15 @@ def measure(
     config: TimingConfig,
     next_state: Callable[[Any, Any], Any] | None = None,
     device: Any | None = None,
+    collect_garbage: bool = True,
 ) -> Measurement:
     """Time ``call(state)``: first call, ``config.warmup_calls`` warm-up calls, then samples.
 
     The timed region (the samples, not the first or warm-up calls) is wrapped in a
-    :class:`~jaxbench.measure.noise.NoiseProbe`, which collects garbage just before it starts.
+    :class:`~jaxbench.measure.noise.NoiseProbe`, which collects garbage just before it starts
+    (unless ``collect_garbage`` is false: a :func:`gc.collect` takes 25-40 ms with JAX loaded,
+    too much before every short block of a live comparison; collections inside the region are
+    counted either way).
 
     Args:
         call: The timed unit; returns a PyTree of arrays (blocked on as a whole).
@@ -232,6 +236,7 @@ def measure(
         next_state: ``(state, output) -> state`` for calls whose output feeds the next call,
             e.g. a train step that donates its params buffer (a donated buffer is never reused).
         device: The device to read peak memory from; ``None`` skips device memory.
+        collect_garbage: Run :func:`gc.collect` before the timed region.
 
     Returns:
         A :class:`Measurement`; ``samples_s`` in call order, seconds; ``noise`` of the timed
@@ -255,7 +260,7 @@ def measure(
     del out
     setup = compile_events.since(start)
 
-    probe = NoiseProbe.start()  # gc.collect() first: set-up garbage is not collected in the region
+    probe = NoiseProbe.start(collect=collect_garbage)
     try:
         timed_start = compile_events.snapshot()
         seen = compile_events.compiles_and_traces
