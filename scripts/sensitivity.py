@@ -469,6 +469,24 @@ def _t_interval(x: np.ndarray, level: float = 0.95) -> tuple[float, float, float
     return mean, mean - q * se, mean + q * se
 
 
+def judge_sequential(repeat_pairs: Sequence[StudyPair], effect: float, settings: Settings) -> str:
+    """One repeat's verdict read the sequential way: the pairs' processes as independent.
+
+    Each pair's baseline worker and candidate worker are two processes; each is summarised by
+    the median of its block medians, and the ``P`` baseline processes are compared with the
+    ``P`` candidate processes as recorded runs are
+    (:func:`jaxbench.analysis.verdicts.estimate_independent`, one look). This tests the
+    recorded-runs estimator on the same A/A and slowdown processes (their blocks were
+    interleaved, so slow machine drift is spread alike over both sides).
+    """
+    ok = [p for p in repeat_pairs if p.effect == effect and p.status == "ok" and p.rounds]
+    if len(ok) < 2:
+        return "failed"
+    a = [[float(np.median([r.baseline_median_s for r in p.rounds]))] for p in ok]
+    b = [[float(np.median([r.candidate_median_s for r in p.rounds]))] for p in ok]
+    return verdicts.estimate_independent(a, b, settings.threshold, settings.alpha).verdict
+
+
 def model_calls(
     log_ratio: float, sd: float, pairs: int, threshold: float, alpha: float
 ) -> tuple[float, float]:
@@ -503,6 +521,8 @@ def summarize(
         ``ref_low``/``ref_high`` (95 % t interval over pairs), ``sd_log``, ``detectable_80``
         and ``detectable_95`` at the default first look, ``detectable_80_cap`` and
         ``detectable_95_cap`` at ``max_pairs``, ``median_case_s``.
+        ``sequential``: per effect and scenario, the share of each verdict when every repeat
+        is read the sequential way (:func:`judge_sequential`).
 
     Raises:
         ValueError: No study, or studies whose settings differ (named).
@@ -544,7 +564,7 @@ def summarize(
                 "detectable_80_cap": cap[0], "detectable_95_cap": cap[1],
                 "median_case_s": float(np.median([p.seconds for p in mine if p.hog == hog])),
             })  # fmt: skip
-    rep_rows = []
+    rep_rows, seq_rows = [], []
     for e in effects:
         for sc in ("quiet", "hog"):
             mine = [r for r in reps if r.effect == e and ("hog" if r.hog else "quiet") == sc]
@@ -567,7 +587,14 @@ def summarize(
             row["model_slower"], row["model_faster"] = slower, faster
             row["median_seconds"] = float(np.median([r.seconds for r in mine]))
             rep_rows.append(row)
-    return {"repeats": pd.DataFrame(rep_rows), "pairs": pd.DataFrame(pair_rows)}
+            seq = [judge_sequential([p for p in study.pairs if p.repeat == r.repeat], e, st)
+                   for study in studies for r in study.repeats
+                   if r.effect == e and ("hog" if r.hog else "quiet") == sc]  # fmt: skip
+            seq_rows.append({"effect": e, "scenario": sc, "repeats": len(seq)}
+                            | {v: _share(seq.count(v), len(seq)) for v in verdicts.VERDICTS
+                               if v != "unstable"})  # fmt: skip
+    return {"repeats": pd.DataFrame(rep_rows), "pairs": pd.DataFrame(pair_rows),
+            "sequential": pd.DataFrame(seq_rows)}  # fmt: skip
 
 
 def _cell(col: str, value: Any) -> str:
@@ -608,6 +635,8 @@ def report(studies: Sequence[Study], names: Sequence[str] | None = None) -> str:
         f"{d.alpha_per_look:.3g} a look."
     )
     return "\n\n".join([head, "### Repeats (verdicts)", markdown(tables["repeats"]),
+                        "### Repeats read the sequential way (processes independent)",
+                        markdown(tables["sequential"]),
                         "### Pairs (pool)", markdown(tables["pairs"])]) + "\n"  # fmt: skip
 
 

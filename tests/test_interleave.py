@@ -278,7 +278,7 @@ def test_a_candidate_slowed_part_way_by_a_pinned_busy_sibling_is_unstable(tmp_pa
             p.wait()
     e = found.estimate()
     assert e.verdict == "unstable", e
-    assert "candidate between pairs" in e.advice
+    assert "candidate relative to baseline" in e.advice
 
 
 @pytest.mark.slow

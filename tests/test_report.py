@@ -554,3 +554,18 @@ def test_files_named_explicitly_are_read_by_their_own_loader_and_none_is_not_loa
     # A folder still goes to every loader, and a file inside it is not read twice.
     both = load_review([tmp_path, live, runs[0]])
     assert both.problems == [] and len(both.live) == 1 and len(both.frame) == len(runs)
+
+
+def test_calibration_of_the_machine_is_cited_or_asked_for(two_versions, tmp_path):
+    from test_calibrate import record
+
+    from jaxbench.calibrate import write_calibration
+
+    out = tmp_path / "out"
+    text = write_report([two_versions], out).read_text()
+    assert "`box`: no calibration under the sources; `jaxbench calibrate" in text
+    write_calibration(two_versions / "calibration", record(hostname="box"))
+    write_calibration(two_versions / "calibration", record(hostname="other", started="2027"))
+    cal = section(write_report([two_versions], out).read_text(), "Calibration")
+    assert "`box` (2026-01-01, JAX 0.12.0.1" in cal and "of 2 A/A comparisons" in cal
+    assert "other" not in cal

@@ -36,7 +36,7 @@ from jaxbench.analysis.frames import load_results
 from jaxbench.analysis.report_context import FIGURES, REPORT_NAME, ReportContext, Section
 from jaxbench.analysis.report_figures import FIGURE_SECTIONS
 from jaxbench.analysis.report_live import live_section
-from jaxbench.analysis.report_method import method_section
+from jaxbench.analysis.report_method import calibration_section, method_section
 from jaxbench.analysis.report_tables import (
     drift_section,
     environment_section,
@@ -73,6 +73,7 @@ DEFAULT_SECTIONS: tuple[Section, ...] = (
     *FIGURE_SECTIONS,
     kept_apart_section,
     problems_section,
+    calibration_section,
     method_section,
 )
 

@@ -7,6 +7,10 @@ alpha) are the review's settings.
 
 from __future__ import annotations
 
+from pathlib import Path
+
+import pandas as pd
+
 from jaxbench.analysis.conditions import DEFAULT_FIELDS
 from jaxbench.analysis.report_context import ReportContext
 
@@ -87,3 +91,40 @@ def method_section(ctx: ReportContext) -> str:
             f"(intervals at {1 - a:.0%}).",
         ]
     )
+
+
+def calibration_section(ctx: ReportContext) -> str:
+    """What A/A calibration says about each machine of the review (``jaxbench calibrate``).
+
+    Calibration records (``calibration-*.json``) are looked for under the review's sources;
+    each machine of the records gets its newest one, or a line saying how to make one.
+    """
+    from jaxbench.calibrate import latest_calibration  # reads the store only
+
+    sources = [p for p in ctx.review.sources if Path(p).exists()]
+    machines = sorted(set(ctx.review.frame.get("machine", pd.Series(dtype=object)).dropna()))
+    lines = ["## Calibration", ""]
+    for machine in machines:
+        cal = latest_calibration(sources, host=machine)
+        if cal is None:
+            lines.append(
+                f"- `{machine}`: no calibration under the sources; `jaxbench calibrate -o "
+                "<folder>` measures the A/A false-alarm rate and the smallest detectable change "
+                "there (add the folder to the report's inputs)."
+            )
+            continue
+        s = cal.summary
+        ci = (
+            ""
+            if s.false_alarm_ci_high is None
+            else f" (95 % interval up to {s.false_alarm_ci_high:.0%})"
+        )
+        det = [("n/a" if v is None else f"{v:.1%}") for v in (s.detectable_80, s.detectable_95)]
+        per = "n/a" if s.seconds_per_pair is None else f"{s.seconds_per_pair:.0f} s"
+        lines.append(
+            f"- `{machine}` ({cal.started_at}, JAX {cal.jax}, {cal.case.label}): "
+            f"{s.false_alarms} of {s.comparisons} A/A comparisons called `slower` or `faster`"
+            f"{ci}; over {s.pairs} pairs the live default design detects {det[0]} at 80 % "
+            f"power and {det[1]} at 95 %; a pair takes {per} (`calibration-{cal.run_id}.json`)."
+        )
+    return "\n".join(lines) if machines else ""
