@@ -267,7 +267,8 @@ def test_a_candidate_slowed_part_way_by_a_pinned_busy_sibling_is_unstable(tmp_pa
             hog.append(subprocess.Popen(["taskset", "-c", str(cpu), sys.executable, "-c",
                                          "while True: pass"]))  # fmt: skip
 
-    s = Schedule(pairs=4, max_pairs=4, rounds=8, calls_per_block=5, warmup_rounds=1,
+    # Blocks of 10 ms or more (the stability checks do not judge shorter ones by CPU share).
+    s = Schedule(pairs=4, max_pairs=4, rounds=8, calls_per_block=60, warmup_rounds=1,
                  warmup_calls=2)  # fmt: skip
     try:
         (found,) = run_interleaved(Variant("a", sys.executable), Variant("b", str(wrapper)),

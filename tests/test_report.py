@@ -565,7 +565,10 @@ def test_calibration_of_the_machine_is_cited_or_asked_for(two_versions, tmp_path
     text = write_report([two_versions], out).read_text()
     assert "`box`: no calibration under the sources; `jaxbench calibrate" in text
     write_calibration(two_versions / "calibration", record(hostname="box"))
-    write_calibration(two_versions / "calibration", record(hostname="other", started="2027"))
+    write_calibration(
+        two_versions / "calibration",
+        record(run_id="20270101T000000Z-00000001", hostname="other", started="2027"),
+    )
     cal = section(write_report([two_versions], out).read_text(), "Calibration")
     assert "`box` (2026-01-01, JAX 0.12.0.1" in cal and "of 2 A/A comparisons" in cal
     assert "other" not in cal
