@@ -25,7 +25,7 @@
 # The process is the unit: each process (a run) is summarised by the median of its calls, and
 # the versions are compared with Welch's t interval of the mean log per-process medians (live
 # comparisons: the t interval over process pairs). Verdict rule
-# (`jaxbench.analysis.verdicts.decide`), with t the threshold: `slower` when the whole interval
+# (`jaxbench.inference.verdicts.decide`), with t the threshold: `slower` when the whole interval
 # of the ratio (candidate / baseline) lies above 1 + t, `faster` when it lies below 1 / (1 + t),
 # `same` when it lies within both bounds, `inconclusive` otherwise (with the advice of what would
 # settle it: usually more processes), and `unstable` when the noise indicators say the machine

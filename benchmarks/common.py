@@ -15,11 +15,11 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from jaxbench.analysis.derived import record_figures
 from jaxbench.cases import Case, resolve_device
 from jaxbench.measure import TimingConfig
 from jaxbench.prepared import PreparedCase, prepare
 from jaxbench.runner import measure_case, new_run_id
-from jaxbench.summary import summarize
 from jaxbench.workloads import NotApplicable
 from jaxbench.workloads.sizes import get_size
 
@@ -155,6 +155,6 @@ class _Costs:
     track_device_peak_bytes.unit = "bytes"  # type: ignore[attr-defined]
 
     def _summary(self) -> dict[str, Any]:
-        from jaxbench.results import Record
+        from jaxbench.store import Record
 
-        return summarize(Record.model_validate(self.record))
+        return record_figures(Record.model_validate(self.record))

@@ -12,7 +12,7 @@ Every verdict other than ``slower`` or ``faster`` is right for an A/A comparison
   on. From it, the smallest slowdown the default design of ``jaxbench compare --interleave``
   (:class:`jaxbench.interleave.Schedule` defaults: ``pairs`` at the first look, ``max_pairs`` at
   the last, each look at ``alpha / looks``) calls ``slower`` with 80 % and 95 % power
-  (:func:`jaxbench.analysis.verdicts.detectable`, with ``se = sd / sqrt(pairs)``);
+  (:func:`jaxbench.inference.verdicts.detectable`, with ``se = sd / sqrt(pairs)``);
 - the **time per pair** (wall seconds, worker start included) and so the time to a verdict.
 
 :func:`summarize_calibration` is that computation on plain numbers. The record
@@ -25,24 +25,27 @@ read them back.
 from __future__ import annotations
 
 import dataclasses
-import json
 import math
 import os
 import sys
 import time
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 import numpy as np
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from jaxbench.analysis import verdicts
-from jaxbench.analysis.frames import Problem, case_label
-from jaxbench.analysis.paired import pair_log_ratio
+from jaxbench.inference import verdicts
+from jaxbench.inference.paired import pair_log_ratio
+from jaxbench.store import Calibration, Problem, case_label, load, write_json
+from jaxbench.store.calibration import (
+    CalibrationCase,
+    CalibrationComparison,
+    CalibrationSummary,
+    Design,
+    newest_calibration,
+)
 
-FILE_PREFIX = "calibration-"
-SCHEMA_VERSION = 1
 DEFAULT_COMPARISONS = 4
 #: The case calibrated when nothing is selected (unselected parameters of another workload
 #: take these values where it has them).
@@ -87,65 +90,6 @@ def proportion_interval(k: int, n: int, confidence: float = CONFIDENCE) -> tuple
     return (float(ci.low), float(ci.high))
 
 
-class Design(BaseModel):
-    """The design the detectable figures are stated for (``jaxbench compare`` defaults)."""
-
-    model_config = ConfigDict(extra="forbid")
-
-    pairs: int
-    max_pairs: int
-    looks: int
-    threshold: float
-    alpha: float
-    alpha_per_look: float
-
-
-class CalibrationSummary(BaseModel):
-    """What the A/A comparisons say about this machine (``None``: not computable).
-
-    Attributes:
-        comparisons: A/A comparisons with a verdict.
-        pairs: Pairs over all of them.
-        verdicts: Count per verdict (:data:`jaxbench.analysis.verdicts.VERDICTS`).
-        false_alarms: Comparisons called ``slower`` or ``faster``.
-        false_alarm_rate: ``false_alarms / comparisons``.
-        false_alarm_ci_low: Lower end of its exact 95 % interval.
-        false_alarm_ci_high: Upper end.
-        ratio: ``exp`` of the mean pair log ratio over all pairs (1 for a fair A/A).
-        sd_log: Standard deviation of the pair log ratios over all pairs.
-        design: The design of the figures below.
-        detectable_80: Smallest slowdown called ``slower`` with 80 % power at the first look
-            (``design.pairs`` pairs, ``design.alpha_per_look``).
-        detectable_95: The same at 95 % power.
-        detectable_80_max_pairs: At the last look (``design.max_pairs`` pairs).
-        detectable_95_max_pairs: The same at 95 % power.
-        seconds_per_pair: Median wall seconds of one pair (workers started, case prepared,
-            warm-up and timed rounds).
-        seconds_to_verdict: ``design.pairs`` times that: a verdict at the first look.
-        seconds_to_verdict_max: ``design.max_pairs`` times that: the longest comparison.
-    """
-
-    model_config = ConfigDict(extra="forbid")
-
-    comparisons: int
-    pairs: int
-    verdicts: dict[str, int]
-    false_alarms: int
-    false_alarm_rate: float | None
-    false_alarm_ci_low: float | None
-    false_alarm_ci_high: float | None
-    ratio: float | None
-    sd_log: float | None
-    design: Design
-    detectable_80: float | None
-    detectable_95: float | None
-    detectable_80_max_pairs: float | None
-    detectable_95_max_pairs: float | None
-    seconds_per_pair: float | None
-    seconds_to_verdict: float | None
-    seconds_to_verdict_max: float | None
-
-
 def default_design(
     threshold: float = verdicts.DEFAULT_THRESHOLD, alpha: float = verdicts.DEFAULT_ALPHA
 ) -> Design:
@@ -170,7 +114,7 @@ def summarize_calibration(
     Args:
         pair_log_ratios: Per A/A comparison, its pairs' log ratios.
         verdict_of: Per comparison, its verdict (stability checks included); default: the
-            verdict of :func:`~jaxbench.analysis.verdicts.estimate_paired` at ``threshold`` and
+            verdict of :func:`~jaxbench.inference.verdicts.estimate_paired` at ``threshold`` and
             ``alpha`` (one look).
         pair_seconds: Wall seconds of each pair, any order.
         threshold: Threshold of the verdicts.
@@ -220,102 +164,22 @@ def summarize_calibration(
     )
 
 
-class CalibrationCase(BaseModel):
-    """The calibrated case: workload, parameters and label (``<benchmark> name=value ...``)."""
-
-    model_config = ConfigDict(extra="forbid")
-
-    workload: str
-    params: dict[str, Any]
-    label: str
-
-
-class CalibrationComparison(BaseModel):
-    """One A/A comparison: its estimate (one look) and every pair's log ratio and seconds."""
-
-    model_config = ConfigDict(extra="forbid")
-
-    index: int
-    seed: int
-    verdict: str
-    ratio: float | None
-    ci_low: float | None
-    ci_high: float | None
-    advice: str
-    pair_log_ratios: list[float]
-    pair_seconds: list[float]
-    started_at: str
-
-
-class Calibration(BaseModel):
-    """The record of ``jaxbench calibrate`` (kind ``calibration``, schema version 1).
-
-    Attributes:
-        kind: ``calibration``.
-        schema_version: :data:`SCHEMA_VERSION`.
-        run_id: :func:`jaxbench.results.new_run_id`; the file is ``calibration-<run_id>.json``.
-        started_at: ISO-8601 UTC start.
-        finished_at: End; ``None`` while running or when interrupted.
-        complete: All requested comparisons are in.
-        requested: Comparisons asked for.
-        case: The case, the same on both sides.
-        backend: Backend of the workers.
-        python: Interpreter of both sides.
-        host: :func:`jaxbench.env.host` of this machine.
-        jax: JAX version in the workers.
-        jaxlib: jaxlib version in the workers.
-        schedule: The comparisons' :class:`~jaxbench.interleave.Schedule` (one look).
-        threshold: Threshold of the verdicts.
-        alpha: Level of the verdicts (one look).
-        comparisons: One entry per finished comparison.
-        summary: :func:`summarize_calibration` of them.
-    """
-
-    model_config = ConfigDict(extra="forbid")
-
-    kind: Literal["calibration"] = "calibration"
-    schema_version: Literal[1] = SCHEMA_VERSION
-    run_id: str
-    started_at: str
-    finished_at: str | None = None
-    complete: bool = False
-    requested: int
-    case: CalibrationCase
-    backend: str
-    python: str
-    host: dict[str, Any]
-    jax: str | None = None
-    jaxlib: str | None = None
-    schedule: dict[str, Any]
-    threshold: float
-    alpha: float
-    comparisons: list[CalibrationComparison] = Field(default_factory=list)
-    summary: CalibrationSummary
-
-    @property
-    def path_name(self) -> str:
-        """``calibration-<run_id>.json``."""
-        return f"{FILE_PREFIX}{self.run_id}.json"
-
-    def summarized(self) -> Calibration:
-        """A copy whose summary is recomputed from its comparisons."""
-        summary = summarize_calibration(
-            [c.pair_log_ratios for c in self.comparisons],
-            [c.verdict for c in self.comparisons],
-            [s for c in self.comparisons for s in c.pair_seconds],
-            self.threshold,
-            self.alpha,
-            self.summary.design,
-        )
-        return self.model_copy(update={"summary": summary})
+def summarized(record: Calibration) -> Calibration:
+    """A copy of ``record`` whose summary is recomputed from its comparisons."""
+    summary = summarize_calibration(
+        [c.pair_log_ratios for c in record.comparisons],
+        [c.verdict for c in record.comparisons],
+        [s for c in record.comparisons for s in c.pair_seconds],
+        record.threshold,
+        record.alpha,
+        record.summary.design,
+    )
+    return record.model_copy(update={"summary": summary})
 
 
 def write_calibration(folder: str | os.PathLike[str], record: Calibration) -> Path:
     """Write ``record`` to ``folder/calibration-<run id>.json`` atomically; returns the path."""
-    from jaxbench.results import write_bytes_atomic
-
-    data = json.dumps(record.model_dump(mode="json"), indent=1).encode()
-    return write_bytes_atomic(Path(folder) / record.path_name, data)
+    return write_json(Path(folder) / record.path_name, record)
 
 
 #: Called after each pair with (comparison index, pairs done in it).
@@ -362,9 +226,9 @@ def run_calibration(
         jaxbench.interleave.WorkerError: A worker could not start or died.
     """
     from jaxbench.env import host
-    from jaxbench.interleave.result import now
-    from jaxbench.interleave.session import Schedule, Variant, run_interleaved
-    from jaxbench.results import new_run_id
+    from jaxbench.interleave import Schedule, Variant, estimate, run_interleaved
+    from jaxbench.store import new_run_id
+    from jaxbench.store.live import now
 
     if comparisons < 1:
         raise ValueError(f"--comparisons must be >= 1, got {comparisons!r}")
@@ -401,7 +265,7 @@ def run_calibration(
                                threshold, alpha)  # fmt: skip
         if c.status != "ok":
             raise CalibrationFailed(f"{c.label}: {c.status}: {c.error}")
-        est = c.estimate(threshold, alpha)
+        est = estimate(c, threshold, alpha)
         logs = [pair_log_ratio([r.baseline_s for r in p.rounds], [r.candidate_s for r in p.rounds])
                 for p in c.pair_runs]  # fmt: skip
         entry = CalibrationComparison(
@@ -422,53 +286,21 @@ def run_calibration(
                        "case": record.case.model_copy(update={"label": c.label})}  # fmt: skip
         if i == comparisons - 1:
             update |= {"complete": True, "finished_at": now()}
-        record = record.model_copy(update=update).summarized()
+        record = summarized(record.model_copy(update=update))
         if on_comparison:
             on_comparison(record)
     return record
 
 
-def calibration_files(paths: Iterable[str | os.PathLike[str]]) -> list[Path]:
-    """``calibration-*.json`` files under ``paths``, folders searched recursively.
-
-    A file named explicitly is taken whatever its name.
-    """
-    out: list[Path] = []
-    for p in map(Path, paths):
-        if p.is_dir():
-            out.extend(sorted(p.rglob(f"{FILE_PREFIX}*.json")))
-        else:
-            out.append(p)
-    return out
-
-
 def load_calibrations(
     paths: Iterable[str | os.PathLike[str]],
 ) -> tuple[list[Calibration], list[Problem]]:
-    """Every :class:`Calibration` under ``paths``; bad files are reported in ``problems``.
+    """Every :class:`~jaxbench.store.Calibration` under ``paths`` (:func:`jaxbench.store.load`).
 
-    A file that cannot be read, is not JSON or is not a calibration record (schema version 1)
-    becomes a :class:`~jaxbench.analysis.frames.Problem` naming it; the rest still load.
+    Bad files are reported in ``problems`` with their names; the rest still load.
     """
-    found: list[Calibration] = []
-    problems: list[Problem] = []
-    for path in calibration_files(paths):
-        try:
-            data = json.loads(path.read_text(encoding="utf-8"))
-        except OSError as exc:
-            problems.append(Problem(str(path), f"cannot read: {exc}"))
-            continue
-        except ValueError as exc:
-            problems.append(Problem(str(path), f"not JSON: {exc}"))
-            continue
-        try:
-            found.append(Calibration.model_validate(data))
-        except ValidationError as exc:
-            first = exc.errors()[0]
-            where = ".".join(map(str, first["loc"])) or "the file"
-            reason = f"not a calibration record (schema {SCHEMA_VERSION}): {where}: {first['msg']}"
-            problems.append(Problem(str(path), reason))
-    return found, problems
+    loaded = load(paths, kinds={"calibration"})
+    return loaded.models("calibration"), list(loaded.problems)
 
 
 def latest_calibration(
@@ -483,8 +315,4 @@ def latest_calibration(
         host: Only calibrations of this host name (``host["hostname"]``).
         case: Only this case label (:attr:`CalibrationCase.label`).
     """
-    found, _ = load_calibrations(paths)
-    keep = [c for c in found
-            if (host is None or c.host.get("hostname") == host)
-            and (case is None or c.case.label == case)]  # fmt: skip
-    return max(keep, key=lambda c: (c.started_at, c.run_id), default=None)
+    return newest_calibration(load_calibrations(paths)[0], host, case)

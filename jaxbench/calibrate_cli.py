@@ -180,7 +180,7 @@ def register(app: typer.Typer) -> None:
         if comparisons < 1:
             raise fail(f"--comparisons must be >= 1, got {comparisons}")
         try:
-            from jaxbench.analysis.verdicts import check_rule
+            from jaxbench.inference.verdicts import check_rule
 
             check_rule(threshold, alpha)
         except ValueError as exc:

@@ -29,7 +29,7 @@ from jaxbench.cli_options import (
     timing_fields,
     writable_folder,
 )
-from jaxbench.results import Record, read_records
+from jaxbench.store import Record
 from jaxbench.tables import problems, records_table
 
 app = typer.Typer(
@@ -158,23 +158,34 @@ def _warn_gpu_sizes_on_cpu(cases: list[Case], backend: str) -> None:
 @app.command("show")
 def show_cmd(
     paths: Annotated[
-        list[Path], typer.Argument(help="Result files (.jsonl), or folders searched for them.")
+        list[Path], typer.Argument(help="Result files, or folders searched for them.")
     ],
+    strict: Annotated[
+        bool,
+        typer.Option(
+            "--strict", help="Stop at the first line that is not a valid record (exit 2)."
+        ),
+    ] = False,
 ) -> None:
-    """Print the summary table of result files."""
-    from jaxbench.results import ResultsFormatError, result_files
+    """Print the summary table of result files.
 
-    files = result_files(paths)
-    if not files:
-        raise fail(f"no .jsonl result files in {', '.join(map(str, paths))}")
-    for file in files:
-        try:
-            records = read_records(file)
-        except (OSError, ResultsFormatError) as exc:
-            raise fail(str(exc)) from None
-        if not records:
-            err_console.print(f"{file}: no records", highlight=False)
-            continue
+    Lines that do not load (cut short, foreign, a newer schema) are named on stderr and the rest
+    is shown, as in ``compare`` and ``report``; ``--strict`` stops at the first one instead.
+    """
+    from jaxbench.store import StoreFormatError, load
+
+    try:
+        loaded = load(paths, kinds={"record"}, strict=strict)
+    except (FileNotFoundError, StoreFormatError) as exc:
+        raise fail(str(exc)) from None
+    for problem in loaded.problems:
+        err_console.print(f"[yellow]skipped:[/] {problem}", highlight=False)
+    by_file: dict[Path, list[Record]] = {}
+    for item in loaded.of("record"):
+        by_file.setdefault(item.path, []).append(item.model)
+    if not by_file:
+        raise fail(f"no records in {', '.join(map(str, paths))}")
+    for file, records in by_file.items():
         console.print(records_table(records, title=str(file)))
 
 

@@ -29,7 +29,9 @@ from jaxbench.tables import problems, records_table
 
 if TYPE_CHECKING:
     from jaxbench.cluster.profile import Profile
-    from jaxbench.cluster.sweep import Submission, Sweep, SweepManifest
+    from jaxbench.cluster.sweep import Sweep
+    from jaxbench.store import SweepManifest
+    from jaxbench.store.sweep import Submission
 
 SweepArg = Annotated[Path, typer.Argument(help="The sweep folder (printed by `submit`).")]
 

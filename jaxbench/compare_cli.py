@@ -8,7 +8,6 @@ from typing import Annotated, Any
 
 import typer
 
-from jaxbench.analysis.verdicts import VERDICTS
 from jaxbench.cli_options import (
     Dtypes,
     Full,
@@ -24,6 +23,7 @@ from jaxbench.cli_options import (
     selection,
     writable_folder,
 )
+from jaxbench.inference.verdicts import VERDICTS
 from jaxbench.interleave.session import (
     DEFAULT_MAX_PAIRS,
     DEFAULT_PAIRS,
@@ -181,17 +181,17 @@ def _live(
     out: Path,
     opts: dict[str, float],
 ) -> None:
+    from jaxbench.analysis.live import comparisons_frame
     from jaxbench.interleave import (
         Schedule,
         Variant,
         WorkerError,
-        comparisons_frame,
         run_back_to_back,
         run_interleaved,
-        write_comparisons,
+        summary_line,
     )
-    from jaxbench.interleave.result import BASIS
-    from jaxbench.results import new_run_id
+    from jaxbench.interleave.estimate import BASIS
+    from jaxbench.store import new_run_id, write_jsonl
     from jaxbench.tables import live_comparison_table, verdict_notes
 
     try:
@@ -206,7 +206,7 @@ def _live(
     done = [0]
 
     def save(found: list) -> None:
-        write_comparisons(path, found)
+        write_jsonl(path, found)
         done[0] += 1
         err_console.print(f"pair {done[0]} done (up to {schedule.max_pairs}); saved {path}",
                           highlight=False)  # fmt: skip
@@ -222,7 +222,7 @@ def _live(
         raise fail(f"{exc}{kept}", code=1) from None
     frame = comparisons_frame(found, opts["threshold"], opts["alpha"])
     for c in found:
-        err_console.print(c.summary_line(), highlight=False)
+        err_console.print(summary_line(c), highlight=False)
     console.print(live_comparison_table(frame))
     for line in verdict_notes(frame):
         console.print(line, highlight=False)
@@ -309,7 +309,7 @@ def register(app: typer.Typer) -> None:
         selected cases. Verdicts: slower, faster, same, inconclusive, unstable. Exit 1 when a
         case is slower, 2 on bad input.
         """
-        from jaxbench.analysis.verdicts import check_rule
+        from jaxbench.inference.verdicts import check_rule
 
         for name, value in (("--threshold", threshold), ("--compile-threshold",
                             compile_threshold)):  # fmt: skip

@@ -15,7 +15,7 @@ from jaxbench.drift.reference import DEFAULT_REFERENCE
 
 if TYPE_CHECKING:
     from jaxbench.drift.check import DriftRun
-    from jaxbench.drift.schema import DriftRow
+    from jaxbench.store.drift import DriftRow
 
 
 def _device(backend: str) -> Any:

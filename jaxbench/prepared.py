@@ -115,7 +115,8 @@ def prepare(
             _PREPARED[key] = exc
     found = _PREPARED[key]
     if isinstance(found, BaseException):
-        raise found
+        # Raised afresh from here: the kept exception's traceback does not grow with each call.
+        raise found.with_traceback(None)
     return found
 
 

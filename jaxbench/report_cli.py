@@ -37,18 +37,26 @@ def report_cmd(
     """Compare JAX versions in saved results: regressions first, compile apart; exit 2 on bad input.
 
     Without --baseline/--candidate each version is compared with the one before it. Intervals
-    are taken over processes: a case run in one process per version is inconclusive.
+    are taken over processes: a case run in one process per version is inconclusive. The report
+    replaces the previous one in --out whole, at the end: Ctrl-C (exit 130) leaves it unchanged.
     """
     from jaxbench.analysis.report import ReviewInputError, load_review, render_report
+    from jaxbench.analysis.report_context import REPORT_NAME
     from jaxbench.analysis.review import Settings
 
+    previous = Path(out) / REPORT_NAME
+    before = _identity(previous)
     try:
         settings = Settings(threshold=threshold, compile_threshold=compile_threshold, alpha=alpha)
         review = load_review(paths, baseline=baseline, candidate=candidate, settings=settings)
+        out_dir = writable_folder(out)
+        path = render_report(review, out_dir)
     except (FileNotFoundError, ReviewInputError) as exc:
         raise fail(str(exc)) from None
-    out_dir = writable_folder(out)
-    path = render_report(review, out_dir)
+    except KeyboardInterrupt:
+        raise fail(_interrupted(previous, before), code=130) from None
+    except OSError as exc:
+        raise fail(f"cannot write the report in {out}: {exc.strerror or exc}") from None
     for problem in review.problems:
         err_console.print(f"[yellow]problem:[/] {problem}", highlight=False)
     counts = review.verdict_counts()
@@ -61,6 +69,24 @@ def report_cmd(
         highlight=False,
     )
     console.print(f"report: {path}", highlight=False)
+
+
+def _identity(path: Path) -> tuple[int, int, int] | None:
+    """``(device, inode, mtime)`` of a file, ``None`` when missing: whether it was replaced."""
+    try:
+        st = path.stat()
+    except OSError:
+        return None
+    return st.st_dev, st.st_ino, st.st_mtime_ns
+
+
+def _interrupted(previous: Path, before: tuple[int, int, int] | None) -> str:
+    """The one line for Ctrl-C: what is at ``previous`` now."""
+    if _identity(previous) != before:  # interrupted after the swap, while cleaning up
+        return f"report interrupted after it was written; the new report is at {previous}"
+    if before is None:
+        return f"report interrupted; no report was written to {previous.parent}"
+    return f"report interrupted; the previous report at {previous} is unchanged"
 
 
 def register(app: typer.Typer) -> None:

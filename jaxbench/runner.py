@@ -18,7 +18,7 @@ from jaxbench.cases import Case, check_backend, resolve_device
 from jaxbench.measure.cache import cache_settings
 from jaxbench.measure.harness import TimingConfig
 from jaxbench.prepared import prepare
-from jaxbench.results import Record, ResultsWriter, new_run_id
+from jaxbench.store import Appender, Record, new_run_id
 from jaxbench.workloads import GateFailure, NotApplicable, get_workload
 
 
@@ -143,7 +143,7 @@ def run(
     run_id = new_run_id()
     path = Path(out_dir) / f"{run_id}.jsonl"
     result = RunResult(path)
-    with ResultsWriter(path) as writer:
+    with Appender(path) as writer:
         try:
             for case in cases:
                 if on_case:

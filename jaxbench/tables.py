@@ -7,8 +7,9 @@ from typing import Any
 
 from rich.table import Table
 
-from jaxbench.results import Record
-from jaxbench.summary import summarize
+from jaxbench.analysis.derived import record_figures
+from jaxbench.analysis.units import fmt_bytes, fmt_rate, fmt_seconds
+from jaxbench.store import Record
 
 BARE_PARAMS = ("size", "dtype", "strategy", "optimizer")
 COLUMNS = (
@@ -25,26 +26,6 @@ COLUMNS = (
     "device peak",
 )
 REUSED_MARK = "*"
-
-
-def fmt_seconds(value: float | None) -> str:
-    """``1.23 ms`` style; ``n/a`` for ``None``."""
-    if value is None:
-        return "n/a"
-    for unit, scale in (("s", 1.0), ("ms", 1e-3), ("µs", 1e-6)):
-        if value >= scale:
-            return f"{value / scale:.3g} {unit}"
-    return f"{value / 1e-9:.3g} ns"
-
-
-def fmt_bytes(value: int | None) -> str:
-    """MiB with one decimal; ``n/a`` for ``None`` (never 0 for "unknown")."""
-    return "n/a" if value is None else f"{value / 2**20:.1f} MiB"
-
-
-def fmt_rate(value: float | None) -> str:
-    """GFLOP/s; ``n/a`` for ``None``."""
-    return "n/a" if value is None else f"{value / 1e9:.3g} GFLOP/s"
 
 
 def params_label(params: dict) -> str:
@@ -65,7 +46,7 @@ def records_table(records: list[Record], title: str) -> Table:
         table.add_column(col, justify="left" if col in COLUMNS[:3] else "right")
     reused_any = False
     for rec in records:
-        s = summarize(rec)
+        s = record_figures(rec)
         reused = bool(rec.compilation_cache.get("compile_reused_in_process"))
         reused_any |= reused
         status = rec.status if rec.status == "ok" else f"[yellow]{rec.status}[/]"

@@ -17,12 +17,12 @@ measures it (the reference below).
 (:func:`jaxbench.interleave.session.interleave_case`: both workers prepare it, untimed warm-up
 rounds, then timed rounds of one block a side in a random order), the effects in a random
 order per pair; each case gives one pair log ratio
-(:func:`jaxbench.analysis.paired.pair_log_ratio`). ``--repeats R`` independent repeats of
+(:func:`jaxbench.inference.paired.pair_log_ratio`). ``--repeats R`` independent repeats of
 ``--pairs P`` pairs each make a pool of ``R * P`` pairs per effect.
 
 **A repeat** is one comparison of the default design with one look: its verdict per effect is
-:func:`jaxbench.analysis.verdicts.estimate_paired` over its ``P`` pairs at the default threshold
-and alpha, turned ``unstable`` by :func:`jaxbench.analysis.stability.pairs_reasons` (drift
+:func:`jaxbench.inference.verdicts.estimate_paired` over its ``P`` pairs at the default threshold
+and alpha, turned ``unstable`` by :func:`jaxbench.inference.stability.pairs_reasons` (drift
 within a pair, CPU share changing within or between pairs). So the share of repeats called
 ``slower`` is the measured power at that effect, and on A/A the share called ``slower`` or
 ``faster`` the measured false-alarm rate, each with an exact (Clopper-Pearson) 95 % interval.
@@ -77,11 +77,10 @@ import typer
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from scipy import stats as sps
 
-from jaxbench.analysis import stability, verdicts
-from jaxbench.analysis.paired import pair_log_ratio
-from jaxbench.calibrate import Design, default_design, design_detectable, proportion_interval
+from jaxbench.calibrate import default_design, design_detectable, proportion_interval
 from jaxbench.env import host
-from jaxbench.interleave.result import Round, now
+from jaxbench.inference import stability, verdicts
+from jaxbench.inference.paired import pair_log_ratio
 from jaxbench.interleave.session import (
     DEFAULT_CALLS_PER_BLOCK,
     DEFAULT_PAIRS,
@@ -92,7 +91,9 @@ from jaxbench.interleave.session import (
     Worker,
     interleave_case,
 )
-from jaxbench.results import new_run_id, write_bytes_atomic
+from jaxbench.store import new_run_id, write_atomic
+from jaxbench.store.calibration import Design
+from jaxbench.store.live import Round, now
 
 FILE_PREFIX = "sensitivity-"
 SCHEMA_VERSION = 2
@@ -209,7 +210,7 @@ class Study(BaseModel):
 def save(folder: Path, study: Study) -> Path:
     """Write ``study`` atomically to ``folder/sensitivity-<run id>.json``."""
     data = json.dumps(study.model_dump(mode="json"), indent=1).encode()
-    return write_bytes_atomic(study_path(folder, study), data)
+    return write_atomic(study_path(folder, study), data)
 
 
 def load(path: str | os.PathLike[str]) -> Study:
@@ -475,7 +476,7 @@ def judge_sequential(repeat_pairs: Sequence[StudyPair], effect: float, settings:
     Each pair's baseline worker and candidate worker are two processes; each is summarised by
     the median of its block medians, and the ``P`` baseline processes are compared with the
     ``P`` candidate processes as recorded runs are
-    (:func:`jaxbench.analysis.verdicts.estimate_independent`, one look). This tests the
+    (:func:`jaxbench.inference.verdicts.estimate_independent`, one look). This tests the
     recorded-runs estimator on the same A/A and slowdown processes (their blocks were
     interleaved, so slow machine drift is spread alike over both sides).
     """
@@ -705,7 +706,7 @@ def run_cmd(
     text = report([study], [str(path)])
     print(text)
     if markdown_out:
-        write_bytes_atomic(markdown_out, text.encode())
+        write_atomic(markdown_out, text.encode())
     print(f"wrote {path}")
 
 
@@ -722,7 +723,7 @@ def summarize_cmd(
         raise _fail(str(exc)) from None
     print(text)
     if markdown_out:
-        write_bytes_atomic(markdown_out, text.encode())
+        write_atomic(markdown_out, text.encode())
         print(f"wrote {markdown_out}")
 
 

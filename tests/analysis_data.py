@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 
 from jaxbench.analysis import case_label
-from jaxbench.results import Record, ResultsWriter
+from jaxbench.store import Appender, Record
 
 VERSIONS = ["0.4.9", "0.4.10", "0.4.31", "0.4.36.dev20241122", "0.4.36", "0.5.0"]
 BASE_ENV: dict[str, Any] = {
@@ -67,7 +67,7 @@ def record(
 
 def write(path: Path, records: list[Record]) -> Path:
     """Write ``records`` as one JSON Lines run file."""
-    with ResultsWriter(path) as writer:
+    with Appender(path) as writer:
         for rec in records:
             writer.write(rec)
     return path

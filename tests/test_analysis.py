@@ -101,9 +101,13 @@ def test_corrupt_and_foreign_files_are_named_and_the_rest_loads(tmp_path):
 
     named = {Path(p.path).name: p.reason for p in problems}
     assert set(named) == {"corrupt.jsonl", "foreign.json", "foreign.jsonl", "garbage.json"}
-    assert "line 2" in named["corrupt.jsonl"] and "1 records loaded" in named["corrupt.jsonl"]
-    assert "2 lines" in named["foreign.jsonl"] and "nothing loaded" in named["foreign.jsonl"]
-    assert "neither a jaxbench record nor an asv result" in named["foreign.json"]
+    assert named["corrupt.jsonl"].startswith("line 2: not JSON (cut short?): ")
+    assert named["corrupt.jsonl"].endswith("; 1 loaded")
+    not_ours = "not a jaxbench object (no 'kind', "
+    assert named["foreign.jsonl"].startswith(f"2 bad lines (1, 2; first: {not_ours}")
+    assert named["foreign.jsonl"].endswith("); nothing loaded")
+    assert named["foreign.json"].startswith(not_ours)
+    assert named["garbage.json"].startswith("not UTF-8 text: ")
     by_file = frame.groupby(frame["file"].map(lambda f: Path(f).name)).size()
     assert by_file["good.jsonl"] == 1 and by_file["corrupt.jsonl"] == 1
     assert by_file["sweep-rec.json"] == 1
@@ -377,24 +381,3 @@ def test_crossover_needs_one_series(tmp_path):
     frame = load(tmp_path, forward_records("0.4.30") + forward_records("0.4.31"))
     with pytest.raises(ValueError, match="one series"):
         analysis.crossover_k(analysis.forward_table(frame))
-
-
-def test_an_unrelated_warning_while_loading_is_not_a_bad_line(tmp_path, monkeypatch):
-    """E.g. a ResourceWarning from garbage collection during the read: not the file's fault."""
-    import warnings
-
-    from jaxbench.analysis import frames
-
-    real = frames.read_records
-
-    def noisy(path, errors="raise"):
-        warnings.warn("Unclosed socket", ResourceWarning, stacklevel=1)
-        return real(path, errors=errors)
-
-    monkeypatch.setattr(frames, "read_records", noisy)
-    write(tmp_path / "run.jsonl", [record(v) for v in VERSIONS[:2]])
-    (tmp_path / "bad.jsonl").write_text("{not json\n")
-    with pytest.warns(ResourceWarning, match="Unclosed socket"):
-        frame, problems = analysis.load_results(tmp_path)
-    assert len(frame) == 2
-    assert [Path(p.path).name for p in problems] == ["bad.jsonl"]

@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from jaxbench.asv_results import load_asv_results
-from jaxbench.results import ResultsFormatError, load_records, samples_frame
+from jaxbench.analysis import load_results
+from jaxbench.analysis.frames import samples_frame
 from tests.conftest import ROOT, run_cli
 
 ASV = [sys.executable, "-m", "asv"]
@@ -200,7 +200,7 @@ def test_asv_run_existing_env_saves_samples_and_a_failure_fails_alone(tmp_path):
     log = out.stdout + out.stderr
     assert "GateCheck.time_step" in log
     assert "forced by the test" in log
-    frame = load_asv_results(tmp_path / "results")
+    frame = load_results(tmp_path / "results")[0]
     status = {
         (r.benchmark.rsplit(".", 1)[-1], r.get("param.dtype")): r
         for _, r in frame.iterrows()
@@ -230,8 +230,8 @@ def test_asv_frame_has_the_core_columns(tmp_path):
         "--budget", "0", "--min-samples", "3",
     )  # fmt: skip
     assert out.returncode == 0, out.stderr
-    core = load_records(tmp_path / "core")
-    asv = load_asv_results(ROOT / "results" / "asv")
+    core = load_results(tmp_path / "core")[0]
+    asv = load_results(ROOT / "results" / "asv")[0]
     assert set(core.columns) - set(asv.columns) <= {"param.optimizer", "param.donate"}
     for col in ("benchmark", "params", "jax", "machine", "commit", "samples_s", "status"):
         assert col in asv.columns
@@ -243,10 +243,17 @@ def test_asv_frame_has_the_core_columns(tmp_path):
 def test_reader_rejects_a_bad_file(tmp_path):
     bad = tmp_path / "abc-env.json"
     bad.write_text('{"version": 1}')
-    with pytest.raises(ResultsFormatError, match=r"abc-env\.json"):
-        load_asv_results(bad)
+    frame, (problem,) = load_results(bad)
+    assert frame.empty and problem.path == str(bad)
+    assert "not a jaxbench object" in problem.reason
+    (tmp_path / "asv").mkdir()
+    (tmp_path / "asv" / "abc-env.json").write_text(
+        json.dumps({"version": 1, "commit_hash": "a", "env_name": "e", "result_columns": []})
+    )
+    _, (old,) = load_results(tmp_path / "asv")
+    assert "asv results version 1 is not supported" in old.reason
     with pytest.raises(FileNotFoundError):
-        load_asv_results(tmp_path / "missing")
+        load_results(tmp_path / "missing")[0]
 
 
 @pytest.mark.slow
@@ -265,7 +272,7 @@ def test_matrix_reports_an_uninstallable_version_and_runs_the_rest(tmp_path):
     assert out.returncode == 1
     assert "jax 99.0.0 FAILED" in out.stdout, out.stdout[-3000:]
     assert re.search(r"No matching distribution|Could not find", out.stdout), out.stdout[-3000:]
-    frame = load_asv_results(tmp_path / "results")
+    frame = load_results(tmp_path / "results")[0]
     assert set(frame["jax"]) == {"0.12.0.1"}
     assert (frame[frame["param.backend"] == "cpu"]["status"] == "ok").all()
 
@@ -323,7 +330,7 @@ def test_run_two_commits_then_compare_and_continuous_catch_a_regression(tmp_path
     assert out.returncode == 0, (out.stdout + out.stderr)[-3000:]
     files = sorted(p.name for p in (tmp_path / "results" / "testbox").glob("*-virtualenv-*.json"))
     assert [f[:8] for f in files] == sorted([base[:8], slow[:8]]), files
-    frame = load_asv_results(tmp_path / "results")
+    frame = load_results(tmp_path / "results")[0]
     ok = frame[frame.status == "ok"]
     assert set(ok["commit"]) == {base, slow}
     assert set(ok["param.size"]) == {"tiny"} and set(ok["param.backend"]) == {"cpu"}

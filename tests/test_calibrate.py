@@ -13,20 +13,19 @@ from typer.testing import CliRunner
 
 from jaxbench.analysis import load_results
 from jaxbench.calibrate import (
-    Calibration,
-    CalibrationCase,
-    CalibrationComparison,
     default_design,
     design_detectable,
     latest_calibration,
     load_calibrations,
     proportion_interval,
     summarize_calibration,
+    summarized,
     write_calibration,
 )
 from jaxbench.cli import app
 from jaxbench.interleave import Schedule
-from jaxbench.results import load_records
+from jaxbench.store import Calibration, CalibrationComparison
+from jaxbench.store.calibration import CalibrationCase
 
 runner = CliRunner()
 
@@ -95,22 +94,24 @@ def record(run_id="20260101T000000Z-00000000", hostname="box", size="tiny", star
     ]  # fmt: skip
     params = {"size": size, "dtype": "float32", "optimizer": "sgd", "donate": True}
     label = "train_step " + " ".join(f"{k}={params[k]}" for k in sorted(params))
-    return Calibration(
-        run_id=run_id,
-        started_at=started,
-        complete=True,
-        requested=2,
-        case=CalibrationCase(workload="train_step", params=params, label=label),
-        backend="cpu",
-        python="python",
-        host={"hostname": hostname},
-        jax="0.12.0.1",
-        schedule={"pairs": 3},
-        threshold=0.02,
-        alpha=0.05,
-        comparisons=comparisons,
-        summary=summarize_calibration([]),
-    ).summarized()
+    return summarized(
+        Calibration(
+            run_id=run_id,
+            started_at=started,
+            complete=True,
+            requested=2,
+            case=CalibrationCase(workload="train_step", params=params, label=label),
+            backend="cpu",
+            python="python",
+            host={"hostname": hostname},
+            jax="0.12.0.1",
+            schedule={"pairs": 3},
+            threshold=0.02,
+            alpha=0.05,
+            comparisons=comparisons,
+            summary=summarize_calibration([]),
+        )
+    )
 
 
 def test_record_round_trips_and_bad_files_are_named(tmp_path):
@@ -127,11 +128,10 @@ def test_record_round_trips_and_bad_files_are_named(tmp_path):
     reasons = {p.path.rsplit("/", 1)[-1]: p.reason for p in problems}
     assert set(reasons) == {"calibration-broken.json", "calibration-other.json"}
     assert "not JSON" in reasons["calibration-broken.json"]
-    assert "not a calibration record" in reasons["calibration-other.json"]
-    # the record scanners leave calibration files alone
-    assert load_records(tmp_path).empty
-    frame, problems = load_results([tmp_path])
-    assert frame.empty and not problems
+    assert "kind 'drift' is not one this jaxbench reads" in reasons["calibration-other.json"]
+    # the records loader passes over calibrations, and names the same bad files
+    frame, record_problems = load_results([tmp_path])
+    assert frame.empty and record_problems == problems
 
 
 def test_latest_calibration_filters_by_host_and_case(tmp_path):

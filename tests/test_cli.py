@@ -8,7 +8,9 @@ import time
 
 import pytest
 
-from jaxbench.results import load_records, read_records, result_files
+from jaxbench.analysis import load_results
+from jaxbench.store import read_file
+from jaxbench.store.scan import store_files
 from tests.conftest import ROOT, run_cli
 
 pytestmark = pytest.mark.slow
@@ -60,11 +62,18 @@ def test_show_names_bad_files_and_says_when_empty(tmp_path):
     binary = tmp_path / "binary.jsonl"
     binary.write_bytes(bytes(range(128, 228)))
     out = run_cli("show", str(binary))
-    assert out.returncode == 2 and f"{binary}:1:" in out.stderr and "Traceback" not in out.stderr
+    assert out.returncode == 2 and "Traceback" not in out.stderr
+    assert f"skipped: {binary}: line 1: not UTF-8 text: " in out.stderr
+    assert "; nothing loaded\n" in out.stderr and f"error: no records in {binary}" in out.stderr
+    out = run_cli("show", "--strict", str(binary))
+    assert out.returncode == 2 and "Traceback" not in out.stderr
+    assert f"error: {binary}:1: not UTF-8 text: " in out.stderr
     empty = tmp_path / "empty.jsonl"
     empty.write_text("\n")
     out = run_cli("show", str(empty))
-    assert out.returncode == 0 and "no records" in out.stderr
+    assert out.returncode == 2 and "Traceback" not in out.stderr
+    assert f"skipped: {empty}: holds no record (it holds nothing)" in out.stderr
+    assert f"error: no records in {empty}" in out.stderr
 
 
 def test_run_writes_records_and_prints_the_table(tmp_path):
@@ -72,7 +81,7 @@ def test_run_writes_records_and_prints_the_table(tmp_path):
     assert out.returncode == 0, out.stderr
     assert "p50" in out.stdout and "results:" in out.stdout
     assert "[2/2] train_step" in out.stdout  # one progress line per case when not a terminal
-    frame = load_records(tmp_path)
+    frame = load_results(tmp_path)[0]
     assert sorted(frame["param.dtype"]) == ["bfloat16", "float32"]
     assert set(frame["status"]) == {"ok"}
 
@@ -80,7 +89,7 @@ def test_run_writes_records_and_prints_the_table(tmp_path):
 def test_absent_backend_is_a_skip_not_a_crash(tmp_path):
     out = run_cli("run", "-o", str(tmp_path), *TINY, "-b", "tpu")
     assert out.returncode == 0, out.stderr
-    [rec] = read_records(result_files([tmp_path])[0])
+    [rec] = read_file(store_files([tmp_path])[0][0], strict=True).models("record")
     assert rec.status == "skipped" and "not present" in rec.error
     assert rec.env["requested_backend"] == "tpu"
 
@@ -100,8 +109,8 @@ def test_persistent_cache_thresholds_and_hits(tmp_path):
     assert run_cli("run", "-o", str(tmp_path / "r1"), *args).returncode == 0
     assert _cache_entries(cache)
     assert run_cli("run", "-o", str(tmp_path / "r2"), *args).returncode == 0
-    cold = load_records(tmp_path / "r1").iloc[0]["compilation_cache"]
-    warm = load_records(tmp_path / "r2").iloc[0]["compilation_cache"]
+    cold = load_results(tmp_path / "r1")[0].iloc[0]["compilation_cache"]
+    warm = load_results(tmp_path / "r2")[0].iloc[0]["compilation_cache"]
     assert cold["cache_hits"] == 0 and cold["cache_misses"] >= 1
     assert warm["cache_hits"] >= 1
     assert warm["dir"] == str(cache.resolve())
@@ -134,7 +143,7 @@ def test_killed_run_leaves_every_finished_case_readable(tmp_path):
     try:
         deadline = time.monotonic() + 120
         while time.monotonic() < deadline:
-            files = result_files([tmp_path])
+            files = [f for f, _ in store_files([tmp_path])]
             if files and len(files[0].read_text().splitlines()) >= 3:
                 break
             time.sleep(0.05)
@@ -143,7 +152,7 @@ def test_killed_run_leaves_every_finished_case_readable(tmp_path):
     finally:
         os.kill(proc.pid, signal.SIGKILL)
         proc.wait()
-    records = read_records(files[0])
+    records = read_file(files[0], strict=True).models("record")
     assert 3 <= len(records) < 20
     assert all(r.status in ("ok", "skipped") for r in records)
 
@@ -170,7 +179,7 @@ def test_gpu_check_script_runs_end_to_end_on_the_cpu(tmp_path):
         timeout=300,
     )
     assert out.returncode == 0, out.stderr
-    frame = load_records(tmp_path)
+    frame = load_results(tmp_path)[0]
     assert set(frame["benchmark"]) == {
         "train_step",
         "forward/linearize",

@@ -22,7 +22,7 @@ from jaxbench.cluster.executors import (
 from jaxbench.cluster.profile import ProfileError, load_profile
 from jaxbench.cluster.sweep import CaseSpec, Sweep, shard
 from jaxbench.cluster.worker import JaxImportedTooEarly, ShardTask
-from jaxbench.results import Record, read_record_file, read_records, write_record_file
+from jaxbench.store import Record, read_file, read_model, write_json
 
 TINY = CaseSpec(
     workload="train_step",
@@ -132,8 +132,8 @@ def _write_many(folder, worker, n, template):
     record = Record.model_validate_json(template)
     for i in range(n):
         record.params = {"worker": worker, "i": i}
-        write_record_file(Path(folder) / f"w{worker}-{i}.json", record)
-        write_record_file(Path(folder) / f"shared-{i}.json", record)  # all workers, same file
+        write_json(Path(folder) / f"w{worker}-{i}.json", record)
+        write_json(Path(folder) / f"shared-{i}.json", record)  # all workers, same file
 
 
 def test_sixteen_processes_writing_one_folder_leave_every_record_readable(tmp_path):
@@ -148,7 +148,7 @@ def test_sixteen_processes_writing_one_folder_leave_every_record_readable(tmp_pa
     while any(p.is_alive() for p in procs):  # read while they write
         for f in tmp_path.glob("shared-*.json"):
             try:
-                read_record_file(f)
+                read_model(f, Record)
             except Exception:
                 seen_partial += 1
     for p in procs:
@@ -157,7 +157,7 @@ def test_sixteen_processes_writing_one_folder_leave_every_record_readable(tmp_pa
     files = sorted(tmp_path.iterdir())
     assert len(files) == 16 * 20 + 20  # no temporary file left behind
     for f in files:
-        assert read_record_file(f).samples_s == [1e-3] * 2000
+        assert read_model(f, Record).samples_s == [1e-3] * 2000
     assert seen_partial == 0
 
 
@@ -195,7 +195,7 @@ def test_worker_sets_its_environment_before_jax_starts(tmp_path):
     code = "import pickle, sys; print(pickle.loads(open(sys.argv[1], 'rb').read())())"
     env = {k: v for k, v in os.environ.items() if k not in ("XLA_FLAGS", "JAX_PLATFORMS")}
     subprocess.run([sys.executable, "-c", code, str(blob)], env=env, check=True, timeout=300)
-    record = read_record_file(sweep.record_path(TINY, None))
+    record = read_model(sweep.record_path(TINY, None), Record)
     assert record.status == "ok"
     assert record.env["device_count"] == 3
     assert record.env["env_vars"]["XLA_FLAGS"] == "--xla_force_host_platform_device_count=3"
@@ -213,13 +213,13 @@ def test_worker_refuses_to_run_after_jax_was_imported(tmp_path):
 def test_worker_skips_cases_that_already_have_an_ok_record(tmp_path, monkeypatch):
     sweep = Sweep(tmp_path)
     done = Record(run_id="earlier", benchmark="train_step", params=TINY.params, status="ok", env={})
-    write_record_file(sweep.record_path(TINY, None), done)
+    write_json(sweep.record_path(TINY, None), done)
     monkeypatch.setattr(
         "jaxbench.runner.measure_case", lambda *a: pytest.fail("an ok case was measured again")
     )
     summary = ShardTask(str(tmp_path), 0, [TINY], None, "cpu", TIMING)()
     assert summary["statuses"] == {TINY.label: "ok (earlier)"}
-    assert read_record_file(sweep.record_path(TINY, None)).run_id == "earlier"
+    assert read_model(sweep.record_path(TINY, None), Record).run_id == "earlier"
 
 
 # --- collect --------------------------------------------------------------------------------
@@ -239,7 +239,7 @@ def test_collect_reports_missing_and_corrupt_records_and_keeps_the_rest(tmp_path
     cases = [CaseSpec(workload="w", params={"i": i}) for i in range(3)]
     sweep, manifest = _manifest(tmp_path, cases)
     ok = Record(run_id="r", benchmark="w", params={"i": 0}, status="ok", env={})
-    write_record_file(sweep.record_path(cases[0], None), ok)
+    write_json(sweep.record_path(cases[0], None), ok)
     sweep.record_path(cases[1], None).write_text('{"schema_version": 1, "run_id": ')
     result = sweep.collect(manifest)
     assert [r.params for r in result.records] == [{"i": 0}]
@@ -248,9 +248,11 @@ def test_collect_reports_missing_and_corrupt_records_and_keeps_the_rest(tmp_path
         len(result.unreadable) == 1
         and sweep.record_path(cases[1], None).name in (result.unreadable[0])
     )
-    assert [r.params for r in read_records(sweep.results_path)] == [{"i": 0}]
+    assert [r.params for r in read_file(sweep.results_path, strict=True).models("record")] == [
+        {"i": 0}
+    ]
     sweep.collect(manifest)  # idempotent: rewritten, not appended
-    assert len(read_records(sweep.results_path)) == 1
+    assert len(read_file(sweep.results_path, strict=True).models("record")) == 1
 
 
 # --- preflight with a stand-in sinfo --------------------------------------------------------
@@ -331,7 +333,7 @@ def test_local_sweep_end_to_end_then_status_from_another_process(tmp_path):
     )  # fmt: skip
     assert proc.returncode == 0, proc.stderr + proc.stdout
     (sweep_dir,) = [p for p in tmp_path.iterdir() if p.name.startswith("sweep-")]
-    (record,) = read_records(sweep_dir / "results.jsonl")
+    (record,) = read_file(sweep_dir / "results.jsonl", strict=True).models("record")
     assert record.status == "ok" and record.run_id == sweep_dir.name
     status = run_cli("status", str(sweep_dir))
     assert status.returncode == 0
@@ -354,7 +356,7 @@ def test_local_task_over_its_time_limit_is_timed_out_and_keeps_its_records(tmp_p
     (state,) = dispatch.status(sweep, sweep.load())
     assert state.state == "timed out", state
     assert 1 <= state.ok < 6 and state.other == 0
-    kept = read_records(sweep.results_path)
+    kept = read_file(sweep.results_path, strict=True).models("record")
     assert len(kept) == state.ok and all(r.status == "ok" for r in kept)
 
 
@@ -405,7 +407,7 @@ def test_each_jax_version_runs_in_its_own_environment(tmp_path):
     assert set(pythons) == {"0.11.2", "0.12.0.1"}
     for version, python in pythons.items():
         assert python.is_relative_to(tmp_path / "envs") and version in str(python)
-    records = read_records(sweep_dir / "results.jsonl")
+    records = read_file(sweep_dir / "results.jsonl", strict=True).models("record")
     assert sorted((r.env["jax"], r.env["sweep"]["requested_jax"]) for r in records) == [
         ("0.11.2", "0.11.2"),
         ("0.12.0.1", "0.12.0.1"),
@@ -434,9 +436,17 @@ def test_a_repeated_jax_version_is_planned_once(tmp_path, monkeypatch):
 
 
 def test_a_corrupt_manifest_is_named(tmp_path):
-    (tmp_path / "sweep.json").write_text('{"sweep_id": 3}')
-    with pytest.raises(ValueError, match=r"sweep\.json: not a valid sweep manifest"):
+    manifest = tmp_path / "sweep.json"
+    manifest.write_text('{"sweep_id": 3}')
+    with pytest.raises(ValueError, match=r"^not a valid sweep manifest: .*sweep\.json: not a jaxb"):
         Sweep(tmp_path).load()
+    manifest.write_text('{"kind": "sweep", "sweep_id": 3}')
+    with pytest.raises(ValueError) as info:
+        Sweep(tmp_path).load()
+    assert str(info.value) == (
+        f"not a valid sweep manifest: {manifest}: not a valid sweep: sweep_id: "
+        "Input should be a valid string"
+    )
     proc = run_cli("status", str(tmp_path))
     assert proc.returncode == 2 and "not a valid sweep manifest" in proc.stderr
 

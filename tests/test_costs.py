@@ -4,10 +4,10 @@ import jax
 import jax.numpy as jnp
 import pytest
 
-from jaxbench.measure.costs import PEAK_FLOPS, cost_analysis, memory_analysis, mfu, peak_flops
+from jaxbench.analysis.derived import PEAK_FLOPS, mfu, peak_flops, record_figures
+from jaxbench.measure.costs import cost_analysis, memory_analysis
 from jaxbench.measure.harness import device_peak_bytes
-from jaxbench.results import Record
-from jaxbench.summary import summarize
+from jaxbench.store import Record
 
 
 def test_cost_analysis_counts_matmul_flops():
@@ -74,10 +74,10 @@ def test_summary_percentiles_rate_and_mfu():
         flops=989.5e12,
         env={"device_kind": "NVIDIA H200"},
     )
-    s = summarize(rec)
+    s = record_figures(rec)
     assert (s["n"], s["p50_s"], s["iqr_s"]) == (5, 3.0, 2.0)
     assert s["p95_s"] == pytest.approx(4.8)
     assert s["flops_per_s"] == pytest.approx(989.5e12 / 3)
     assert s["mfu"] == pytest.approx(1 / 3)
-    empty = summarize(rec.model_copy(update={"samples_s": []}))
+    empty = record_figures(rec.model_copy(update={"samples_s": []}))
     assert empty["p50_s"] is None and empty["mfu"] is None

@@ -13,14 +13,15 @@ import pytest
 from typer.testing import CliRunner
 
 from jaxbench.analysis import load_results
+from jaxbench.analysis.drift import drift_findings, load_drift
 from jaxbench.cli import app
-from jaxbench.drift import DRIFT_TOLERANCES, compare, drift_findings, load_drift
+from jaxbench.drift import DRIFT_TOLERANCES, compare
 from jaxbench.drift import outputs as drift_outputs
-from jaxbench.drift.load import read_drift_file
 from jaxbench.drift.reference import read_reference
-from jaxbench.drift.schema import DriftRow, ReferenceManifest
 from jaxbench.drift.sets import SET_NAMES, boundary_rows
-from jaxbench.results import Record, ResultsWriter, result_files
+from jaxbench.store import Appender, Record, read_file
+from jaxbench.store.drift import DriftRow, ReferenceManifest
+from jaxbench.store.scan import store_files
 from jaxbench.workloads import mlp
 
 WORKLOADS = ("train_step", "forward")
@@ -309,7 +310,11 @@ def _reshape_x(path):
         ("train_step-float32-standard.npz", _reshape_x, "array 'input.x' has shape (32, 4)"),
         ("forward-bfloat16-zeros.npz", lambda p: p.unlink(), "listed in reference.json but"),
         ("reference.json", lambda p: p.write_text("{not json"), "not a drift reference manifest"),
-        ("reference.json", lambda p: p.write_text('{"kind": "x"}'), "kind: Input should be"),
+        (
+            "reference.json",
+            lambda p: p.write_text('{"kind": "x"}'),
+            "kind 'x' is not one this jaxbench reads",
+        ),
     ],
 )
 def test_a_corrupt_reference_file_is_named_and_exit_2(ref, tmp_path, file, corrupt, reason):
@@ -332,15 +337,16 @@ def test_load_drift_names_bad_files_and_loads_the_rest(clean_check, tmp_path):
     lines = good.read_text().splitlines()
     partial.write_text("\n".join([*lines[:3], '{"kind": "jaxbench-drift"', *lines[3:5]]) + "\n")
     run = tmp_path / "run.jsonl"  # a results file named explicitly: foreign to the loader
-    with ResultsWriter(run) as w:
+    with Appender(run) as w:
         w.write(Record(run_id="r", benchmark="train_step", params={}, status="ok", env={}))
 
     frame, problems = load_drift([folder, run])
     by_file = {p.path: p.reason for p in problems}
     assert set(by_file) == {str(folder / "drift-corrupt.jsonl"), str(partial), str(run)}
-    assert "not a drift file" in by_file[str(run)]
-    assert "1 line is not a drift row (first: line 4" in by_file[str(partial)]
+    assert by_file[str(run)] == "holds no jaxbench-drift (it holds record)"
+    assert by_file[str(partial)].startswith("line 4: not JSON (cut short?)")
     assert "5 loaded" in by_file[str(partial)]
+    assert "not UTF-8" in by_file[str(folder / "drift-corrupt.jsonl")]
     # One row per (version, backend, device kind, workload, dtype, set, output): latest wins.
     assert len(frame) == len(lines)
     key = ["version", "backend", "device_kind", "workload", "dtype", "set", "output"]
@@ -371,12 +377,13 @@ def test_drift_findings_are_the_rows_beyond_tolerance_or_missing_a_raise(
     assert found["raised"].eq(False).sum() == 2  # the two invalid_shape rows
 
 
-def test_results_scans_skip_drift_files(clean_check, tmp_path):
+def test_records_loads_pass_over_drift_files(clean_check, saved, tmp_path):
     _, good = clean_check
     shutil.copy(good, tmp_path / good.name)
     shutil.copytree(good.parent, tmp_path / "sub")
-    (tmp_path / "sub" / "reference.json").write_text("{}")  # a drift reference's manifest
-    assert result_files([tmp_path]) == []
+    shutil.copy(saved / "reference.json", tmp_path / "sub" / "reference.json")  # a manifest
+    scanned = {f.relative_to(tmp_path).as_posix() for f, _ in store_files([tmp_path])}
+    assert {good.name, f"sub/{good.name}", "sub/reference.json"} <= scanned  # read, by content
     frame, problems = load_results([tmp_path])
     assert frame.empty and problems == []
 
@@ -408,10 +415,10 @@ def test_compare_judges_by_tolerance_not_identity():
         compare(ref, ref, "int8")
 
 
-def test_read_drift_file_reports_unreadable_file(tmp_path):
-    rows, problem = read_drift_file(tmp_path / "drift-gone.jsonl")
-    assert rows == [] and "cannot be read" in problem.reason
-    with pytest.raises(FileNotFoundError, match="no such drift file or folder"):
+def test_an_unreadable_drift_file_is_named(tmp_path):
+    (problem,) = read_file(tmp_path / "drift-gone.jsonl").problems
+    assert "cannot be read" in problem.reason
+    with pytest.raises(FileNotFoundError, match="no such results file or folder"):
         load_drift(tmp_path / "nowhere")
 
 

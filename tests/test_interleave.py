@@ -16,19 +16,20 @@ import pytest
 from typer.testing import CliRunner
 
 from jaxbench.analysis import load_results
-from jaxbench.analysis.paired import pair_log_ratio, round_ratios
+from jaxbench.analysis.live import comparisons_frame
 from jaxbench.cli import app
+from jaxbench.inference.paired import pair_log_ratio, round_ratios
 from jaxbench.interleave import (
     Schedule,
     Variant,
     WorkerError,
-    load_comparisons,
+    estimate,
     run_interleaved,
-    write_comparisons,
 )
-from jaxbench.interleave.result import CaseComparison, PairRun, Round, comparisons_frame, now
 from jaxbench.interleave.session import _run_pairs, interleave_case
 from jaxbench.interleave.worker import serve
+from jaxbench.store import load, write_jsonl
+from jaxbench.store.live import CaseComparison, PairRun, Round, now
 from jaxbench.workloads.sizes import SIZES, get_size
 
 TINY = {"size": "tiny", "dtype": "float32", "optimizer": "sgd", "donate": True}
@@ -75,32 +76,32 @@ def test_the_interval_is_over_pairs_not_rounds():
     # Every pair is very precise on its own, but the pairs disagree by several percent: the
     # rounds of one pair would call it; the pairs cannot.
     c = _comparison([1.00, 1.06, 0.97, 1.04, 0.99, 1.05])
-    e = c.estimate()
+    e = estimate(c)
     assert e.units == "6 pairs" and e.verdict == "inconclusive"
     assert e.ci_low < 1.0 < e.ci_high
     assert "more process pairs" in e.advice
-    assert _comparison([1.20, 1.21, 1.19, 1.20]).estimate().verdict == "slower"
-    assert _comparison([1.0, 1.001, 0.999, 1.0, 1.0]).estimate().verdict == "same"
+    assert estimate(_comparison([1.20, 1.21, 1.19, 1.20])).verdict == "slower"
+    assert estimate(_comparison([1.0, 1.001, 0.999, 1.0, 1.0])).verdict == "same"
 
 
 def test_one_pair_gives_no_interval():
-    e = _comparison([1.3]).estimate()
+    e = estimate(_comparison([1.3]))
     assert e.verdict == "inconclusive" and "no interval" in e.advice
 
 
 def test_each_look_spends_its_share_of_alpha():
     pairs = [1.03, 1.05, 1.02, 1.04, 1.035, 1.045]
-    one = _comparison(pairs, pairs=6, max_pairs=6).estimate(threshold=0.0)
-    three = _comparison(pairs, pairs=6, max_pairs=16, pairs_step=5).estimate(threshold=0.0)
+    one = estimate(_comparison(pairs, pairs=6, max_pairs=6), threshold=0.0)
+    three = estimate(_comparison(pairs, pairs=6, max_pairs=16, pairs_step=5), threshold=0.0)
     assert three.ci_high - three.ci_low > one.ci_high - one.ci_low  # alpha/3 per look
 
 
 def test_back_to_back_pairs_are_independent_processes():
     c = _comparison([1.2, 1.21, 1.19], mode="back_to_back")
-    e = c.estimate()
+    e = estimate(c)
     assert e.design == "independent" and e.units == "3+3 processes" and e.verdict == "slower"
     with pytest.raises(ValueError, match="not paired"):
-        c.estimate(mode="interleaved")
+        estimate(c, mode="interleaved")
 
 
 def test_a_ratio_that_moves_part_way_through_a_pair_is_unstable():
@@ -115,7 +116,7 @@ def test_a_ratio_that_moves_part_way_through_a_pair_is_unstable():
             for r in ratios
         ]  # fmt: skip
         c = c.with_pair(PairRun(index=i, rounds=rs, started_at=now()))
-    e = c.estimate()
+    e = estimate(c)
     assert e.verdict == "unstable" and "pair 3: per-round ratio moved" in e.advice
 
 
@@ -190,7 +191,7 @@ def test_a_compile_inside_a_timed_block_marks_the_case_recompiled_not_timed():
     c = CaseComparison.start("interleaved", "train_step", TINY, Schedule()).with_pair(run)
     assert c.status == "recompiled" and c.error.startswith("pair 0:")
     with pytest.raises(ValueError, match="no timed rounds"):
-        c.estimate()
+        estimate(c)
 
 
 def test_pairs_are_added_while_a_case_is_inconclusive_up_to_the_cap():
@@ -215,7 +216,7 @@ def test_pairs_are_added_while_a_case_is_inconclusive_up_to_the_cap():
     assert s.looks == 4 and s.batches() == [3, 2, 2, 1]
     assert [len(c.pairs) for c in found] == [3, 8]
     assert [i for i, _ in calls] == list(range(8)) and calls[3][1] == ["small"]
-    assert found[0].estimate().verdict == "slower"
+    assert estimate(found[0]).verdict == "slower"
     assert len(saved) == 8 and found[0].schedule["looks"] == 4
 
 
@@ -238,13 +239,14 @@ def test_live_interleaved_comparison_of_two_real_workers(tmp_path):
     assert c.baseline.jax and c.baseline.backend == "cpu"
     assert c.candidate.flops > 1.3 * c.baseline.flops  # the wider model really ran
     assert found[1].candidate.params == TINY | {"dtype": "bfloat16", "size": "tiny*1.5"}
-    path = write_comparisons(tmp_path / "interleave-x.jsonl", found)
+    path = write_jsonl(tmp_path / "interleave-x.jsonl", found)
     (tmp_path / "interleave-bad.jsonl").write_text('{"mode": "interleaved"}\n')
-    loaded, problems = load_comparisons([tmp_path])
+    store = load([tmp_path], kinds={"live-comparison"})
+    loaded, problems = store.models("live-comparison"), store.problems
     assert [c.model_dump() for c in loaded] == [c.model_dump() for c in found]
     assert [p.path for p in problems] == [str(tmp_path / "interleave-bad.jsonl")]
     assert "line 1" in problems[0].reason
-    assert load_results([tmp_path])[1] == []  # timing-record loader leaves these files alone
+    assert load_results([tmp_path])[1] == problems  # one bad-line policy for every kind
     frame = comparisons_frame(loaded)
     assert list(frame["pairs"]) == [2, 2] and list(frame["n_baseline"]) == [2, 2]
     assert path.exists()
@@ -277,7 +279,7 @@ def test_a_candidate_slowed_part_way_by_a_pinned_busy_sibling_is_unstable(tmp_pa
         for p in hog:
             p.kill()
             p.wait()
-    e = found.estimate()
+    e = estimate(found)
     assert e.verdict == "unstable", e
     assert "candidate relative to baseline" in e.advice
 
@@ -358,8 +360,9 @@ def test_compare_back_to_back_saves_each_pair_and_names_its_design(tmp_path):
     result = runner.invoke(app, args)
     assert result.exit_code in (0, 1), result.output  # 1: the wider side is slower
     assert "mode: back to back (sequential)" in result.output
-    (found,), problems = load_comparisons([tmp_path])
+    store = load([tmp_path], kinds={"live-comparison"})
+    (found,), problems = store.models("live-comparison"), store.problems
     assert problems == [] and found.mode == "back_to_back" and len(found.pairs) == 2
     assert found.candidate.params["size"] == "tiny*1.5" and found.baseline.params["size"] == "tiny"
-    assert found.estimate().units == "2+2 processes"
-    assert (result.exit_code == 1) == (found.estimate().verdict == "slower")
+    assert estimate(found).units == "2+2 processes"
+    assert (result.exit_code == 1) == (estimate(found).verdict == "slower")

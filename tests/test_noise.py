@@ -15,10 +15,9 @@ from analysis_data import record, write
 
 from jaxbench import analysis
 from jaxbench.analysis.conditions import DEFAULT_FIELDS, NOT_RECORDED, condition_fields
-from jaxbench.asv_results import read_asv_file
 from jaxbench.measure import noise
 from jaxbench.measure.noise import NOISE_KEYS, NoiseProbe
-from jaxbench.results import write_record_file
+from jaxbench.store import SweepManifest, read_file, write_json
 
 ROOT = Path(__file__).resolve().parent.parent
 TYPES = {
@@ -167,7 +166,6 @@ def test_process_id_is_one_per_process_forked_children_included():
 
 def test_records_of_one_run_share_its_process_and_carry_noise_and_timing(tmp_path, fast_timing):
     from jaxbench.cases import Case
-    from jaxbench.results import read_records
     from jaxbench.runner import run
 
     cases = [
@@ -175,7 +173,7 @@ def test_records_of_one_run_share_its_process_and_carry_noise_and_timing(tmp_pat
         for d in ("float32", "bfloat16")
     ]
     result = run(cases, tmp_path, backend="cpu", timing=fast_timing)
-    back = read_records(result.path)
+    back = read_file(result.path, strict=True).models("record")
     assert [r.status for r in back] == ["ok", "ok"]
     assert back == result.records  # noise and env round-trip through the file
     assert {r.env["process_id"] for r in back} == {_env().process_id()}
@@ -202,8 +200,8 @@ def test_process_column_uses_process_id_else_one_unit_per_process(tmp_path):
         ],
     )
     sweep = {"sweep": {"task": 3}, "slurm": {"SLURM_ARRAY_JOB_ID": "7", "SLURM_ARRAY_TASK_ID": "2"}}
-    write_record_file(tmp_path / "s" / "a.json", record("0.4.31", env=sweep))
-    write_record_file(tmp_path / "s" / "b.json", record("0.4.31", env={"sweep": {"task": 3}}))
+    write_json(tmp_path / "s" / "a.json", record("0.4.31", env=sweep))
+    write_json(tmp_path / "s" / "b.json", record("0.4.31", env={"sweep": {"task": 3}}))
     asv = tmp_path / "asv"
     shutil.copytree(ROOT / "results" / "asv", asv)
     frame, problems = analysis.load_results(tmp_path)
@@ -221,9 +219,12 @@ def _sweep(folder: Path) -> Path:
     """A sweep folder as ``jaxbench collect`` leaves it: records/ and results.jsonl alike."""
     recs = [record("0.4.30", params={"size": s, "dtype": "float32"}) for s in ("tiny", "small")]
     (folder / "records").mkdir(parents=True)
-    (folder / "sweep.json").write_text("{}")
+    manifest = SweepManifest(sweep_id="sweep-1", created_at="2026", profile_path=None,
+                             profile={"executor": "local"}, backend="cpu", timing={},
+                             worker_env={}, env_root="envs", tasks=[])  # fmt: skip
+    write_json(folder / "sweep.json", manifest)  # a real manifest: read by content, not name
     for rec in recs:
-        write_record_file(folder / "records" / f"{rec.params['size']}.json", rec)
+        write_json(folder / "records" / f"{rec.params['size']}.json", rec)
     write(folder / "results.jsonl", recs)
     return folder
 
@@ -276,7 +277,7 @@ def test_asv_rows_carry_the_benchmark_version():
     data = json.loads(path.read_text())
     at = data["result_columns"].index("version")
     expected = {name: row[at] for name, row in data["results"].items()}
-    records = list(read_asv_file(path))
+    records = read_file(path).models("record")
     assert records and all(r.metrics["benchmark_version"] == expected[r.benchmark] for r in records)
 
 

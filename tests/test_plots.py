@@ -10,6 +10,8 @@ from matplotlib.figure import Figure
 from jaxbench import analysis
 from jaxbench.analysis import plots
 
+UNITS = {"s": 1.0, "ms": 1e-3, "µs": 1e-6, "ns": 1e-9}
+
 
 def frame_of(tmp_path, records):
     write(tmp_path / "run.jsonl", records)
@@ -31,9 +33,28 @@ def violin_vertices_y(ax):
     return np.concatenate([p.vertices[:, 1] for c in bodies for p in c.get_paths()])
 
 
+def seconds_of(label):
+    """``"2 ms"`` -> 0.002; fails on a label that is not a number of seconds."""
+    number, unit = label.split(" ")
+    return float(number) * UNITS[unit]
+
+
+def labelled_in_seconds(ticks):
+    """Every label reads as its tick's value in seconds, to the 3 digits shown."""
+    return all(seconds_of(label) == pytest.approx(v, rel=5e-3) for v, label in ticks)
+
+
+def visible_ticks(axis):
+    """``(value, label)`` of the labelled major ticks within the axis' view limits."""
+    lo, hi = sorted(axis.get_view_interval())
+    ticks = zip(axis.get_majorticklocs(), axis.get_majorticklabels(), strict=True)
+    return [(v, t.get_text()) for v, t in ticks if lo <= v <= hi and t.get_text()]
+
+
 def test_log_scale_violin_has_no_vertex_at_or_below_zero_seconds(wide_samples):
     ax = plots.latency_violins(wide_samples)
-    seconds = 10.0 ** violin_vertices_y(ax)  # y data are log10(seconds)
+    assert ax.get_yscale() == "log"
+    seconds = violin_vertices_y(ax)  # y data are seconds, on a log axis
     assert (seconds > 0).all()
     # The density lives in log space: the violins span the samples' decades, not down to 0.
     latency = wide_samples["latency_s"]
@@ -53,9 +74,35 @@ def test_a_linear_space_violin_would_fail_that_check(wide_samples):
 
 def test_box_plot_is_in_log_space_too(wide_samples):
     ax = plots.latency_violins(wide_samples, kind="box")
+    assert ax.get_yscale() == "log"
     lo, hi = ax.get_ylim()
-    assert np.log10(wide_samples["latency_s"].min()) >= lo - 1e-9
-    assert hi < 0  # log10 of milliseconds, not seconds
+    latency = wide_samples["latency_s"]
+    assert 0 < lo <= latency.min() and latency.max() <= hi  # seconds, every record drawn
+    assert labelled_in_seconds(visible_ticks(ax.yaxis))
+
+
+@pytest.mark.parametrize(
+    ("sigma", "mantissas"),
+    [(1.5, {1}), (0.5, {1, 2, 5}), (0.3, {1, 2, 5})],
+    ids=["over-two-decades", "two-decades", "one-decade"],
+)
+def test_latency_ticks_are_one_two_five_in_seconds_or_decades_beyond_two(
+    tmp_path, sigma, mantissas
+):
+    recs = [record(v, lognormal(2e-4, 300, seed=i, sigma=sigma)) for i, v in enumerate(VERSIONS)]
+    samples = analysis.steady_state_samples(frame_of(tmp_path, recs))
+    for ax, axis in (
+        (plots.latency_violins(samples), "yaxis"),
+        (plots.latency_ecdf(samples), "xaxis"),
+    ):
+        ticks = visible_ticks(getattr(ax, axis))
+        assert len(ticks) >= 3
+        exponents = np.floor(np.log10([v for v, _ in ticks]))
+        assert {
+            round(v / 10**e, 6) for (v, _), e in zip(ticks, exponents, strict=True)
+        } == mantissas
+        assert labelled_in_seconds(ticks)
+        assert not any(t.get_text() for t in getattr(ax, axis).get_minorticklabels())
 
 
 def test_plots_refuse_to_pool_conditions(tmp_path):
@@ -112,8 +159,13 @@ def test_forward_crossover_draws_into_given_axes(tmp_path):
 
 def test_narrow_latency_range_still_gets_two_ticks(tmp_path):
     recs = [record(v, lognormal(1.3e-3, 100, seed=i, sigma=0.02)) for i, v in enumerate(VERSIONS)]
-    ax = plots.latency_violins(analysis.steady_state_samples(frame_of(tmp_path, recs)))
-    assert len([t for t in ax.get_yticklabels() if t.get_text()]) >= 2
+    samples = analysis.steady_state_samples(frame_of(tmp_path, recs))
+    for ax, axis in (
+        (plots.latency_violins(samples), "yaxis"),
+        (plots.latency_ecdf(samples), "xaxis"),
+    ):
+        ticks = visible_ticks(getattr(ax, axis))
+        assert len(ticks) >= 2 and labelled_in_seconds(ticks)
 
 
 def test_forward_crossover_refuses_two_versions(tmp_path):

@@ -35,11 +35,9 @@ from jaxbench.analysis import report_tables
 from jaxbench.analysis.compare import STEADY_STATE
 from jaxbench.analysis.drift import DRIFT_COLUMNS
 from jaxbench.analysis.report import (
-    LIVE_FILE_PREFIX,
     ReviewInputError,
     load_review,
     render_report,
-    sources_by_kind,
     write_report,
 )
 from jaxbench.analysis.report_live import disagree
@@ -436,7 +434,7 @@ def test_cli_defaults_are_the_librarys():
 
 
 def side(label, version, params):
-    from jaxbench.interleave.result import SideInfo
+    from jaxbench.store.live import SideInfo
 
     return SideInfo(label=label, python="py", params=params, benchmark="train_step",
                     jax=version, jaxlib=version, backend="cpu", device_kind="cpu",
@@ -448,8 +446,8 @@ def live_comparison(shift, pairs=4, params=None, versions=("0.4.9", "0.4.10")):
 
     Each pair has its own offset (log sd 0.005); within a pair the rounds drift together.
     """
-    from jaxbench.interleave.result import CaseComparison, PairRun, Round, now
     from jaxbench.interleave.session import Schedule
+    from jaxbench.store.live import CaseComparison, PairRun, Round, now
 
     params = params or {"size": "tiny"}
     schedule = Schedule(pairs=pairs, max_pairs=pairs)
@@ -483,7 +481,7 @@ def test_disagreement_is_two_verdicts_that_hold_and_differ():
 
 
 def test_drift_checks_and_live_comparisons_beside_the_records_are_reported(data, tmp_path):
-    from jaxbench.interleave.result import write_jsonl
+    from jaxbench.store import write_jsonl
 
     folder = tmp_path / "results"
     shutil.copytree(data, folder)
@@ -527,18 +525,15 @@ def test_drift_checks_and_live_comparisons_beside_the_records_are_reported(data,
     assert "drift-corrupt.jsonl" in problems and "corrupt.jsonl" in problems
 
 
-def test_files_named_explicitly_are_read_by_their_own_loader_and_none_is_not_loaded(tmp_path):
+def test_files_named_explicitly_are_read_by_the_one_loader_and_none_is_not_loaded(tmp_path):
     """Naming a run, a drift check and a live comparison file lists none of them as a problem."""
-    from jaxbench.interleave.result import FILE_PREFIX, write_jsonl
+    from jaxbench.store import write_jsonl
 
-    assert LIVE_FILE_PREFIX == FILE_PREFIX
     runs = write_processes(tmp_path, "0.4.9", 1e-3) + write_processes(tmp_path, "0.4.10", 1e-3)
     drift = tmp_path / "drift-check.jsonl"
     shutil.copy(next((ROOT / "results/versions/0.11.2").glob("drift-*.jsonl")), drift)
     live = write_jsonl(tmp_path / "interleave-x.jsonl", [live_comparison(1.0)])
     named = [*runs, drift, live]
-    kinds = sources_by_kind(named)
-    assert (kinds.results, kinds.drift, kinds.live) == (runs, [drift], [live])
 
     review = load_review(named)
     assert review.problems == []

@@ -7,8 +7,8 @@ import pytest
 from jaxbench import workloads
 from jaxbench.cases import Case, resolve_device, select_cases
 from jaxbench.measure.harness import CompileTarget
-from jaxbench.results import read_records
 from jaxbench.runner import measure_case, run
+from jaxbench.store import read_file
 from jaxbench.workloads.base import Built
 
 
@@ -83,7 +83,7 @@ def test_unhashable_static_argument_fails_that_case_only(tmp_path, fast_timing, 
     assert by_case["hashable"].status == "ok"
     assert by_case["unhashable"].status == "failed"
     assert "hash" in by_case["unhashable"].error.lower()
-    assert len(read_records(result.path)) == 2
+    assert len(read_file(result.path, strict=True).models("record")) == 2
 
 
 def test_gate_failure_is_recorded_and_not_timed(tmp_path, fast_timing, monkeypatch):
@@ -158,4 +158,6 @@ def test_interrupt_keeps_the_records_written_so_far(tmp_path, fast_timing):
 
     result = run(cases, tmp_path, timing=fast_timing, on_case=stop_before_second)
     assert result.interrupted
-    assert [r.params["dtype"] for r in read_records(result.path)] == ["float32"]
+    assert [r.params["dtype"] for r in read_file(result.path, strict=True).models("record")] == [
+        "float32"
+    ]

@@ -15,8 +15,8 @@ import pytest
 from scipy import stats as sps
 from typer.testing import CliRunner
 
-from jaxbench.analysis import verdicts
 from jaxbench.calibrate import design_detectable
+from jaxbench.inference import verdicts
 
 ROOT = Path(__file__).resolve().parents[1]
 

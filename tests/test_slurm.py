@@ -17,7 +17,7 @@ from jaxbench.cluster import dispatch
 from jaxbench.cluster.executors import sbatch_script
 from jaxbench.cluster.profile import load_profile
 from jaxbench.cluster.sweep import Sweep
-from jaxbench.results import read_record_file
+from jaxbench.store import Record, read_model
 
 pytestmark = pytest.mark.slow
 
@@ -134,7 +134,7 @@ def test_scancel_keeps_finished_records_and_resume_completes_without_duplicates(
     assert states[1].state == "cancelled", states[1]
     assert 1 <= states[1].ok < 3 and states[1].other == 0
     kept = {
-        c.label: read_record_file(sweep.record_path(c, None)).started_at
+        c.label: read_model(sweep.record_path(c, None), Record).started_at
         for c in victim.cases
         if sweep.has_ok_record(c, None)
     }
@@ -151,7 +151,7 @@ def test_scancel_keeps_finished_records_and_resume_completes_without_duplicates(
     assert len(list(sweep.records_dir.glob("*.json"))) == 6
     for case in victim.cases:
         if case.label in kept:  # not run again
-            assert read_record_file(sweep.record_path(case, None)).started_at == kept[case.label]
+            assert read_model(sweep.record_path(case, None), Record).started_at == kept[case.label]
 
     again = run_cli("submit", "--resume", str(sweep.root), env=slurm.env())
     assert again.returncode == 0 and "nothing to submit" in again.stdout
@@ -220,12 +220,12 @@ def test_preempted_long_task_is_requeued_and_skips_its_finished_cases(slurm, tmp
     assert task.requeueable
     job_id = sweep.load().latest_jobs()[0]
     _wait_for(lambda: sweep.has_ok_record(task.cases[0], None), 300, "the first record")
-    first = read_record_file(sweep.record_path(task.cases[0], None)).started_at
+    first = read_model(sweep.record_path(task.cases[0], None), Record).started_at
     slurm.run("scancel", "--signal=TERM", job_id, check=True)  # what pre-emption sends first
     slurm.run("scancel", "--signal=USR2", job_id, check=True)
     (state,) = dispatch.wait(sweep, poll_s=2, timeout_s=600)
     assert state.state == "completed" and state.ok == 4, state
-    assert read_record_file(sweep.record_path(task.cases[0], None)).started_at == first
+    assert read_model(sweep.record_path(task.cases[0], None), Record).started_at == first
     log = "".join(p.read_text() for p in (sweep.submitit_dir / job_id).glob("*_log.*"))
     assert "this job is preempted" in log and "Requeued job" in log, log[-2000:]
 

@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 from scipy import stats as sps
 
-from jaxbench.analysis import paired, stability, verdicts
+from jaxbench.inference import paired, stability, verdicts
 
 PROCESS_SD = 0.03
 CALL_SD = 0.05

@@ -32,18 +32,18 @@ from jaxbench.analysis.frames import (
     steady_state_samples,
 )
 from jaxbench.analysis.stats import case_summary, process_interval, summarize_samples
-from jaxbench.analysis.verdicts import (
-    VERDICTS,
-    Estimate,
-    decide,
-    estimate_independent,
-    estimate_paired,
-)
 from jaxbench.analysis.versions import (
     previous_version,
     sort_versions,
     version_categorical,
     version_key,
+)
+from jaxbench.inference.verdicts import (
+    VERDICTS,
+    Estimate,
+    decide,
+    estimate_independent,
+    estimate_paired,
 )
 
 __all__ = [

@@ -2,7 +2,7 @@
 
 Each row of a comparison is one case (benchmark and parameters) under one measurement condition
 (:mod:`jaxbench.analysis.conditions`) and one metric, judged over **processes**
-(:func:`jaxbench.analysis.verdicts.estimate_independent`; the ``process`` column of
+(:func:`jaxbench.inference.verdicts.estimate_independent`; the ``process`` column of
 :func:`jaxbench.analysis.load_results` says which records share one):
 
 - ``steady_state``: per process, the median of every timed call of its ``ok`` records;
@@ -11,7 +11,7 @@ Each row of a comparison is one case (benchmark and parameters) under one measur
   for the case that paid for it; persistent-cache hits are left out.
 
 A verdict becomes ``unstable`` when the noise indicators say the machine changed
-(:func:`jaxbench.analysis.stability.processes_reasons`). A case measured for the baseline under
+(:func:`jaxbench.inference.stability.processes_reasons`). A case measured for the baseline under
 one condition and for the candidate under another is not compared; :attr:`Comparison.unmatched`
 names it and :attr:`Comparison.kept_apart` says which fields differ.
 """
@@ -25,10 +25,10 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from jaxbench.analysis import stability, verdicts
 from jaxbench.analysis.conditions import CONDITION, DEFAULT_FIELDS, split_series
 from jaxbench.analysis.frames import compile_times, steady_state_samples
 from jaxbench.analysis.versions import previous_version, version_categorical
+from jaxbench.inference import stability, verdicts
 
 STEADY_STATE = "steady_state"
 COMPILE = "compile"
@@ -67,7 +67,7 @@ class Comparison:
             processes, ``calls_*`` the values nested in them; ``*_median_s`` are medians of the
             per-process medians (seconds); ``ratio`` is candidate / baseline (geometric mean over
             processes; above 1: slower), ``ci_low``/``ci_high`` its ``1 - alpha`` interval,
-            ``verdict`` one of :data:`jaxbench.analysis.verdicts.VERDICTS`, ``detectable`` the
+            ``verdict`` one of :data:`jaxbench.inference.verdicts.VERDICTS`, ``detectable`` the
             smallest slowdown this design detects at 80 % power, ``advice`` what would settle
             an ``inconclusive`` case or why one is ``unstable``.
         kept_apart: Why rows of one case were not pooled (differing condition fields).

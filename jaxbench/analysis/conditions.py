@@ -98,7 +98,7 @@ def condition_fields(
 
     Args:
         frame: Rows of :func:`jaxbench.analysis.load_results` (or
-            :func:`jaxbench.results.load_records` plus a ``source`` column); needs ``env``.
+            :func:`jaxbench.analysis.frames.records_frame`); needs ``env``.
         fields: Fixed fields to use, names from :data:`FIELD_GETTERS`.
         env_vars: Also one column per recorded environment variable (``env.<VAR>``, from
             ``env.env_vars``) and JAX flag (``flag.<name>``, from ``env.jax_flags``).

@@ -1,6 +1,6 @@
 """Load jaxbench records and asv results into one tidy frame, reporting files that do not load.
 
-One row per record (the columns of :func:`jaxbench.results.load_records`), plus:
+One row per record (the columns of :func:`record_row`), plus:
 
 - ``source``: ``"jaxbench"`` (JSON Lines runs, sweep record files) or ``"asv"``;
 - ``version``: the JAX version as an ordered categorical in version order
@@ -20,11 +20,8 @@ collect`` gathers from them, so that ``results.jsonl`` is not read where its ``r
 
 from __future__ import annotations
 
-import json
 import os
-import warnings
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -32,133 +29,66 @@ import pandas as pd
 
 from jaxbench.analysis.conditions import DEFAULT_FIELDS, add_conditions
 from jaxbench.analysis.versions import version_categorical
-from jaxbench.asv_results import read_asv_file
-from jaxbench.results import (
-    OTHER_KINDS,
-    ResultsFormatError,
-    SkippedLineWarning,
-    read_record_file,
-    read_records,
-    record_row,
-    samples_frame,
-)
+from jaxbench.store import Problem, Record, case_label, load
 
-#: JSON files found in results folders that are neither records nor asv results: not reported.
-#: ``reference.json`` is a drift reference's manifest (:mod:`jaxbench.drift`).
-NOT_RESULT_FILES = frozenset(
-    {"benchmarks.json", "machine.json", "sweep.json", "jaxbench-env.json", "reference.json"}
-)
-#: A sweep folder's manifest, records folder and gathered records (:mod:`jaxbench.cluster.sweep`).
-SWEEP_MANIFEST, SWEEP_RECORDS, SWEEP_RESULTS = "sweep.json", "records", "results.jsonl"
+__all__ = [
+    "Problem",
+    "case_label",
+    "compile_times",
+    "load_results",
+    "process_unit",
+    "record_row",
+    "records_frame",
+    "samples_frame",
+    "steady_state_samples",
+    "unversioned_problems",
+]
 
 
-def _is_record_file(path: Path) -> bool:
-    name = path.name
-    return name not in NOT_RESULT_FILES and name[0] != "." and not name.startswith(OTHER_KINDS)
+def record_row(rec: Record, file: str | os.PathLike[str]) -> dict[str, Any]:
+    """One row of the :func:`load_results` frame: the record's fields plus spread columns.
 
-
-@dataclass(frozen=True)
-class Problem:
-    """A results file (or part of one) that could not be loaded.
-
-    Attributes:
-        path: The file.
-        reason: What is wrong, e.g. ``"line 3: expected a JSON object"``.
+    Spread columns: ``param.<name>`` per parameter; ``jax``, ``jaxlib``, ``backend``,
+    ``device_kind`` from ``env``; ``machine`` (``env.host.hostname``) and ``commit``
+    (``env.git.commit``); ``file``; ``source`` (``asv`` for records converted from asv's
+    result files, which carry ``env.asv``; ``jaxbench`` otherwise).
     """
+    row = rec.model_dump()
+    for key, value in rec.params.items():
+        row[f"param.{key}"] = value
+    for key in ("jax", "jaxlib", "backend", "device_kind"):
+        row[key] = rec.env.get(key)
+    row["machine"] = (rec.env.get("host") or {}).get("hostname")
+    row["commit"] = (rec.env.get("git") or {}).get("commit")
+    row["file"] = str(file)
+    row["source"] = "asv" if isinstance(rec.env.get("asv"), dict) else "jaxbench"
+    return row
 
-    path: str
-    reason: str
 
-    def __str__(self) -> str:
-        return f"{self.path}: {self.reason}"
+def samples_frame(records: pd.DataFrame) -> pd.DataFrame:
+    """One row per timed sample: the frame from :func:`load_results` exploded on ``samples_s``.
 
-
-def _is_gathered(path: Path, folders: set[Path]) -> bool:
-    """Whether ``path`` is a sweep's ``results.jsonl`` while files of its ``records/`` load.
-
-    ``folders`` are the (resolved) folders of every file being loaded.
+    The sample column is renamed ``latency_s`` (seconds) and ``sample`` numbers calls from 0.
+    Records without samples (failed, skipped) are dropped.
     """
-    sweep = path.parent
-    return (
-        path.name == SWEEP_RESULTS
-        and sweep / SWEEP_RECORDS in folders
-        and (sweep / SWEEP_MANIFEST).is_file()
-    )
-
-
-def _files(paths: Iterable[Path]) -> list[Path]:
-    """The files to read, each once; a sweep's ``results.jsonl`` is left out (module docstring)."""
-    files: list[Path] = []
-    for p in paths:
-        if not p.exists():
-            raise FileNotFoundError(f"no such results file or folder: {p}")
-        if p.is_dir():
-            found = [*p.rglob("*.jsonl"), *p.rglob("*.json")]
-            files.extend(sorted(f for f in found if _is_record_file(f)))
-        else:
-            files.append(p)
-    unique: dict[Path, Path] = {}  # resolved -> as named; a file named twice is read once
-    for f in files:
-        unique.setdefault(f.resolve(), f)
-    folders = {r.parent for r in unique}
-    return [f for r, f in unique.items() if not _is_gathered(r, folders)]
-
-
-def _strip(message: str, path: Path) -> str:
-    prefix = f"{path}:"
-    return message[len(prefix) :].strip() if message.startswith(prefix) else message
-
-
-def _jsonl_rows(path: Path) -> tuple[list[dict[str, Any]], list[Problem]]:
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always", SkippedLineWarning)
-        records = read_records(path, errors="warn")
-    # Only our own warnings: others (e.g. a ResourceWarning from garbage collection meanwhile)
-    # are not bad lines of this file.
-    bad = [_strip(str(w.message), path) for w in caught if w.category is SkippedLineWarning]
-    for w in caught:
-        if w.category is not SkippedLineWarning:
-            warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
-    problems = []
-    if bad:
-        what = (
-            "line is not a jaxbench record" if len(bad) == 1 else "lines are not jaxbench records"
-        )
-        kept = f"{len(records)} records loaded" if records else "nothing loaded"
-        problems.append(Problem(str(path), f"{len(bad)} {what} (first: line {bad[0]}); {kept}"))
-    return [record_row(r, path) | {"source": "jaxbench"} for r in records], problems
-
-
-def _json_rows(path: Path) -> list[dict[str, Any]]:
-    """Rows of one ``.json`` file: a sweep record or an asv result file.
-
-    Raises:
-        ResultsFormatError: Neither, or a corrupt one of them.
-    """
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except ValueError as exc:
-        raise ResultsFormatError(f"{path}: not JSON: {exc}") from exc
-    if isinstance(data, dict) and "schema_version" in data:
-        return [record_row(read_record_file(path), path) | {"source": "jaxbench"}]
-    if isinstance(data, dict) and "result_columns" in data:
-        return [record_row(r, path) | {"source": "asv"} for r in read_asv_file(path)]
-    raise ResultsFormatError(f"{path}: neither a jaxbench record nor an asv result file")
+    frame = records[records["samples_s"].map(len) > 0].drop(columns=["env"], errors="ignore")
+    frame = frame.assign(sample=frame["samples_s"].map(lambda s: list(range(len(s)))))
+    frame = frame.explode(["samples_s", "sample"], ignore_index=True)
+    return frame.rename(columns={"samples_s": "latency_s"}).astype({"latency_s": float})
 
 
 def load_results(
     paths: Iterable[str | os.PathLike[str]] | str | os.PathLike[str],
     condition_fields: tuple[str, ...] = DEFAULT_FIELDS,
 ) -> tuple[pd.DataFrame, list[Problem]]:
-    """Load jaxbench JSON Lines runs, sweep record files and asv results into one frame.
+    """Load the records (jaxbench runs, sweep record files, asv results) under ``paths``.
 
-    Folders are searched recursively for ``*.jsonl`` (runs) and ``*.json`` (one sweep record, or
-    one asv result file); asv's ``benchmarks.json`` and ``machine.json``, a sweep's ``sweep.json``,
-    hidden files and the files of :data:`OTHER_KINDS` are skipped. A file that cannot be read, is
-    not JSON, is some other JSON, or holds bad lines is reported in ``problems`` by name;
-    everything else still loads. Bad lines of a JSON Lines file are skipped and the good ones
-    kept. A sweep's gathered ``results.jsonl`` is skipped where its ``records/`` is read, and a
-    file named twice (or inside two named folders) is read once.
+    Reads through the store's one loader (:func:`jaxbench.store.load`): folders are searched
+    recursively, each file once, a sweep's gathered ``results.jsonl`` skipped where its
+    ``records/`` is read. Bad lines and files are reported in ``problems`` with file and line
+    (a line cut short, a foreign JSON file, a newer schema version), and the rest still loads.
+    Live comparisons, drift checks and calibrations in the same folders are passed over (see
+    :func:`jaxbench.store.load` for them).
 
     Records without a JAX version (e.g. asv's ``existing`` environments, which do not record
     it) are kept, with ``version`` missing, and reported in ``problems`` once per file: a
@@ -171,41 +101,37 @@ def load_results(
 
     Returns:
         ``(frame, problems)``: one row per record (columns as the module docstring says; empty,
-        without columns, when nothing loaded) and a list of :class:`Problem`.
+        without columns, when nothing loaded) and a list of :class:`~jaxbench.store.Problem`.
 
     Raises:
         FileNotFoundError: A named path does not exist (a typo should not pass as "no results").
     """
-    if isinstance(paths, str | os.PathLike):
-        paths = [paths]
-    rows: list[dict[str, Any]] = []
-    problems: list[Problem] = []
-    for path in _files(map(Path, paths)):
-        try:
-            if path.suffix == ".jsonl":
-                more, bad = _jsonl_rows(path)
-                problems.extend(bad)
-            else:
-                more = _json_rows(path)
-        except (ResultsFormatError, OSError) as exc:
-            problems.append(Problem(str(path), _strip(str(exc), path)))
-            continue
-        rows.extend(more)
+    loaded = load(paths, kinds={"record"})
+    frame = records_frame(loaded.of("record"), condition_fields)
+    return frame, [*loaded.problems, *unversioned_problems(frame)]
+
+
+def records_frame(
+    items: Iterable[Any], condition_fields: tuple[str, ...] = DEFAULT_FIELDS
+) -> pd.DataFrame:
+    """The frame of :func:`load_results` from the store's record items (``Item``)."""
+    rows = [record_row(i.model, i.path) for i in items]
     for row in rows:
         row["process"] = process_unit(row)
     frame = pd.DataFrame(rows)
     if frame.empty:
-        return frame, problems
-    problems.extend(_unversioned(frame))
+        return frame
     frame["version"] = version_categorical(frame["jax"])
     frame["case"] = [
         case_label(b, p) for b, p in zip(frame["benchmark"], frame["params"], strict=True)
     ]
-    return add_conditions(frame, condition_fields), problems
+    return add_conditions(frame, condition_fields)
 
 
-def _unversioned(frame: pd.DataFrame) -> list[Problem]:
+def unversioned_problems(frame: pd.DataFrame) -> list[Problem]:
     """One :class:`Problem` per file whose records have no JAX version."""
+    if frame.empty:
+        return []
     missing = frame.loc[frame["jax"].isna(), "file"]
     return [
         Problem(
@@ -255,11 +181,6 @@ def process_unit(row: Mapping[str, Any]) -> str:
             task = f"{file.parent.name}/{file.name}"
         return f"{row.get('run_id')}/task:{task}"
     return f"run:{row.get('run_id')}"
-
-
-def case_label(benchmark: str, params: dict[str, Any]) -> str:
-    """``"<benchmark> name=value ..."`` with parameters sorted by name."""
-    return " ".join([benchmark, *(f"{k}={params[k]}" for k in sorted(params))])
 
 
 def steady_state_samples(frame: pd.DataFrame) -> pd.DataFrame:

@@ -12,7 +12,7 @@ from collections.abc import Iterable
 
 import pandas as pd
 
-from jaxbench.tables import fmt_seconds
+from jaxbench.analysis.units import fmt_seconds
 
 NONE = "_(none)_"
 NOT_AVAILABLE = "n/a"

@@ -4,9 +4,10 @@ Figures are made with :class:`matplotlib.figure.Figure` directly, not through ``
 is registered globally, no GUI backend is needed (saving uses Agg), and a notebook's backend is
 left alone. Pass ``ax=`` to draw into a figure of your own.
 
-Latencies span decades and cannot be negative, so they are drawn on a log scale, and their
-densities are estimated in log space: violins and boxes plot ``log10(latency_s)`` and the axis is
-relabelled in seconds, so no violin reaches zero or below. Every plot takes one measurement
+Latencies span decades and cannot be negative, so they are drawn on a log scale (seaborn's
+``log_scale=True``), where seaborn also estimates violin densities and box whiskers: no violin
+reaches zero or below. Ticks are at 1, 2 and 5 times powers of ten (powers of ten only beyond two
+decades), labelled in seconds (:func:`log_seconds_axis`). Every plot takes one measurement
 condition at a time (:mod:`jaxbench.analysis.conditions`), with versions in version order.
 """
 
@@ -15,19 +16,17 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 
-import numpy as np
 import pandas as pd
 import seaborn as sns
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
-from matplotlib.ticker import FixedLocator, FuncFormatter, MaxNLocator, NullFormatter
+from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
 
 from jaxbench.analysis.conditions import CONDITION
 from jaxbench.analysis.forward import crossover_k, forward_table
+from jaxbench.analysis.units import fmt_seconds
 from jaxbench.analysis.versions import sort_versions
-from jaxbench.tables import fmt_seconds
 
-LOG10_LATENCY = "log10_latency_s"
 STRATEGIES = (
     "forward/linearize",
     "forward/linearize_apply",
@@ -58,41 +57,24 @@ def _axes(ax: Axes | None) -> Axes:
     return ax if ax is not None else Figure(figsize=(7, 4), layout="constrained").add_subplot()
 
 
-def log_seconds_axis(ax: Axes, axis: str = "y", log10_data: bool = True) -> None:
-    """Label a log-seconds axis with ticks in seconds (``1 ms``, ``2 ms``, ...).
+def log_seconds_axis(ax: Axes, axis: str = "y") -> None:
+    """Tick a log-scaled seconds axis at 1, 2 and 5 times powers of ten, labelled in seconds.
 
-    Ticks are at 1, 2 and 5 times powers of ten, or at powers of ten only when the axis spans
-    more than two decades; where that gives fewer than two ticks (a narrow range), at round
-    values in seconds (:class:`matplotlib.ticker.MaxNLocator`).
+    Beyond two decades (at the current limits) the ticks are at powers of ten only; where the
+    range is too narrow for two such ticks, :class:`matplotlib.ticker.LogLocator` itself falls
+    back to round values. Minor ticks stay, unlabelled. Labels read ``2 ms``, ``500 µs``
+    (:func:`jaxbench.analysis.units.fmt_seconds`, as in the tables).
 
     Args:
-        ax: The axes.
+        ax: Axes whose ``axis`` is log-scaled and in seconds.
         axis: ``"x"`` or ``"y"``.
-        log10_data: The data are ``log10(seconds)`` on a linear axis (violins, boxes); when
-            false, they are seconds on a log-scaled axis (ECDF), whose minor tick labels are
-            then removed.
     """
-    lo, hi = ax.get_ylim() if axis == "y" else ax.get_xlim()
-    if not log10_data:
-        lo, hi = math.log10(lo), math.log10(hi)
-    multiples = (1,) if hi - lo > 2 else (1, 2, 5)
-    ticks = [
-        math.log10(m) + e
-        for e in range(math.floor(lo) - 1, math.ceil(hi) + 1)
-        for m in multiples
-        if lo <= math.log10(m) + e <= hi
-    ]
-    if len(ticks) < 2:  # a narrow range: round values in seconds instead
-        seconds = MaxNLocator(nbins=4).tick_values(10.0**lo, 10.0**hi)
-        ticks = [math.log10(v) for v in seconds if v > 0 and lo <= math.log10(v) <= hi]
     target = ax.yaxis if axis == "y" else ax.xaxis
-    if log10_data:
-        target.set_major_locator(FixedLocator(ticks))
-        target.set_major_formatter(FuncFormatter(lambda v, _: fmt_seconds(10.0**v)))
-    else:
-        target.set_major_locator(FixedLocator([10.0**t for t in ticks]))
-        target.set_major_formatter(FuncFormatter(lambda v, _: fmt_seconds(v)))
-        target.set_minor_formatter(NullFormatter())
+    lo, hi = target.get_view_interval()
+    decades = math.log10(hi / lo) if lo > 0 and hi > 0 else 0.0
+    target.set_major_locator(LogLocator(subs=(1.0,) if decades > 2 else (1.0, 2.0, 5.0)))
+    target.set_major_formatter(FuncFormatter(lambda v, _: fmt_seconds(v)))
+    target.set_minor_formatter(NullFormatter())
 
 
 def latency_violins(
@@ -110,7 +92,7 @@ def latency_violins(
         ax: Axes to draw on; a new figure when ``None``.
 
     Returns:
-        The axes; y data are ``log10(latency_s)``, tick labels in seconds.
+        The axes; y is latency in seconds on a log scale, tick labels in seconds.
 
     Raises:
         ValueError: Several cases or conditions, a non-positive latency, or an unknown ``kind``.
@@ -122,10 +104,11 @@ def latency_violins(
     plot = {"violin": sns.violinplot, "box": sns.boxplot}.get(kind)
     if plot is None:
         raise ValueError(f"kind must be 'violin' or 'box', got {kind!r}")
-    data = samples.assign(**{LOG10_LATENCY: np.log10(samples["latency_s"].astype(float))})
-    data[x] = data[x].astype(str)
+    data = samples.assign(
+        **{x: samples[x].astype(str), "latency_s": samples["latency_s"].astype(float)}
+    )
     ax = _axes(ax)
-    plot(data=data, x=x, y=LOG10_LATENCY, order=_order(data, x), ax=ax)
+    plot(data=data, x=x, y="latency_s", order=_order(data, x), log_scale=True, ax=ax)
     log_seconds_axis(ax, "y")
     ax.set_ylabel("latency per call (log scale)")
     if "case" in samples and len(samples):
@@ -151,7 +134,7 @@ def latency_ecdf(samples: pd.DataFrame, hue: str = "version", ax: Axes | None = 
     sns.ecdfplot(
         data=data, x="latency_s", hue=hue, hue_order=_order(data, hue), log_scale=True, ax=ax
     )
-    log_seconds_axis(ax, "x", log10_data=False)
+    log_seconds_axis(ax, "x")
     ax.set_xlabel("latency per call (log scale)")
     return ax
 

@@ -26,13 +26,12 @@ from __future__ import annotations
 import os
 from collections.abc import Iterable, Sequence
 from pathlib import Path
-from typing import NamedTuple
 
 import pandas as pd
 
-from jaxbench.analysis import verdicts
 from jaxbench.analysis.compare import DEFAULT_COMPILE_THRESHOLD
-from jaxbench.analysis.frames import load_results
+from jaxbench.analysis.drift import drift_frame
+from jaxbench.analysis.frames import records_frame, unversioned_problems
 from jaxbench.analysis.report_context import FIGURES, REPORT_NAME, ReportContext, Section
 from jaxbench.analysis.report_figures import FIGURE_SECTIONS
 from jaxbench.analysis.report_live import live_section
@@ -57,7 +56,8 @@ from jaxbench.analysis.review import (
     Settings,
     review_versions,
 )
-from jaxbench.results import DRIFT_FILE_PREFIX
+from jaxbench.inference import verdicts
+from jaxbench.store import load
 
 #: The sections of a report, in order; append to a copy to extend a report.
 DEFAULT_SECTIONS: tuple[Section, ...] = (
@@ -78,13 +78,29 @@ DEFAULT_SECTIONS: tuple[Section, ...] = (
 )
 
 
+#: Name prefix of the folder a report is built in, inside its output folder, before the swap.
+STAGING_PREFIX = ".report-tmp-"
+#: The previous ``figures/``, set aside in the staging folder while the new one is swapped in.
+OLD_FIGURES = "old-figures"
+
+
 def render_report(
     review: Review, out_dir: str | os.PathLike[str], sections: Sequence[Section] | None = None
 ) -> Path:
-    """Write ``out_dir/report.md`` and its figures for a review.
+    """Write ``out_dir/report.md`` and its figures for a review, replacing the previous report.
 
-    PNGs already in ``out_dir/figures/`` are removed first, so the folder holds exactly the
-    figures the report links.
+    The report is built whole in a staging folder inside ``out_dir`` (``.report-tmp-*``, see
+    :data:`STAGING_PREFIX`), then swapped in: the old ``figures/`` is set aside, the new one
+    renamed into place, and ``report.md`` replaced in one atomic rename, the commit point.
+    Until then the previous report (``report.md`` and every figure) is untouched; an exception
+    or a ``KeyboardInterrupt`` undoes what was done and removes the staging folder. A run
+    killed outright leaves its staging folder behind; the next run (or :func:`recover_report`)
+    puts the previous report back from it where the kill fell inside the swap, then removes it.
+
+    Only ``report.md`` and ``figures/`` are the report's: nothing else in ``out_dir`` is
+    touched, and entries of ``figures/`` that are not PNGs are carried over into the new one.
+    The new ``figures/`` holds exactly the figures the report links (none: no ``figures/``).
+    Two runs writing to one folder at once are not supported.
 
     Args:
         review: From :func:`jaxbench.analysis.review.review_versions`.
@@ -95,59 +111,96 @@ def render_report(
         The path of ``report.md``.
 
     Raises:
-        OSError: ``out_dir`` cannot be created or written.
+        OSError: ``out_dir`` cannot be created or written, or ``out_dir/figures`` is not a
+            folder (the previous report is kept).
     """
+    import shutil
+    import tempfile
+
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
-    for stale in (out / FIGURES).glob("*.png"):
-        stale.unlink()
-    ctx = ReportContext(review=review, out_dir=out)
-    parts = [text.strip() for section in (sections or DEFAULT_SECTIONS) if (text := section(ctx))]
-    path = out / REPORT_NAME
-    path.write_text("\n\n".join(parts) + "\n", encoding="utf-8")
-    return path
+    recover_report(out)
+    if os.path.lexists(out / FIGURES) and not (out / FIGURES).is_dir():
+        raise NotADirectoryError(f"{out / FIGURES} is in the way of the report's figures folder")
+    staging = Path(tempfile.mkdtemp(prefix=STAGING_PREFIX, dir=out))
+    try:
+        (staging / FIGURES).mkdir()
+        ctx = ReportContext(review=review, out_dir=staging)
+        chosen = sections or DEFAULT_SECTIONS
+        parts = [text.strip() for section in chosen if (text := section(ctx))]
+        _carry_over(out / FIGURES, staging / FIGURES)
+        (staging / REPORT_NAME).write_text("\n\n".join(parts) + "\n", encoding="utf-8")
+        _swap(staging, out)
+    except BaseException:
+        _undo(staging, out)
+        raise
+    shutil.rmtree(staging, ignore_errors=True)
+    return out / REPORT_NAME
 
 
-#: Name prefix of live comparison files (:data:`jaxbench.interleave.result.FILE_PREFIX`).
-LIVE_FILE_PREFIX = "interleave-"
+def _carry_over(old: Path, new: Path) -> None:
+    """Copy the entries of the previous ``figures/`` that are not PNGs (not the report's)."""
+    import shutil
+
+    if not old.is_dir():
+        return
+    for entry in old.iterdir():
+        if entry.name.endswith(".png") or (new / entry.name).exists():
+            continue
+        if entry.is_dir() and not entry.is_symlink():
+            shutil.copytree(entry, new / entry.name, symlinks=True)
+        else:
+            shutil.copy2(entry, new / entry.name, follow_symlinks=False)
 
 
-class Sources(NamedTuple):
-    """The paths each loader of :func:`load_review` reads."""
+def _swap(staging: Path, out: Path) -> None:
+    """Put the report built in ``staging`` in place; ``report.md`` last (the commit point)."""
+    figures = out / FIGURES
+    if os.path.lexists(figures):
+        figures.rename(staging / OLD_FIGURES)
+    if any((staging / FIGURES).iterdir()):
+        (staging / FIGURES).rename(figures)
+    os.replace(staging / REPORT_NAME, out / REPORT_NAME)
 
-    results: list[Path]
-    drift: list[Path]
-    live: list[Path]
+
+def _undo(staging: Path, out: Path) -> None:
+    """Undo a swap that did not reach its commit point, then remove ``staging``; never raises.
+
+    ``staging/report.md`` still there means ``out/report.md`` is the previous one: the previous
+    figures are put back (from ``staging/old-figures``) and new ones moved out of the way. Gone,
+    the build never finished (nothing of ``out`` was moved) or the swap did (the new report is
+    whole): ``staging`` only is removed. Where a step fails, ``staging`` is left for the next run.
+    """
+    import shutil
+
+    try:
+        if (staging / REPORT_NAME).exists():
+            figures = out / FIGURES
+            if not (staging / FIGURES).exists() and os.path.lexists(figures):
+                figures.rename(staging / FIGURES)  # the new figures had been moved in
+            if os.path.lexists(staging / OLD_FIGURES):
+                (staging / OLD_FIGURES).rename(figures)
+    except OSError:
+        return
+    shutil.rmtree(staging, ignore_errors=True)
 
 
-def sources_by_kind(paths: Iterable[str | os.PathLike[str]]) -> Sources:
-    """Which loader reads which path: a folder goes to every loader, a file only to its own.
+def recover_report(out_dir: str | os.PathLike[str]) -> None:
+    """Clean up after report runs killed in ``out_dir``: the previous report back in place.
 
-    A file named explicitly is a drift check when its name starts with ``drift-``, a live
-    comparison when it starts with ``interleave-``, and timing records otherwise. Handing it to
-    the other loaders too would list a file that loaded as one that did not (a run file is not a
-    drift file). A file inside a named folder is left to the folder, so it is read once.
+    Each staging folder (``out_dir/.report-tmp-*``) left by a killed :func:`render_report` is
+    undone where the kill fell inside the swap, and removed. :func:`render_report` calls it
+    first; a missing ``out_dir`` holds nothing to recover.
 
     Args:
-        paths: Files or folders, as named.
+        out_dir: Folder of the report.
     """
-    out = Sources([], [], [])
-    paths = list(map(Path, paths))
-    folders = [p.resolve() for p in paths if p.is_dir()]
-    for p in paths:
-        if p.is_file() and any(f in p.resolve().parents for f in folders):
-            continue  # a named folder holds it: read once
-        if p.is_dir():
-            out.results.append(p)
-            out.drift.append(p)
-            out.live.append(p)
-        elif p.name.startswith(DRIFT_FILE_PREFIX):
-            out.drift.append(p)
-        elif p.name.startswith(LIVE_FILE_PREFIX):
-            out.live.append(p)
-        else:  # a missing path too: load_results names it
-            out.results.append(p)
-    return out
+    out = Path(out_dir)
+    if not out.is_dir():
+        return
+    for staging in sorted(out.glob(f"{STAGING_PREFIX}*")):
+        if staging.is_dir() and not staging.is_symlink():
+            _undo(staging, out)
 
 
 def load_review(
@@ -159,7 +212,7 @@ def load_review(
     mode: Mode = SEQUENTIAL,
     drift: pd.DataFrame | None = None,
 ) -> Review:
-    """Load results and review them (:func:`load_results` then :func:`review_versions`).
+    """Load results and review them (:func:`jaxbench.store.load`, then :func:`review_versions`).
 
     Args:
         paths: Results files or folders.
@@ -168,11 +221,11 @@ def load_review(
         settings: Verdict settings; defaults when ``None``.
         mode: How the records were measured.
         drift: Numerical drift rows; ``None`` loads the drift checks found under ``paths``
-            (:func:`jaxbench.drift.load_drift`; none found: not checked).
+            (:func:`jaxbench.analysis.drift.load_drift`; none found: not checked).
 
-    Live comparisons found under ``paths`` (``interleave-*.jsonl``) are loaded too; files of
-    either kind that do not load join the problems. Each file named explicitly is read by the
-    loader of its kind only (:func:`sources_by_kind`).
+    Everything is read once, by the store's loader (:func:`jaxbench.store.load`): records, and
+    the live comparisons and drift checks among them. Lines and files that do not load join the
+    problems, named with file and line; the rest is reviewed.
 
     Raises:
         FileNotFoundError: A named path does not exist.
@@ -182,26 +235,19 @@ def load_review(
     if isinstance(paths, str | os.PathLike):
         paths = [paths]
     paths = list(paths)
-    for p in map(Path, paths):
-        if not p.exists():
-            raise FileNotFoundError(f"no such results file or folder: {p}")
-    kinds = sources_by_kind(paths)
-    frame, problems = load_results(kinds.results) if kinds.results else (pd.DataFrame(), [])
+    loaded = load(paths)
+    frame = records_frame(loaded.of("record"))
+    problems = [*loaded.problems, *unversioned_problems(frame)]
     if frame.empty:
         failed = "; ".join(str(p) for p in problems[:3]) + ("; ..." if len(problems) > 3 else "")
         where = ", ".join(map(str, paths))
         raise ReviewInputError(
             f"no records loaded from {where}" + (f": {failed}" if failed else ": no result files")
         )
-    from jaxbench.drift import load_drift
-    from jaxbench.interleave import load_comparisons
-
-    if drift is None and kinds.drift:
-        drift, drift_problems = load_drift(kinds.drift)
-        problems += drift_problems
-        drift = drift if not drift.empty else None
-    live, live_problems = load_comparisons(kinds.live)
-    problems += live_problems
+    if drift is None:
+        found = drift_frame(loaded.of("jaxbench-drift"))
+        drift = found if not found.empty else None
+    live = loaded.models("live-comparison")
     return review_versions(
         frame,
         problems,
@@ -212,6 +258,7 @@ def load_review(
         mode=mode,
         drift=drift,
         sources=[str(p) for p in paths],
+        calibrations=loaded.models("calibration"),
     )
 
 
@@ -271,7 +318,7 @@ __all__ = [
     "ReviewInputError",
     "Section",
     "load_review",
+    "recover_report",
     "render_report",
-    "sources_by_kind",
     "write_report",
 ]

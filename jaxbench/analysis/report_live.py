@@ -10,6 +10,7 @@ from __future__ import annotations
 import pandas as pd
 
 from jaxbench.analysis import markdown as md
+from jaxbench.analysis.live import comparisons_frame
 from jaxbench.analysis.report_context import ReportContext
 
 #: Verdicts that hold; two of them that differ are a disagreement (:func:`disagree`).
@@ -53,8 +54,6 @@ def live_table(ctx: ReportContext) -> pd.DataFrame:
     Returns:
         An empty frame when the review has no live comparisons.
     """
-    from jaxbench.interleave import comparisons_frame
-
     s = ctx.review.settings
     frame = comparisons_frame(ctx.review.live, s.threshold, s.alpha)
     if frame.empty:

@@ -1,18 +1,17 @@
 """The Method section of a version-upgrade report: what is compared, the unit, the verdict rule.
 
-The text follows :mod:`jaxbench.analysis.verdicts` (the statistics) and
-:mod:`jaxbench.analysis.stability` (the ``unstable`` checks); the figures in it (thresholds,
+The text follows :mod:`jaxbench.inference.verdicts` (the statistics) and
+:mod:`jaxbench.inference.stability` (the ``unstable`` checks); the figures in it (thresholds,
 alpha) are the review's settings.
 """
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pandas as pd
 
 from jaxbench.analysis.conditions import DEFAULT_FIELDS
 from jaxbench.analysis.report_context import ReportContext
+from jaxbench.store.calibration import newest_calibration
 
 KALIBERA_JONES = 'T. Kalibera and R. Jones, "Rigorous benchmarking in reasonable time", ISMM 2013'
 PINPOINT = "Chromium's Pinpoint bisection service"
@@ -96,16 +95,13 @@ def method_section(ctx: ReportContext) -> str:
 def calibration_section(ctx: ReportContext) -> str:
     """What A/A calibration says about each machine of the review (``jaxbench calibrate``).
 
-    Calibration records (``calibration-*.json``) are looked for under the review's sources;
-    each machine of the records gets its newest one, or a line saying how to make one.
+    Calibration records (``calibration-*.json``) read with the review's sources: each machine
+    of the records gets its newest one, or a line saying how to make one.
     """
-    from jaxbench.calibrate import latest_calibration  # reads the store only
-
-    sources = [p for p in ctx.review.sources if Path(p).exists()]
     machines = sorted(set(ctx.review.frame.get("machine", pd.Series(dtype=object)).dropna()))
     lines = ["## Calibration", ""]
     for machine in machines:
-        cal = latest_calibration(sources, host=machine)
+        cal = newest_calibration(ctx.review.calibrations, host=machine)
         if cal is None:
             lines.append(
                 f"- `{machine}`: no calibration under the sources; `jaxbench calibrate -o "

@@ -15,7 +15,7 @@ from jaxbench.analysis.compare import COMPILE, STEADY_STATE
 from jaxbench.analysis.drift import drift_by_version, sorted_findings
 from jaxbench.analysis.report_context import ReportContext
 from jaxbench.analysis.review import Review
-from jaxbench.analysis.verdicts import VERDICTS
+from jaxbench.inference.verdicts import VERDICTS
 
 METRIC_NAMES = {STEADY_STATE: "steady state", COMPILE: "compile time"}
 ARROW = "→"

@@ -22,7 +22,6 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from jaxbench.analysis import verdicts
 from jaxbench.analysis.compare import (
     COLUMNS,
     COMPILE,
@@ -31,9 +30,10 @@ from jaxbench.analysis.compare import (
     Comparison,
     compare_versions,
 )
-from jaxbench.analysis.drift import check_drift
+from jaxbench.analysis.drift import validate_drift_frame
 from jaxbench.analysis.frames import Problem
 from jaxbench.analysis.versions import previous_version, sort_versions, version_categorical
+from jaxbench.inference import verdicts
 
 METRIC_ORDER = (STEADY_STATE, COMPILE)
 
@@ -75,7 +75,7 @@ SEQUENTIAL = Mode(
 
 @dataclass(frozen=True)
 class Settings:
-    """The verdict rule's settings (:func:`jaxbench.analysis.verdicts.decide`).
+    """The verdict rule's settings (:func:`jaxbench.inference.verdicts.decide`).
 
     Attributes:
         threshold: Smallest relative steady-state change that counts (0.02 = 2 %).
@@ -120,8 +120,10 @@ class Review:
         mode: How the records were measured.
         drift: Numerical drift rows (:mod:`jaxbench.analysis.drift`), or ``None`` when not
             checked.
-        live: Live comparisons (:func:`jaxbench.interleave.load_comparisons`), or ``()``.
+        live: Live comparisons (:class:`jaxbench.store.CaseComparison`), or ``()``.
         sources: The results files and folders read, as given.
+        calibrations: Calibration records (:class:`jaxbench.store.Calibration`) found with
+            the results, or ``()``.
     """
 
     frame: pd.DataFrame
@@ -133,6 +135,7 @@ class Review:
     drift: pd.DataFrame | None = None
     live: tuple[Any, ...] = field(default=())
     sources: tuple[str, ...] = field(default=())
+    calibrations: tuple[Any, ...] = field(default=())
 
     @property
     def pairs(self) -> list[tuple[str, str]]:
@@ -161,7 +164,7 @@ class Review:
         """Rows of :attr:`results` with ``verdict``: steady state first, then by ratio.
 
         Args:
-            verdict: One of :data:`jaxbench.analysis.verdicts.VERDICTS`.
+            verdict: One of :data:`jaxbench.inference.verdicts.VERDICTS`.
             worst_first: Largest ratio first (else smallest first).
         """
         rows = self.results[self.results["verdict"] == verdict]
@@ -275,6 +278,7 @@ def review_versions(
     drift: pd.DataFrame | None = None,
     live: Sequence[Any] = (),
     sources: Sequence[str] = (),
+    calibrations: Sequence[Any] = (),
 ) -> Review:
     """Compare the versions of ``frame`` pair by pair (:func:`version_pairs`).
 
@@ -286,8 +290,9 @@ def review_versions(
         settings: Verdict settings; defaults when ``None``.
         mode: How the records were measured.
         drift: Numerical drift rows (:data:`jaxbench.analysis.drift.DRIFT_COLUMNS`), or ``None``.
-        live: Live comparisons (:class:`jaxbench.interleave.CaseComparison`), reported apart.
+        live: Live comparisons (:class:`jaxbench.store.CaseComparison`), reported apart.
         sources: The results files and folders read, for the report's header.
+        calibrations: Calibration records read with the results (the report cites them).
 
     Returns:
         The :class:`Review`; with a single version it has no comparisons.
@@ -301,7 +306,7 @@ def review_versions(
     settings = settings or Settings()
     if drift is not None:
         try:
-            drift = check_drift(drift)
+            drift = validate_drift_frame(drift)
         except ValueError as exc:
             raise ReviewInputError(str(exc)) from None
     pairs = version_pairs(frame["version"], baseline, candidate)
@@ -329,4 +334,5 @@ def review_versions(
         drift=drift,
         live=tuple(live),
         sources=tuple(map(str, sources)),
+        calibrations=tuple(calibrations),
     )

@@ -1,7 +1,8 @@
 """Descriptive statistics of latency samples per case and version, with process-level intervals.
 
 - percentiles are numpy's linear interpolation (``p50``, ``p95``; ``IQR = p75 - p25``) over
-  every call, as in :func:`jaxbench.summary.summarize`: they describe the distribution;
+  every call, as in :func:`jaxbench.analysis.derived.record_figures`: they describe the
+  distribution;
 - ``MAD`` is the raw median absolute deviation, ``median(|x - median(x)|)``
   (:func:`scipy.stats.median_abs_deviation` with ``scale=1.0``; multiply by 1.4826 for a normal
   sigma);
@@ -10,7 +11,7 @@
   scale (the geometric mean of the processes' medians; :func:`process_interval`), so it says
   where another process's median would centre. One process gives none.
 
-Verdicts between versions live in :mod:`jaxbench.analysis.verdicts`.
+Verdicts between versions live in :mod:`jaxbench.inference.verdicts`.
 """
 
 from __future__ import annotations

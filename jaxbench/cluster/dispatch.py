@@ -26,17 +26,9 @@ from jaxbench.cluster.executors import (
     time_limit_min,
 )
 from jaxbench.cluster.profile import Profile
-from jaxbench.cluster.sweep import (
-    CaseSpec,
-    Submission,
-    Sweep,
-    SweepManifest,
-    TaskSpec,
-    new_sweep_id,
-    shard,
-    utc_now,
-)
+from jaxbench.cluster.sweep import Sweep, new_sweep_id, shard, utc_now
 from jaxbench.cluster.worker import RequeueableShardTask, ShardTask
+from jaxbench.store.sweep import CaseSpec, Submission, SweepManifest, TaskSpec
 
 ACTIVE = ("pending", "running")
 

@@ -16,93 +16,25 @@ from __future__ import annotations
 
 import datetime as _dt
 import os
-import re
 from collections.abc import Iterable
 from pathlib import Path
-from typing import Any
 
-from pydantic import BaseModel, Field, ValidationError
+from pydantic import BaseModel, Field
 
-from jaxbench.results import Record, ResultsFormatError, ResultsWriter, read_record_file
+from jaxbench.store import (
+    Record,
+    StoreFormatError,
+    SweepManifest,
+    read_model,
+    write_json,
+    write_jsonl,
+)
+from jaxbench.store.sweep import CaseSpec, TaskSpec
 
 MANIFEST = "sweep.json"
 RECORDS = "records"
 RESULTS = "results.jsonl"
 SUBMITIT = "submitit"
-
-
-class CaseSpec(BaseModel):
-    """A case as plain data (the worker must not import the workload registry to unpickle it)."""
-
-    workload: str
-    params: dict[str, Any]
-
-    def file_stem(self, jax_version: str | None) -> str:
-        """Record file name without suffix: JAX version, workload and parameters."""
-        parts = [f"jax-{jax_version or 'env'}", self.workload.replace("/", "-")]
-        parts += [f"{k}-{v}" for k, v in sorted(self.params.items())]
-        return re.sub(r"[^A-Za-z0-9._-]+", "_", "__".join(parts))
-
-    @property
-    def label(self) -> str:
-        """``workload k=v ...`` as in ``jaxbench run``."""
-        return " ".join([self.workload, *(f"{k}={v}" for k, v in self.params.items())])
-
-
-class TaskSpec(BaseModel):
-    """One array task: a shard of cases under one JAX version.
-
-    Attributes:
-        index: Task number within the sweep, from 0.
-        jax: JAX version the task's Python has (``None``: the profile's own environment).
-        python: Interpreter command on the node.
-        cases: The shard.
-        time_limit_min: Time limit asked of the scheduler, minutes.
-        requeueable: Whether a pre-empted or timed-out task is requeued (see
-            :func:`jaxbench.cluster.executors.is_requeueable`).
-    """
-
-    index: int
-    jax: str | None
-    python: str
-    cases: list[CaseSpec]
-    time_limit_min: int
-    requeueable: bool
-
-
-class Submission(BaseModel):
-    """One ``submit`` (or ``--resume``): which job runs which task."""
-
-    submitted_at: str
-    executor: str
-    job_ids: dict[int, str]
-
-
-class SweepManifest(BaseModel):
-    """``sweep.json``: everything needed to run, resume, follow and collect a sweep."""
-
-    sweep_id: str
-    created_at: str
-    profile_path: str | None
-    profile: dict[str, Any]
-    backend: str
-    timing: dict[str, Any]
-    worker_env: dict[str, str]
-    env_root: str
-    tasks: list[TaskSpec]
-    submissions: list[Submission] = Field(default_factory=list)
-
-    def latest_jobs(self) -> dict[int, str]:
-        """Task index -> the job id of its latest submission."""
-        jobs: dict[int, str] = {}
-        for sub in self.submissions:
-            jobs.update(sub.job_ids)
-        return jobs
-
-    @property
-    def executor(self) -> str:
-        """Executor of the latest submission (the profile's otherwise)."""
-        return self.submissions[-1].executor if self.submissions else self.profile["executor"]
 
 
 class Sweep:
@@ -137,20 +69,13 @@ class Sweep:
         if not path.is_file():
             raise FileNotFoundError(f"{self.root} is not a sweep folder: it has no {MANIFEST}")
         try:
-            return SweepManifest.model_validate_json(path.read_text())
-        except ValidationError as exc:
-            first = exc.errors()[0]
-            where = ".".join(str(p) for p in first["loc"]) or "top level"
-            raise ValueError(
-                f"{path}: not a valid sweep manifest ({where}: {first['msg']})"
-            ) from None
+            return read_model(path, SweepManifest)
+        except StoreFormatError as exc:
+            raise ValueError(f"not a valid sweep manifest: {exc}") from None
 
     def save(self, manifest: SweepManifest) -> None:
         """Write ``sweep.json`` atomically."""
-        self.root.mkdir(parents=True, exist_ok=True)
-        tmp = self.root / f".{MANIFEST}.{os.getpid()}.tmp"
-        tmp.write_text(manifest.model_dump_json(indent=2))
-        os.replace(tmp, self.root / MANIFEST)
+        write_json(self.root / MANIFEST, manifest)
 
     def record_path(self, case: CaseSpec, jax_version: str | None) -> Path:
         """The file a case's record goes to."""
@@ -159,8 +84,8 @@ class Sweep:
     def read_record(self, case: CaseSpec, jax_version: str | None) -> Record | None:
         """The case's record, or ``None`` if it has none (or an unreadable one)."""
         try:
-            return read_record_file(self.record_path(case, jax_version))
-        except (OSError, ResultsFormatError):
+            return read_model(self.record_path(case, jax_version), Record)
+        except StoreFormatError:
             return None
 
     def has_ok_record(self, case: CaseSpec, jax_version: str | None) -> bool:
@@ -179,23 +104,17 @@ class Sweep:
         record files are reported, not fatal.
         """
         result = CollectResult(path=self.results_path)
-        tmp = self.root / f".{RESULTS}.{os.getpid()}.tmp"
-        tmp.unlink(missing_ok=True)
-        with ResultsWriter(tmp) as writer:
-            for task in manifest.tasks:
-                for case in task.cases:
-                    path = self.record_path(case, task.jax)
-                    if not path.exists():
-                        result.missing.append((task.index, case))
-                        continue
-                    try:
-                        record = read_record_file(path)
-                    except (OSError, ResultsFormatError) as exc:
-                        result.unreadable.append(str(exc))
-                        continue
-                    writer.write(record)
-                    result.records.append(record)
-        os.replace(tmp, self.results_path)
+        for task in manifest.tasks:
+            for case in task.cases:
+                path = self.record_path(case, task.jax)
+                if not path.exists():
+                    result.missing.append((task.index, case))
+                    continue
+                try:
+                    result.records.append(read_model(path, Record))
+                except StoreFormatError as exc:
+                    result.unreadable.append(str(exc))
+        write_jsonl(self.results_path, result.records)
         return result
 
 
@@ -222,7 +141,7 @@ def shard(cases: Iterable[CaseSpec], per_task: int) -> list[list[CaseSpec]]:
 
 def new_sweep_id() -> str:
     """``sweep-YYYYmmddTHHMMSSZ-<8 hex>`` (the run id of its records)."""
-    from jaxbench.results import new_run_id
+    from jaxbench.store import new_run_id
 
     return f"sweep-{new_run_id()}"
 

@@ -89,8 +89,8 @@ class ShardTask:
 
         from jaxbench.cases import Case
         from jaxbench.measure import TimingConfig
-        from jaxbench.results import write_record_file
         from jaxbench.runner import measure_case
+        from jaxbench.store import write_json
 
         sweep = Sweep(self.sweep_dir)
         timing = TimingConfig(**self.timing)
@@ -110,7 +110,7 @@ class ShardTask:
                 "worker_env": dict(self.env),
                 "timing": dict(record.env["timing"]),
             }
-            write_record_file(sweep.record_path(spec, self.jax_version), record)
+            write_json(sweep.record_path(spec, self.jax_version), record)
             statuses[spec.label] = record.status
         return {
             "task": self.task_index,

@@ -6,23 +6,15 @@ An upgrade that is faster but changes the loss beyond tolerance is a finding. Re
 reference (:mod:`jaxbench.drift.reference`); a check (:mod:`jaxbench.drift.check`) recomputes them
 under the current JAX and backend and compares each output with the dtype's tolerance
 (:mod:`jaxbench.drift.tolerance`), writing one JSON Lines file of
-:class:`~jaxbench.drift.schema.DriftRow`. On the command line: ``jaxbench drift``.
+:class:`~jaxbench.store.drift.DriftRow`. On the command line: ``jaxbench drift``.
 
-Importing this package loads no JAX: it gives the file formats, the tolerances and the loader.
-Saving and checking import JAX::
+The files are kinds of the store (:mod:`jaxbench.store.drift`); the analysis reads them
+(:func:`jaxbench.analysis.drift.load_drift`). Importing this package loads no JAX: it gives the
+tolerances. Saving and checking import JAX::
 
     from jaxbench.drift.check import check_drift, save_reference
 """
 
-from jaxbench.drift.load import drift_findings, load_drift
-from jaxbench.drift.schema import DriftRow, ReferenceManifest
 from jaxbench.drift.tolerance import DRIFT_TOLERANCES, compare
 
-__all__ = [
-    "DRIFT_TOLERANCES",
-    "DriftRow",
-    "ReferenceManifest",
-    "compare",
-    "drift_findings",
-    "load_drift",
-]
+__all__ = ["DRIFT_TOLERANCES", "compare"]

@@ -5,7 +5,7 @@ current JAX and backend and writes the reference (:mod:`jaxbench.drift.reference
 :func:`check_drift` reads a reference, recomputes every set it holds from the saved inputs,
 compares each output with :func:`jaxbench.drift.tolerance.compare` (a changed output dtype is a
 finding too) and writes one JSON Lines file ``<out>/drift-<run id>.jsonl`` of
-:class:`~jaxbench.drift.schema.DriftRow`: one row per output of each valid set, one row
+:class:`~jaxbench.store.drift.DriftRow`: one row per output of each valid set, one row
 (``output="raises"``) per ``invalid_shape`` set. A set that fails to compute does not stop the
 check: each of its outputs becomes a finding with the error.
 """
@@ -31,14 +31,6 @@ from jaxbench.drift.reference import (
     read_reference,
     write_reference,
 )
-from jaxbench.drift.schema import (
-    DRIFT_FILE_PREFIX,
-    MANIFEST_NAME,
-    RAISES_OUTPUT,
-    ROW_ENV_KEYS,
-    DriftRow,
-    ReferenceInfo,
-)
 from jaxbench.drift.sets import (
     EXPECTED_ERRORS,
     SET_NAMES,
@@ -48,7 +40,15 @@ from jaxbench.drift.sets import (
     regression_sets,
 )
 from jaxbench.drift.tolerance import DRIFT_TOLERANCES, compare, tolerance
-from jaxbench.results import write_bytes_atomic
+from jaxbench.store import write_jsonl
+from jaxbench.store.drift import (
+    DRIFT_FILE_PREFIX,
+    MANIFEST_NAME,
+    RAISES_OUTPUT,
+    ROW_ENV_KEYS,
+    DriftRow,
+    ReferenceInfo,
+)
 from jaxbench.workloads.sizes import DTYPES
 
 
@@ -173,7 +173,7 @@ def save_reference(
 def row_env(env: dict[str, Any]) -> dict[str, Any]:
     """The part of :func:`jaxbench.env.collect` that every drift row carries.
 
-    :data:`~jaxbench.drift.schema.ROW_ENV_KEYS` plus ``os`` and ``hostname`` (from ``host``) and
+    :data:`~jaxbench.store.drift.ROW_ENV_KEYS` plus ``os`` and ``hostname`` (from ``host``) and
     ``git_commit``.
     """
     out = {k: env.get(k) for k in ROW_ENV_KEYS}
@@ -320,7 +320,7 @@ def check_drift(
         ReferenceCorruptError: A reference file is unreadable or disagrees with its manifest.
         OSError: The drift file cannot be written.
     """
-    from jaxbench.results import new_run_id
+    from jaxbench.store import new_run_id
 
     ref = reference if isinstance(reference, Reference) else read_reference(reference)
     device = _resolve(device)
@@ -341,5 +341,5 @@ def check_drift(
     }
     rows = [row for loaded in ref.sets for row in check_set(loaded, device, common)]
     path = Path(out_dir) / f"{DRIFT_FILE_PREFIX}{run_id}.jsonl"
-    write_bytes_atomic(path, "".join(r.model_dump_json() + "\n" for r in rows).encode())
+    write_jsonl(path, rows)
     return DriftRun(path, rows, ref, _notes(ref))

@@ -2,13 +2,13 @@
 
 Layout of a reference folder (default ``results/drift/reference/``):
 
-- ``reference.json``: the :class:`~jaxbench.drift.schema.ReferenceManifest` (generating
+- ``reference.json``: the :class:`~jaxbench.store.drift.ReferenceManifest` (generating
   environment, tolerances, and per set its file and the names, shapes and dtypes of its arrays);
 - ``<workload>-<dtype>-<set>.npz``, one per set: ``input.<name>`` (params, batch, tangents) and
   ``output.<name>`` (the reference outputs), read with ``allow_pickle=False``. bfloat16 arrays,
   which ``.npz`` cannot hold, are stored as float32: every bfloat16 value is exactly a float32.
 
-Every file is written atomically (:func:`jaxbench.results.write_bytes_atomic`) and the manifest
+Every file is written atomically (:func:`jaxbench.store.write_atomic`) and the manifest
 last, so a reference is complete once ``reference.json`` exists; overwriting (``force``) first
 removes the old manifest, so an interrupted overwrite reads as "no reference", never as a mix.
 """
@@ -16,7 +16,6 @@ removes the old manifest, so an interrupted overwrite reads as "no reference", n
 from __future__ import annotations
 
 import io
-import json
 import zipfile
 import zlib
 from collections.abc import Mapping
@@ -26,11 +25,10 @@ from typing import Any
 
 import ml_dtypes  # noqa: F401 - registers the bfloat16 dtype name with numpy
 import numpy as np
-from pydantic import ValidationError
 
-from jaxbench.drift.schema import MANIFEST_NAME, ArrayInfo, ReferenceManifest, SetEntry
 from jaxbench.drift.tolerance import DRIFT_TOLERANCES
-from jaxbench.results import write_bytes_atomic
+from jaxbench.store import StoreFormatError, read_model, write_atomic, write_json
+from jaxbench.store.drift import MANIFEST_NAME, ArrayInfo, ReferenceManifest, SetEntry
 
 DEFAULT_REFERENCE = Path("results/drift/reference")
 #: Dtypes that ``.npz`` cannot hold; stored as float32 (exact) and cast back on reading inputs.
@@ -86,7 +84,7 @@ class LoadedSet:
     """One set read back: its manifest entry, inputs (in their dtype) and reference outputs.
 
     Attributes:
-        entry: The :class:`~jaxbench.drift.schema.SetEntry`.
+        entry: The :class:`~jaxbench.store.drift.SetEntry`.
         inputs: Input arrays by name, cast back to the dtype the manifest names.
         outputs: Reference outputs by name, as stored (bfloat16 ones as float32).
     """
@@ -187,7 +185,7 @@ def write_reference(
     folder.mkdir(parents=True, exist_ok=True)
     entries = []
     for s in saved:
-        write_bytes_atomic(folder / s.file, _npz_bytes(s))
+        write_atomic(folder / s.file, _npz_bytes(s))
         entries.append(
             SetEntry(
                 workload=s.workload,
@@ -205,20 +203,14 @@ def write_reference(
     manifest = ReferenceManifest(
         created_at=created_at, size=size, env=env, tolerances=tolerances, sets=entries
     )
-    return write_bytes_atomic(path, manifest.model_dump_json(indent=1).encode())
+    return write_json(path, manifest)
 
 
 def _parse_manifest(path: Path) -> ReferenceManifest:
     try:
-        data = json.loads(path.read_bytes().decode("utf-8"))
-        return ReferenceManifest.model_validate(data)
-    except (ValueError, ValidationError) as exc:  # JSON and Unicode errors are ValueErrors
-        reason = str(exc).splitlines()[0]
-        if isinstance(exc, ValidationError):
-            reason = "; ".join(
-                f"{'.'.join(map(str, e['loc'])) or 'top level'}: {e['msg']}" for e in exc.errors()
-            )
-        raise ReferenceCorruptError(f"{path}: not a drift reference manifest: {reason}") from None
+        return read_model(path, ReferenceManifest)
+    except StoreFormatError as exc:
+        raise ReferenceCorruptError(f"not a drift reference manifest: {exc}") from None
 
 
 def _load_array(npz: Any, key: str, info: ArrayInfo, file: Path) -> np.ndarray:

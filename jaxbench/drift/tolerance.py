@@ -4,9 +4,9 @@ A recomputed output agrees with its reference when every element satisfies::
 
     |current - reference| <= atol * scale + rtol * |reference|,   scale = max(1, max |reference|)
 
-(:func:`numpy.allclose`'s rule, with ``atol`` in units of the output's largest magnitude, as in
-:func:`jaxbench.workloads.base.check_close`: an element that cancels to near zero carries the
-rounding error of the large terms it was summed from, not of its own size). Agreement is never
+(the one rule of :func:`jaxbench.tolerance.bound_ratio`, which the correctness gate applies too:
+an element that cancels to near zero carries the rounding error of the large terms it was summed
+from, not of its own size). Agreement is never
 judged by bit identity: another JAX version, XLA fusion or backend may sum in another order.
 
 Why these values (cross-version comparison of the ``tiny`` MLP: reductions of length 32 and 64
@@ -47,6 +47,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from jaxbench.tolerance import bound_ratio
+
 DRIFT_TOLERANCES: dict[str, dict[str, float]] = {
     "float32": {"rtol": 2.0**-16, "atol": 2.0**-18},
     "bfloat16": {"rtol": 2.0**-5, "atol": 2.0**-5},
@@ -54,7 +56,7 @@ DRIFT_TOLERANCES: dict[str, dict[str, float]] = {
 
 
 @dataclass(frozen=True)
-class Comparison:
+class ArrayCheck:
     """How far a recomputed output is from its reference.
 
     Attributes:
@@ -91,7 +93,7 @@ def tolerance(dtype: str) -> dict[str, float]:
         ) from None
 
 
-def compare(current: np.ndarray, reference: np.ndarray, dtype: str) -> Comparison:
+def compare(current: np.ndarray, reference: np.ndarray, dtype: str) -> ArrayCheck:
     """Compare one recomputed output with its reference, element-wise, in float64.
 
     Args:
@@ -100,7 +102,7 @@ def compare(current: np.ndarray, reference: np.ndarray, dtype: str) -> Compariso
         dtype: The set's workload dtype, which picks the tolerance (:data:`DRIFT_TOLERANCES`).
 
     Returns:
-        A :class:`Comparison`; a shape mismatch or a non-finite value is a finding, not an error.
+        An :class:`ArrayCheck`; a shape mismatch or a non-finite value is a finding, not an error.
 
     Raises:
         ValueError: ``dtype`` has no drift tolerance.
@@ -110,27 +112,26 @@ def compare(current: np.ndarray, reference: np.ndarray, dtype: str) -> Compariso
     ref = np.asarray(reference, dtype=np.float64)
     scale = max(1.0, float(np.max(np.abs(ref)))) if ref.size and np.isfinite(ref).all() else 1.0
     if cur.shape != ref.shape:
-        return Comparison(
+        return ArrayCheck(
             None, None, None, scale, False, f"shape {cur.shape}, reference {ref.shape}"
         )
     for label, arr in (("current", cur), ("reference", ref)):
         bad = int(np.size(arr) - np.count_nonzero(np.isfinite(arr)))
         if bad:
-            return Comparison(
+            return ArrayCheck(
                 None, None, None, scale, False, f"{label} has {bad} non-finite values"
             )
     if not cur.size:
-        return Comparison(0.0, None, 0.0, scale, True, None)
+        return ArrayCheck(0.0, None, 0.0, scale, True, None)
     diff = np.abs(cur - ref)
-    bound = tol["atol"] * scale + tol["rtol"] * np.abs(ref)
     nonzero = ref != 0
     max_rel = float(np.max(diff[nonzero] / np.abs(ref[nonzero]))) if nonzero.any() else None
-    ratio = float(np.max(diff / bound))
-    within = bool(np.all(diff <= bound))
+    scale, ratio = bound_ratio(cur, ref, tol["rtol"], tol["atol"])
+    within = ratio <= 1
     finding = None
     if not within:
         finding = (
             f"max abs error {float(np.max(diff)):.3g} exceeds rtol={tol['rtol']:g}, "
             f"atol={tol['atol']:g} x {scale:.3g} ({ratio:.3g} x the bound)"
         )
-    return Comparison(float(np.max(diff)), max_rel, ratio, scale, within, finding)
+    return ArrayCheck(float(np.max(diff)), max_rel, ratio, scale, within, finding)

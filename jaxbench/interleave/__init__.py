@@ -3,15 +3,11 @@
 :func:`run_interleaved` runs several pairs of fresh worker processes; within a pair it alternates
 short blocks of timed calls between the variants (order drawn per round), and it judges over
 pairs; :func:`run_back_to_back` runs one side after the other in each pair, as separate
-``jaxbench run`` calls would. ``jaxbench compare --interleave`` is the command.
+``jaxbench run`` calls would. ``jaxbench compare --interleave`` is the command. The results are
+:class:`jaxbench.store.CaseComparison` records; :func:`estimate` gives their verdicts.
 """
 
-from jaxbench.interleave.result import (
-    CaseComparison,
-    PairRun,
-    comparisons_frame,
-    load_comparisons,
-)
+from jaxbench.interleave.estimate import estimate, summary_line
 from jaxbench.interleave.session import (
     Schedule,
     Variant,
@@ -19,19 +15,15 @@ from jaxbench.interleave.session import (
     WorkerError,
     run_back_to_back,
     run_interleaved,
-    write_comparisons,
 )
 
 __all__ = [
-    "CaseComparison",
-    "PairRun",
     "Schedule",
     "Variant",
     "WorkerDied",
     "WorkerError",
-    "comparisons_frame",
-    "load_comparisons",
+    "estimate",
     "run_back_to_back",
     "run_interleaved",
-    "write_comparisons",
+    "summary_line",
 ]

@@ -3,7 +3,7 @@
 Each variant of a comparison (a JAX version in its own venv, or another build of a workload) runs
 in a :mod:`jaxbench.interleave.worker` process. A comparison is made of several independent
 **pairs** of fresh processes, since the process, not the call or the round, is the unit that
-repeats (:mod:`jaxbench.analysis.verdicts`). Within a pair, :func:`interleave_case` prepares both
+repeats (:mod:`jaxbench.inference.verdicts`). Within a pair, :func:`interleave_case` prepares both
 workers, runs ``warmup_rounds`` untimed rounds, then ``rounds`` rounds of one block each, in an
 order drawn afresh every round from a seeded generator; while one worker is timed the other
 sleeps on its input. :func:`run_back_to_back` is the sequential design for contrast: per pair, the
@@ -11,25 +11,26 @@ whole of the baseline in one process, then the whole of the candidate in another
 
 Pairs come in batches (:class:`Schedule`): ``pairs`` first, then ``pairs_step`` more while some
 case is still ``inconclusive``, up to ``max_pairs``. Each look spends ``alpha / looks``
-(:func:`jaxbench.analysis.verdicts.look_alpha`), so adding pairs keeps the error rate.
+(:func:`jaxbench.inference.verdicts.look_alpha`), so adding pairs keeps the error rate.
 """
 
 from __future__ import annotations
 
 import contextlib
 import json
+import select
 import subprocess
 import tempfile
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import IO, Any
 
 import numpy as np
 
-from jaxbench.analysis import verdicts
-from jaxbench.analysis.paired import MIN_ROUNDS
-from jaxbench.interleave.result import CaseComparison, Mode, PairRun, Round, SideInfo, now
+from jaxbench.inference import verdicts
+from jaxbench.inference.paired import MIN_ROUNDS
+from jaxbench.interleave.estimate import estimate
+from jaxbench.store.live import CaseComparison, Mode, PairRun, Round, SideInfo, now
 
 DEFAULT_PAIRS = 10
 DEFAULT_PAIRS_STEP = 5
@@ -73,7 +74,7 @@ class Schedule:
         max_pairs: Most pairs in all; ``pairs`` alone when equal (one look).
         pairs_step: Pairs added per further look while a case is ``inconclusive``.
         rounds: Timed rounds per pair (one block per side each), at least
-            :data:`jaxbench.analysis.paired.MIN_ROUNDS`.
+            :data:`jaxbench.inference.paired.MIN_ROUNDS`.
         calls_per_block: Timed calls per block; each block is preceded by one untimed call.
         warmup_rounds: Untimed rounds after preparation, before the first timed round.
         warmup_calls: Warm-up calls at preparation (:func:`jaxbench.prepared.prepare`).
@@ -119,18 +120,29 @@ class Schedule:
         return out
 
 
+#: Seconds a worker may take over one answer before it is taken for hung (a large case's compile
+#: and gate on a CPU take minutes; an hour is far beyond any case of the grids).
+WORKER_TIMEOUT_S = 3600.0
+
+
 class Worker:
     """A running :mod:`jaxbench.interleave.worker` process; use as a context manager.
 
     Args:
         python: Interpreter to start it with.
         backend: Backend name (:data:`jaxbench.backends.BACKENDS`), set before JAX loads.
+        timeout_s: Seconds to wait for any one answer (preparing a case includes its compile
+            and gate) before the worker is taken for hung, killed, and :class:`WorkerDied`
+            raised; ``None`` waits for ever.
 
     Raises:
         WorkerError: The interpreter cannot be started.
     """
 
-    def __init__(self, python: str, backend: str) -> None:
+    def __init__(
+        self, python: str, backend: str, timeout_s: float | None = WORKER_TIMEOUT_S
+    ) -> None:
+        self.timeout_s = timeout_s
         self._stderr: IO[bytes] = tempfile.TemporaryFile()  # noqa: SIM115 (closed in close())
         cmd = [python, "-m", "jaxbench.interleave.worker", "--backend", backend]
         try:
@@ -146,12 +158,20 @@ class Worker:
 
         Raises:
             WorkerError: The answer is ``ok: false``.
-            WorkerDied: The process ended.
+            WorkerDied: The process ended, or gave no answer within ``timeout_s`` (it is
+                killed).
         """
         assert self._proc.stdin and self._proc.stdout
         try:
             self._proc.stdin.write(json.dumps(request) + "\n")
             self._proc.stdin.flush()
+            ready, _, _ = select.select([self._proc.stdout], [], [], self.timeout_s)
+            if not ready:
+                self._proc.kill()
+                raise WorkerDied(
+                    f"worker ({self.python}) gave no answer to {request.get('op')!r} within "
+                    f"{self.timeout_s:g} s; killed it: {self._stderr_tail()}"
+                )
             line = self._proc.stdout.readline()
         except (BrokenPipeError, OSError):
             line = ""
@@ -240,7 +260,7 @@ def decided(comparison: CaseComparison, threshold: float, alpha: float) -> bool:
     """True when a case needs no more pairs: it failed, or its verdict is not inconclusive."""
     if comparison.status != "ok":
         return True
-    return comparison.estimate(threshold, alpha).verdict != "inconclusive"
+    return estimate(comparison, threshold, alpha).verdict != "inconclusive"
 
 
 def _run_pairs(
@@ -302,7 +322,7 @@ def run_interleaved(
         alpha: Its level (spent over the schedule's looks).
 
     Returns:
-        One :class:`~jaxbench.interleave.result.CaseComparison` per case (mode
+        One :class:`~jaxbench.store.CaseComparison` per case (mode
         ``interleaved``); a case that fails to prepare or recompiles while timed is marked so
         with its error, gets no more pairs, and the others still run.
 
@@ -460,10 +480,3 @@ def run_back_to_back(
     """
     return _run_pairs("back_to_back", _back_to_back_pair, baseline, candidate, cases, backend,
                       schedule, on_pair, threshold, alpha)  # fmt: skip
-
-
-def write_comparisons(path: str | Path, comparisons: Sequence[CaseComparison]) -> Path:
-    """Write comparisons as JSON Lines (one :class:`CaseComparison` per line), atomically."""
-    from jaxbench.interleave.result import write_jsonl
-
-    return write_jsonl(Path(path), comparisons)

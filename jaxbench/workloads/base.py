@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from jaxbench.measure.harness import CompileTarget
+from jaxbench.tolerance import bound_ratio
 
 TOLERANCES: dict[str, dict[str, float]] = {
     # float32: the acceptance bound of this project (rtol 1e-5, atol 1e-6).
@@ -73,9 +74,8 @@ class Workload(Protocol):
 def check_close(name: str, got: Any, want: Any, dtype: str) -> dict[str, float]:
     """Compare two PyTrees leaf by leaf with the dtype's tolerance from :data:`TOLERANCES`.
 
-    ``atol`` is meant for values of order one, so it is scaled by ``max(1, max |want leaf|)``:
-    elements near zero of a large output are held to the output's scale, not to an absolute
-    bound (reductions in a different order differ by a few ulps of the largest terms).
+    The rule is :func:`jaxbench.tolerance.bound_ratio`'s (``atol`` in units of
+    ``max(1, max |want leaf|)``).
 
     Returns:
         ``{"rtol", "atol", "max_abs_err"}`` to record (``atol`` unscaled).
@@ -101,8 +101,8 @@ def check_close(name: str, got: Any, want: Any, dtype: str) -> dict[str, float]:
             raise GateFailure(f"{name}: leaf {i} is not finite")
         if a.size:
             worst = max(worst, float(np.max(np.abs(a - b))))
-        scale = max(1.0, float(np.max(np.abs(b)))) if b.size else 1.0
-        if not np.allclose(a, b, rtol=tol["rtol"], atol=tol["atol"] * scale):
+        scale, ratio = bound_ratio(a, b, tol["rtol"], tol["atol"])
+        if ratio > 1:
             raise GateFailure(
                 f"{name}: leaf {i} differs beyond rtol={tol['rtol']:g}, "
                 f"atol={tol['atol']:g} x {scale:.3g} "

@@ -39,7 +39,7 @@ SAME / UNKNOWN):
   (:attr:`Estimate.detectable`) and how many more processes would settle it
   (:attr:`Estimate.advice`);
 - ``unstable`` is set by the caller when the noise indicators say the machine changed under the
-  comparison (:mod:`jaxbench.analysis.stability`): never ``slower`` or ``faster`` then.
+  comparison (:mod:`jaxbench.inference.stability`): never ``slower`` or ``faster`` then.
 
 Error rate: when the true ratio is at most ``1 + t``, ``slower`` is called with probability at
 most ``alpha / 2`` (the lower end of a ``1 - alpha`` interval exceeds the truth that often), and
@@ -384,7 +384,7 @@ def estimate_paired(
 
     Args:
         pair_log_ratios: Shape ``(pairs,)``: each pair's log ratio, e.g. the median of its
-            per-round log ratios (:func:`jaxbench.analysis.paired.pair_log_ratio`).
+            per-round log ratios (:func:`jaxbench.inference.paired.pair_log_ratio`).
         calls: Timed calls of the baseline and the candidate over all pairs (for the record).
         threshold: Smallest relative change that matters.
         alpha: ``1 -`` the confidence level of the interval.

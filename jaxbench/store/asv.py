@@ -1,10 +1,9 @@
-"""Read asv results (``results/asv/<machine>/<commit>-<env>.json``) into the core's tidy frame.
+"""asv results (``results/asv/<machine>/<commit>-<env>.json``) as records, at the store's edge.
 
 Each asv result file holds, per benchmark, one value per parameter combination and (with
-``asv run --record-samples``) the raw samples. :func:`load_asv_results` turns every combination
-into a :class:`jaxbench.results.Record` and then into a row of the same frame as
-:func:`jaxbench.results.load_records`: ``benchmark``, ``params`` and ``param.<name>``, ``jax``,
-``jaxlib``, ``machine``, ``commit``, ``samples_s`` (seconds, per call), ``status``, ...
+``asv run --record-samples``) the raw samples. :func:`records` turns every combination into a
+:class:`jaxbench.store.Record`, so the store's loader (:func:`jaxbench.store.load`) returns asv
+results as the same records (and the analysis the same rows) as jaxbench's own runs.
 
 Mapping (asv -> record):
 
@@ -33,14 +32,11 @@ import datetime as _dt
 import itertools
 import json
 import math
-import os
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import pandas as pd
-
-from jaxbench.results import Record, ResultsFormatError, record_row
+from jaxbench.store.record import Record
 
 ASV_RESULTS_VERSION = 2
 _FIELD_OF_TRACK = {
@@ -48,31 +44,10 @@ _FIELD_OF_TRACK = {
     "track_lower_s": "lower_s",
     "track_device_peak_bytes": "device_peak_bytes",
 }
-_SKIP_FILES = {"benchmarks.json", "machine.json"}
 
 
-def _read_json(path: Path) -> dict[str, Any]:
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError) as exc:
-        raise ResultsFormatError(f"{path}: not readable as JSON: {exc}") from exc
-    if not isinstance(data, dict):
-        raise ResultsFormatError(f"{path}: expected a JSON object")
-    return data
-
-
-def asv_result_files(paths: Iterable[str | os.PathLike[str]]) -> list[Path]:
-    """Expand files and folders (searched recursively) into sorted asv result files.
-
-    ``benchmarks.json`` and ``machine.json`` are not result files and are left out.
-    """
-    files: list[Path] = []
-    for p in map(Path, paths):
-        if p.is_dir():
-            files.extend(f for f in sorted(p.rglob("*.json")) if f.name not in _SKIP_FILES)
-        else:
-            files.append(p)
-    return files
+class AsvFormatError(ValueError):
+    """An asv result file that cannot be converted; the message names what is wrong."""
 
 
 def _benchmarks_meta(file: Path) -> dict[str, Any]:
@@ -80,7 +55,11 @@ def _benchmarks_meta(file: Path) -> dict[str, Any]:
     for parent in file.parents:
         meta = parent / "benchmarks.json"
         if meta.is_file():
-            return _read_json(meta)
+            try:
+                data = json.loads(meta.read_text(encoding="utf-8"))
+            except (OSError, ValueError) as exc:
+                raise AsvFormatError(f"{meta}: not readable as JSON: {exc}") from exc
+            return data if isinstance(data, dict) else {}
     return {}
 
 
@@ -103,23 +82,26 @@ def _at(values: Any, i: int) -> Any:
     return values[i] if isinstance(values, list) and i < len(values) else None
 
 
-def read_asv_file(path: str | os.PathLike[str]) -> Iterator[Record]:
+def records(data: dict[str, Any], path: str | Path) -> Iterator[Record]:
     """The records of one asv result file: one per benchmark and parameter combination.
 
+    Args:
+        data: The file's parsed JSON.
+        path: The file (its folder's ``benchmarks.json`` gives parameter names and units).
+
     Raises:
-        ResultsFormatError: Not JSON, not asv's results format version 2, or a malformed entry;
-            the message names the file (and the benchmark).
+        AsvFormatError: Not asv's results format version 2, or a malformed entry (names the
+            benchmark).
     """
     file = Path(path)
-    data = _read_json(file)
     if data.get("version") != ASV_RESULTS_VERSION:
-        raise ResultsFormatError(
-            f"{file}: asv results version {data.get('version')!r} is not supported "
+        raise AsvFormatError(
+            f"asv results version {data.get('version')!r} is not supported "
             f"(expected {ASV_RESULTS_VERSION})"
         )
     for key in ("commit_hash", "env_name", "results", "result_columns"):
         if key not in data:
-            raise ResultsFormatError(f"{file}: not an asv result file (no {key!r})")
+            raise AsvFormatError(f"not an asv result file (no {key!r})")
     meta = _benchmarks_meta(file)
     columns: list[str] = data["result_columns"]
     info = data.get("params") or {}
@@ -145,7 +127,7 @@ def read_asv_file(path: str | os.PathLike[str]) -> Iterator[Record]:
         try:
             yield from _records_of(name, row, columns, meta.get(name, {}), env_base, run_id)
         except (TypeError, ValueError, IndexError) as exc:
-            raise ResultsFormatError(f"{file}: benchmark {name!r}: {exc}") from exc
+            raise AsvFormatError(f"benchmark {name!r}: {exc}") from exc
 
 
 def _records_of(
@@ -207,31 +189,3 @@ def _records_of(
                 field = _FIELD_OF_TRACK[method]
                 rec[field] = int(value) if field == "device_peak_bytes" else float(value)
         yield Record(**rec)
-
-
-def load_asv_results(
-    paths: Iterable[str | os.PathLike[str]] | str | os.PathLike[str] = "results/asv",
-) -> pd.DataFrame:
-    """Load asv result files into the frame of :func:`jaxbench.results.load_records`.
-
-    Args:
-        paths: Files or folders (searched recursively), e.g. ``results/asv``.
-
-    Returns:
-        One row per benchmark, parameter combination and result file; the columns of
-        :func:`jaxbench.results.load_records` (``samples_s`` in seconds per call, ``jax``,
-        ``machine``, ``commit``, ``param.<name>``, ...). :func:`jaxbench.results.samples_frame`
-        gives one row per sample.
-
-    Raises:
-        ResultsFormatError: As :func:`read_asv_file`.
-        FileNotFoundError: A named path does not exist.
-    """
-    if isinstance(paths, str | os.PathLike):
-        paths = [paths]
-    paths = list(paths)
-    for p in map(Path, paths):
-        if not p.exists():
-            raise FileNotFoundError(f"no such asv results file or folder: {p}")
-    rows = [record_row(rec, f) for f in asv_result_files(paths) for rec in read_asv_file(f)]
-    return pd.DataFrame(rows)

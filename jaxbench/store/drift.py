@@ -1,4 +1,4 @@
-"""The two drift file formats: the reference manifest and the drift row (pydantic, no JAX).
+"""The drift kinds: the reference manifest and the drift row (pydantic, no JAX).
 
 A reference folder holds ``reference.json`` (:class:`ReferenceManifest`) and one ``.npz`` per
 regression set (inputs and outputs; see :mod:`jaxbench.drift.reference`). A check writes one JSON
@@ -11,8 +11,6 @@ from __future__ import annotations
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
-
-from jaxbench.results import DRIFT_FILE_PREFIX
 
 __all__ = [
     "DRIFT_FILE_PREFIX",
@@ -28,6 +26,8 @@ __all__ = [
 ]
 
 DRIFT_SCHEMA_VERSION = 1
+#: Name prefix of the JSON Lines files of ``jaxbench drift`` (:mod:`jaxbench.drift`).
+DRIFT_FILE_PREFIX = "drift-"
 MANIFEST_NAME = "reference.json"
 RAISES_OUTPUT = "raises"
 #: Keys of :func:`jaxbench.env.collect` copied into every row (the full env is in the manifest).

@@ -153,7 +153,7 @@ def pair_reasons(rounds: Sequence[Any], index: int, threshold: float, alpha: flo
     (a hog on one worker's CPU); and steal.
 
     Args:
-        rounds: :class:`jaxbench.interleave.result.Round` objects (``baseline_s``,
+        rounds: :class:`jaxbench.store.Round` objects (``baseline_s``,
             ``candidate_s``, ``baseline_noise``, ``candidate_noise``).
         index: The pair's number, for the reasons.
         threshold: The verdict's threshold (drift of the ratio beyond it counts).

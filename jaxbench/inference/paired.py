@@ -7,7 +7,7 @@ per-round ratio ``median(candidate block) / median(baseline block)`` cancels it.
 one pair are **not** independent of each other, though: a pair of processes keeps its own memory
 layout and thread placement for its whole life, so it differs from another pair of the very same
 builds by a few percent. One pair therefore gives one value, :func:`pair_log_ratio`, and the
-interval is taken over pairs (:func:`jaxbench.analysis.verdicts.estimate_paired`).
+interval is taken over pairs (:func:`jaxbench.inference.verdicts.estimate_paired`).
 """
 
 from __future__ import annotations

@@ -1,0 +1,84 @@
+"""Figures derived from a record after the fact: percentiles, FLOP/s and MFU against vendor peaks.
+
+The run measures latency and XLA's FLOP count (:mod:`jaxbench.measure`); how fast that is
+against the device is derived here, where the record is read, so a corrected peak applies to
+every record already written.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from jaxbench.store import Record
+
+TFLOP = 1e12
+
+# Dense (no structured sparsity) peak FLOP/s per device kind and dtype, keyed by
+# ``jax.Device.device_kind``. float32 entries on NVIDIA are the TF32 tensor-core figures, since
+# XLA's default matmul precision runs float32 dots as TF32 on Ampere and Hopper (JAX docs,
+# ``jax.lax.Precision``). Sources: NVIDIA A100 Tensor Core GPU datasheet (2021); NVIDIA H100
+# Tensor Core GPU datasheet (2023, SXM and PCIe columns, sparsity figures halved); NVIDIA H200
+# Tensor Core GPU datasheet (2024, SXM column, sparsity figures halved); Google Cloud TPU system
+# architecture pages for v4, v5e, v5p and v6e (bf16 peak per chip). Unknown kinds get no MFU.
+PEAK_FLOPS: dict[str, dict[str, float]] = {
+    "NVIDIA A100-SXM4-40GB": {"bfloat16": 312 * TFLOP, "float32": 156 * TFLOP},
+    "NVIDIA A100-SXM4-80GB": {"bfloat16": 312 * TFLOP, "float32": 156 * TFLOP},
+    "NVIDIA A100-PCIE-40GB": {"bfloat16": 312 * TFLOP, "float32": 156 * TFLOP},
+    "NVIDIA A100 80GB PCIe": {"bfloat16": 312 * TFLOP, "float32": 156 * TFLOP},
+    "NVIDIA H100 80GB HBM3": {"bfloat16": 989.4 * TFLOP, "float32": 494.7 * TFLOP},
+    "NVIDIA H100 PCIe": {"bfloat16": 756 * TFLOP, "float32": 378 * TFLOP},
+    "NVIDIA H200": {"bfloat16": 989.5 * TFLOP, "float32": 494.5 * TFLOP},
+    "TPU v4": {"bfloat16": 275 * TFLOP},
+    "TPU v5 lite": {"bfloat16": 197 * TFLOP},
+    "TPU v5": {"bfloat16": 459 * TFLOP},
+    "TPU v6 lite": {"bfloat16": 918 * TFLOP},
+}
+
+
+def peak_flops(device_kind: str, dtype: str) -> float | None:
+    """Vendor dense peak FLOP/s for ``device_kind`` at ``dtype``; ``None`` when not in the table."""
+    return PEAK_FLOPS.get(device_kind, {}).get(dtype)
+
+
+def mfu(flops: float | None, latency_s: float | None, peak: float | None) -> float | None:
+    """Model FLOP utilisation: ``flops / latency_s / peak`` (a fraction, 0..1).
+
+    ``None`` when any input is missing or not positive: an unknown device gets no MFU, not a guess.
+    Definition as in Chowdhery et al., "PaLM" (2022), appendix B.
+    """
+    if not flops or not latency_s or not peak or latency_s <= 0:
+        return None
+    return flops / latency_s / peak
+
+
+def record_figures(record: Record) -> dict[str, Any]:
+    """Summary of one record's samples.
+
+    Returns:
+        ``n``; ``p50_s``, ``p95_s``, ``iqr_s`` (seconds, numpy's linear-interpolation percentiles;
+        ``None`` without samples); ``flops_per_s`` (FLOP/s at the p50 latency); ``mfu`` (fraction
+        of the device's peak at the record's dtype, ``None`` for unknown devices).
+    """
+    samples = np.asarray(record.samples_s, dtype=float)
+    if samples.size == 0:
+        return {
+            "n": 0,
+            "p50_s": None,
+            "p95_s": None,
+            "iqr_s": None,
+            "flops_per_s": None,
+            "mfu": None,
+        }
+    p25, p50, p75, p95 = np.percentile(samples, [25, 50, 75, 95])
+    rate = record.flops / p50 if record.flops and p50 > 0 else None
+    peak = peak_flops(record.env.get("device_kind", ""), str(record.params.get("dtype", "")))
+    return {
+        "n": int(samples.size),
+        "p50_s": float(p50),
+        "p95_s": float(p95),
+        "iqr_s": float(p75 - p25),
+        "flops_per_s": rate,
+        "mfu": mfu(record.flops, float(p50), peak),
+    }

@@ -1,0 +1,251 @@
+"""The one loader: every file of the store, every kind, one bad-line policy.
+
+:func:`load` reads the files :func:`jaxbench.store.scan.store_files` finds. A JSON Lines file
+holds one object per line; a ``.json`` file is one object (or an asv result file, converted to
+records by :mod:`jaxbench.store.asv`). Each object is validated into its model by its ``kind``
+(:data:`jaxbench.store.kinds.STORED`).
+
+**Bad lines.** A line (or file) that cannot be read, is not JSON (e.g. a last line cut short by a
+kill), is not a jaxbench object, is of a kind this version does not know, or has a
+``schema_version`` newer than this version reads is a :class:`Problem` that names the file and
+the line; everything else in the file still loads. ``strict=True`` raises
+:class:`StoreFormatError` at the first such line instead (``jaxbench show --strict``).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import typing
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ValidationError
+
+from jaxbench.store import asv
+from jaxbench.store.kinds import ASV, KINDS, MODELS, STORED, UNMODELLED, kind_of, upgrade
+from jaxbench.store.scan import store_files
+
+#: Bad line numbers named in one problem before "...".
+NAMED_LINES = 5
+
+
+@dataclass(frozen=True)
+class Problem:
+    """A file (or some lines of one) that did not load; the rest of the file still loaded.
+
+    Attributes:
+        path: The file.
+        reason: What is wrong, e.g. ``"line 3: not JSON (cut short?): ..."``.
+    """
+
+    path: str
+    reason: str
+
+    def __str__(self) -> str:
+        return f"{self.path}: {self.reason}"
+
+
+class StoreFormatError(ValueError):
+    """A file holds a bad line (strict loading); the message is ``"<file>:<line>: <reason>"``."""
+
+
+@dataclass(frozen=True)
+class Item:
+    """One object read from the store.
+
+    Attributes:
+        model: The validated model (:class:`~jaxbench.store.Record`, ...).
+        path: The file it came from.
+        line: Its line (from 1) in a JSON Lines file; ``None`` for a ``.json`` file.
+    """
+
+    model: BaseModel
+    path: Path
+    line: int | None
+
+    @property
+    def kind(self) -> str:
+        """The model's ``kind``."""
+        return str(getattr(self.model, "kind", ""))
+
+
+@dataclass
+class Loaded:
+    """What :func:`load` read: the items in file and line order, and the problems."""
+
+    items: list[Item] = field(default_factory=list)
+    problems: list[Problem] = field(default_factory=list)
+
+    def of(self, kind: str) -> list[Item]:
+        """The items of one kind."""
+        return [i for i in self.items if i.kind == kind]
+
+    def models(self, kind: str) -> list[Any]:
+        """The models of one kind."""
+        return [i.model for i in self.of(kind)]
+
+    def extend(self, other: Loaded) -> None:
+        """Add another :class:`Loaded` (items and problems) to this one."""
+        self.items.extend(other.items)
+        self.problems.extend(other.problems)
+
+
+class _Bad(Exception):
+    """One line or file that does not load (the message is the reason)."""
+
+
+def _newest(kind: str) -> int:
+    versions = typing.get_args(MODELS[kind].model_fields["schema_version"].annotation)
+    return max(versions)
+
+
+def _reason(exc: ValidationError, kind: str) -> str:
+    err = exc.errors()[0]
+    loc = [str(p) for p in err["loc"]]
+    if loc and loc[-1] == "schema_version" and len(loc) <= 2:
+        got = err.get("input")
+        return (
+            f"schema_version {got!r} of kind {kind!r} is newer than this jaxbench reads "
+            f"(up to {_newest(kind)}): upgrade jaxbench"
+        )
+    where = ".".join(loc[1:]) or "top level"  # loc[0] is the union's tag
+    return f"not a valid {kind}: {where}: {err['msg']}"
+
+
+def _models(raw: Any, path: Path) -> list[BaseModel]:
+    """The models of one parsed JSON object (several for an asv result file)."""
+    kind = kind_of(raw)
+    if kind is None:
+        raise _Bad(
+            "not a jaxbench object (no 'kind', and not an older record, live comparison, "
+            "sweep or asv result)"
+        )
+    if kind in UNMODELLED:
+        return []
+    if kind == ASV:
+        try:
+            return list(asv.records(raw, path))
+        except asv.AsvFormatError as exc:
+            raise _Bad(str(exc)) from None
+    if kind not in KINDS:
+        raise _Bad(f"kind {kind!r} is not one this jaxbench reads ({', '.join(sorted(KINDS))})")
+    try:
+        return [STORED.validate_python(upgrade(raw, kind))]
+    except ValidationError as exc:
+        raise _Bad(_reason(exc, kind)) from None
+
+
+def _parse(data: bytes, path: Path) -> list[BaseModel]:
+    try:
+        raw = json.loads(data.decode("utf-8"))
+    except UnicodeDecodeError as exc:
+        raise _Bad(f"not UTF-8 text: {exc}") from None
+    except ValueError as exc:
+        raise _Bad(f"not JSON (cut short?): {exc}") from None
+    return _models(raw, path)
+
+
+def _summary(bad: list[tuple[int, str]], loaded: int) -> str:
+    first_line, first_reason = bad[0]
+    kept = f"{loaded} loaded" if loaded else "nothing loaded"
+    if len(bad) == 1:
+        return f"line {first_line}: {first_reason}; {kept}"
+    lines = ", ".join(str(n) for n, _ in bad[:NAMED_LINES]) + (", ..." * (len(bad) > NAMED_LINES))
+    return f"{len(bad)} bad lines ({lines}; first: {first_reason}); {kept}"
+
+
+def read_file(path: str | os.PathLike[str], strict: bool = False) -> Loaded:
+    """Every object of one file (see the module docstring for what goes wrong and how).
+
+    Raises:
+        StoreFormatError: ``strict`` and a line or the file does not load.
+    """
+    path = Path(path)
+    out = Loaded()
+    try:
+        data = path.read_bytes()
+    except OSError as exc:
+        if strict:
+            raise StoreFormatError(f"{path}: cannot be read: {exc.strerror or exc}") from exc
+        out.problems.append(Problem(str(path), f"cannot be read: {exc.strerror or exc}"))
+        return out
+    if path.suffix != ".jsonl":
+        try:
+            out.items.extend(Item(m, path, None) for m in _parse(data, path))
+        except _Bad as exc:
+            if strict:
+                raise StoreFormatError(f"{path}: {exc}") from None
+            out.problems.append(Problem(str(path), str(exc)))
+        return out
+    bad: list[tuple[int, str]] = []
+    for lineno, line in enumerate(data.splitlines(), start=1):
+        if not line.strip():
+            continue
+        try:
+            out.items.extend(Item(m, path, lineno) for m in _parse(line, path))
+        except _Bad as exc:
+            if strict:
+                raise StoreFormatError(f"{path}:{lineno}: {exc}") from None
+            bad.append((lineno, str(exc)))
+    if bad:
+        out.problems.append(Problem(str(path), _summary(bad, len(out.items))))
+    return out
+
+
+def load(
+    paths: Iterable[str | os.PathLike[str]] | str | os.PathLike[str],
+    kinds: Iterable[str] | None = None,
+    strict: bool = False,
+) -> Loaded:
+    """Read every store file under ``paths`` (files, or folders searched recursively).
+
+    Args:
+        paths: Files or folders.
+        kinds: Keep only these kinds (:data:`jaxbench.store.kinds.KINDS`); default all. Objects
+            of other kinds are passed over, but a file named explicitly that holds none of them
+            is a :class:`Problem` (e.g. a live comparison file given where records are read).
+        strict: Raise at the first bad line instead of reporting it.
+
+    Returns:
+        The items in file and line order, and the problems.
+
+    Raises:
+        FileNotFoundError: A named path does not exist.
+        ValueError: ``kinds`` names a kind the store does not have.
+        StoreFormatError: ``strict`` and a line does not load.
+    """
+    if isinstance(paths, str | os.PathLike):
+        paths = [paths]
+    wanted = frozenset(KINDS if kinds is None else kinds)
+    if unknown := wanted - KINDS:
+        raise ValueError(f"unknown kinds {sorted(unknown)}; the store has {sorted(KINDS)}")
+    out = Loaded()
+    for path, named in store_files(paths):
+        found = read_file(path, strict=strict)
+        keep = [i for i in found.items if i.kind in wanted]
+        out.items.extend(keep)
+        out.problems.extend(found.problems)
+        if named and not keep and not found.problems:
+            held = sorted({i.kind for i in found.items}) or ["nothing"]
+            what = " or ".join(sorted(wanted))
+            out.problems.append(Problem(str(path), f"holds no {what} (it holds {', '.join(held)})"))
+    return out
+
+
+def read_model[M: BaseModel](path: str | os.PathLike[str], model: type[M]) -> M:
+    """The one object of a ``.json`` file that must be of ``model``'s kind (e.g. ``sweep.json``).
+
+    Raises:
+        StoreFormatError: The file does not load, or holds another kind (names the file).
+        OSError: Only through ``StoreFormatError``: an unreadable file is reported there too.
+    """
+    loaded = read_file(path, strict=True)
+    found = [i.model for i in loaded.items if isinstance(i.model, model)]
+    if len(found) != 1 or len(loaded.items) != 1:
+        held = ", ".join(sorted({i.kind for i in loaded.items})) or "nothing"
+        kind = model.model_fields["kind"].default
+        raise StoreFormatError(f"{path}: holds {held}, not one {kind}")
+    return found[0]

@@ -1,0 +1,38 @@
+"""Failures that must not grow or hang: a kept preparation error, a worker that stops answering."""
+
+import traceback
+
+import pytest
+
+from jaxbench import prepared
+from jaxbench.interleave.session import Worker, WorkerDied
+from jaxbench.workloads import GateFailure
+
+
+def test_a_kept_preparation_error_is_raised_afresh_each_time(monkeypatch):
+    def fails(*args, **kwargs):
+        raise GateFailure("loss is not finite")
+
+    monkeypatch.setattr(prepared, "_prepare_now", fails)
+    monkeypatch.setattr(prepared, "_PREPARED", {})
+    params = {"size": "tiny", "dtype": "float32", "optimizer": "sgd", "donate": True}
+    depths = []
+    for _ in range(3):
+        with pytest.raises(GateFailure, match="loss is not finite") as err:
+            prepared.prepare("train_step", params, "cpu")
+        depths.append(len(traceback.extract_tb(err.value.__traceback__)))
+    assert depths[0] == depths[1] == depths[2]
+    assert len(prepared._PREPARED) == 1  # kept, not prepared again
+
+
+def test_a_worker_that_gives_no_answer_is_killed_and_named(tmp_path):
+    hung = tmp_path / "python"
+    hung.write_text("#!/bin/sh\necho 'loading...' >&2\nexec sleep 600\n")
+    hung.chmod(0o755)
+    worker = Worker(str(hung), "cpu", timeout_s=0.5)
+    try:
+        with pytest.raises(WorkerDied, match=r"gave no answer to 'ping' within 0.5 s; killed"):
+            worker.request(op="ping")
+        assert worker._proc.wait(timeout=30) != 0
+    finally:
+        worker.close()

@@ -1,0 +1,115 @@
+"""Imports flow one way through the package (docs/architecture.md); a test fails on any other."""
+
+import ast
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import ROOT
+
+PACKAGE = ROOT / "jaxbench"
+#: Each module of the package belongs to one layer; a module may import its own layer and lower
+#: ones only. The flow: store and inference (neutral) -> measure -> workloads -> cases ->
+#: runner and drift -> (cluster | interleave | calibrate) -> analysis -> the command line.
+LAYERS: dict[str, int] = {
+    "store": 0,
+    "inference": 0,
+    "tolerance": 0,
+    "backends": 0,
+    "folders": 0,
+    "measure": 1,
+    "env": 2,
+    "workloads": 2,
+    "cases": 3,
+    "prepared": 3,
+    "runner": 4,
+    "drift": 4,
+    "cluster": 5,
+    "interleave": 5,
+    "calibrate": 5,
+    "analysis": 6,
+    "tables": 7,
+    "cli_options": 7,
+    "cli": 7,
+    "cluster_cli": 7,
+    "compare_cli": 7,
+    "calibrate_cli": 7,
+    "drift_cli": 7,
+    "report_cli": 7,
+    "__main__": 7,
+    "__init__": 7,
+}
+
+
+def unit(module: str) -> str:
+    """``jaxbench.analysis.frames`` -> ``analysis``: the package or top-level module."""
+    parts = module.split(".")
+    return parts[1] if len(parts) > 1 else "__init__"
+
+
+def imports(path: Path) -> set[str]:
+    """Every ``jaxbench`` module ``path`` imports, at the top or inside a function."""
+    found = set()
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Import):
+            found |= {a.name for a in node.names if a.name.startswith("jaxbench")}
+        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+            if node.module == "jaxbench":  # from jaxbench import env
+                found |= {f"jaxbench.{a.name}" for a in node.names}
+            elif node.module.startswith("jaxbench."):
+                found.add(node.module)
+    return found
+
+
+def modules() -> list[tuple[str, Path]]:
+    out = []
+    for path in sorted(PACKAGE.rglob("*.py")):
+        dotted = ".".join(path.relative_to(ROOT).with_suffix("").parts)
+        out.append((dotted.removesuffix(".__init__") if path.name == "__init__.py" else dotted,
+                    path))  # fmt: skip
+    return out
+
+
+def against_the_flow() -> list[str]:
+    wrong = []
+    for module, path in modules():
+        here = unit(module) if module != "jaxbench" else "__init__"
+        for target in imports(path):
+            there = unit(target)
+            if there == "__version__" or there == here:
+                continue
+            if LAYERS[there] > LAYERS[here]:
+                wrong.append(f"{module} imports {target} ({here} {LAYERS[here]} < {there} "
+                             f"{LAYERS[there]})")  # fmt: skip
+    return wrong
+
+
+def test_every_module_has_a_layer():
+    missing = {unit(m) for m, _ in modules() if m != "jaxbench"} - set(LAYERS)
+    assert not missing, f"add to LAYERS (and docs/architecture.md): {sorted(missing)}"
+
+
+def test_imports_flow_one_way():
+    assert against_the_flow() == []
+
+
+@pytest.mark.parametrize(
+    ("module", "target"),
+    [
+        ("analysis/frames.py", "jaxbench.cli"),  # analysis importing the command line
+        ("analysis/frames.py", "jaxbench.tables"),
+        ("interleave/session.py", "jaxbench.analysis.frames"),  # interleave importing analysis
+        ("drift/check.py", "jaxbench.analysis.versions"),  # drift importing analysis
+        ("measure/harness.py", "jaxbench.cluster.sweep"),  # measure importing cluster
+        ("store/loader.py", "jaxbench.measure"),  # the store importing anything of jaxbench
+    ],
+)
+def test_an_import_against_the_flow_is_caught(module, target, tmp_path, monkeypatch):
+    path = PACKAGE / module
+    text = path.read_text(encoding="utf-8")
+    monkeypatch.setattr(Path, "read_text", lambda self, encoding=None: (
+        text + f"\n\ndef _probe():\n    import {target}\n" if self == path
+        else Path.read_bytes(self).decode()))  # fmt: skip
+    wrong = against_the_flow()
+    assert any(w.startswith(f"jaxbench.{module[:-3].replace('/', '.')} imports {target}")
+               for w in wrong), wrong  # fmt: skip

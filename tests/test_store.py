@@ -1,0 +1,247 @@
+"""The record store: every kind through one writer and one loader, one bad-line policy."""
+
+import errno
+import json
+import os
+
+import pytest
+from analysis_data import record, write_versions
+from test_calibrate import record as calibration_record
+from typer.testing import CliRunner
+
+from jaxbench.analysis import load_results
+from jaxbench.analysis.frames import samples_frame
+from jaxbench.cli import app
+from jaxbench.store import (
+    KINDS,
+    Appender,
+    CaseComparison,
+    DriftRow,
+    PairRun,
+    Record,
+    ReferenceManifest,
+    Round,
+    StoreFormatError,
+    SweepManifest,
+    load,
+    read_file,
+    read_model,
+    write_json,
+    write_jsonl,
+)
+from jaxbench.store import files as store_files
+from jaxbench.store.drift import ReferenceInfo
+from jaxbench.store.record import SCHEMA_VERSION
+
+
+def make_record(**overrides) -> Record:
+    fields = {
+        "run_id": "r1",
+        "benchmark": "train_step",
+        "params": {"size": "tiny", "dtype": "float32"},
+        "status": "ok",
+        "samples_s": [0.1, 0.2, 0.3],
+        "env": {"jax": "0.12.0", "jaxlib": "0.12.0", "backend": "cpu", "device_kind": "cpu"},
+    }
+    return Record(**(fields | overrides))
+
+
+def comparison() -> CaseComparison:
+    rounds = [Round(order="AB", baseline_s=[1e-3, 1.1e-3], candidate_s=[1e-3, 1.2e-3])]
+    pair = PairRun(index=0, rounds=rounds, started_at="2026-01-01T00:00:00+00:00")
+    return CaseComparison(mode="interleaved", workload="train_step", params={"size": "tiny"},
+                          schedule={"pairs": 1}, pairs=[pair],
+                          started_at="2026-01-01T00:00:00+00:00")  # fmt: skip
+
+
+def drift_row() -> DriftRow:
+    ref = ReferenceInfo(path="ref", created_at="2026", jax="0.12.0", jaxlib="0.12.0",
+                        backend="cpu", device_kind="cpu")  # fmt: skip
+    return DriftRow(run_id="d1", checked_at="2026", workload="train_step", dtype="float32",
+                    set="standard", output="loss", rtol=1e-5, atol=1e-6, within_tolerance=True,
+                    env={"jax": "0.12.0"}, reference=ref)  # fmt: skip
+
+
+def manifest() -> SweepManifest:
+    return SweepManifest(sweep_id="s1", created_at="2026", profile_path=None,
+                         profile={"executor": "local"}, backend="cpu", timing={}, worker_env={},
+                         env_root="envs", tasks=[])  # fmt: skip
+
+
+def reference() -> ReferenceManifest:
+    return ReferenceManifest(created_at="2026", size="tiny", env={}, tolerances={}, sets=[])
+
+
+def test_every_kind_is_written_and_read_back_by_the_one_loader(tmp_path):
+    with Appender(tmp_path / "run.jsonl") as out:
+        out.write(make_record())
+        out.write(make_record(run_id="r2"))
+    write_jsonl(tmp_path / "interleave-x.jsonl", [comparison()])
+    write_jsonl(tmp_path / "drift-x.jsonl", [drift_row()])
+    write_json(tmp_path / "calibration-x.json", calibration_record())
+    write_json(tmp_path / "sweep" / "sweep.json", manifest())
+    write_json(tmp_path / "sweep" / "records" / "case.json", make_record(run_id="r3"))
+    write_json(tmp_path / "ref" / "reference.json", reference())
+    loaded = load(tmp_path)
+    assert loaded.problems == []
+    assert {i.kind for i in loaded.items} == KINDS
+    assert [r.run_id for r in loaded.models("record")] == ["r1", "r2", "r3"]
+    assert loaded.models("live-comparison") == [comparison()]
+    assert loaded.models("jaxbench-drift") == [drift_row()]
+    assert loaded.models("calibration") == [calibration_record()]
+    assert loaded.models("sweep") == [manifest()]
+    assert [i.line for i in loaded.of("record")] == [1, 2, None]
+    only = load(tmp_path, kinds={"jaxbench-drift"})
+    assert [i.kind for i in only.items] == ["jaxbench-drift"] and not only.problems
+
+
+def test_schema_1_files_without_kind_still_load(tmp_path):
+    old = make_record().model_dump(exclude={"kind", "noise"}) | {"schema_version": 1}
+    live = comparison().model_dump(exclude={"kind", "schema_version"})
+    sweep = manifest().model_dump(exclude={"kind", "schema_version"})
+    (tmp_path / "run.jsonl").write_text(json.dumps(old) + "\n")
+    (tmp_path / "interleave-old.jsonl").write_text(json.dumps(live) + "\n")
+    (tmp_path / "s").mkdir()
+    (tmp_path / "s" / "sweep.json").write_text(json.dumps(sweep))
+    loaded = load(tmp_path)
+    assert loaded.problems == []
+    (rec,) = loaded.models("record")
+    assert rec.schema_version == 1 and rec.noise == {} and rec.kind == "record"
+    assert loaded.models("live-comparison")[0].schema_version == 1
+    assert read_model(tmp_path / "s" / "sweep.json", SweepManifest).sweep_id == "s1"
+    assert SCHEMA_VERSION == 2 and json.loads(make_record().model_dump_json())["kind"] == "record"
+
+
+def damaged(folder):
+    """A run whose last line is cut short, a foreign JSON file, a line of a future schema."""
+    run = folder / "run.jsonl"
+    with Appender(run) as out:
+        out.write(make_record())
+        out.write(make_record(run_id="r2"))
+    whole = run.read_bytes()
+    future = make_record(run_id="r3").model_dump() | {"schema_version": 3}
+    run.write_bytes(whole + json.dumps(future).encode() + b"\n" + whole.splitlines()[0][:40])
+    (folder / "notes.json").write_text(json.dumps({"title": "not ours"}))
+    return run
+
+
+def test_a_cut_line_a_foreign_file_and_a_future_schema_are_named_and_the_rest_loads(tmp_path):
+    run = damaged(tmp_path)
+    loaded = load(tmp_path)
+    assert [r.run_id for r in loaded.models("record")] == ["r1", "r2"]
+    reasons = {p.path: p.reason for p in loaded.problems}
+    assert set(reasons) == {str(run), str(tmp_path / "notes.json")}
+    assert "2 bad lines (3, 4;" in reasons[str(run)] and "2 loaded" in reasons[str(run)]
+    assert "schema_version 3 of kind 'record' is newer" in reasons[str(run)]
+    assert "not a jaxbench object" in reasons[str(tmp_path / "notes.json")]
+    with pytest.raises(StoreFormatError, match=rf"{run}:3: schema_version 3"):
+        load(run, strict=True)
+
+
+def test_a_cut_last_line_alone_says_so(tmp_path):
+    run = tmp_path / "run.jsonl"
+    with Appender(run) as out:
+        out.write(make_record())
+    run.write_bytes(run.read_bytes() + b'{"kind": "record", "run_id": "r2", "benchm')
+    (problem,) = load(run).problems
+    assert problem.reason.startswith("line 2: not JSON (cut short?)")
+    assert problem.reason.endswith("1 loaded")
+
+
+def test_an_unknown_kind_and_a_file_of_another_kind_named_explicitly(tmp_path):
+    (tmp_path / "x.jsonl").write_text(json.dumps({"kind": "telemetry"}) + "\n")
+    write_jsonl(tmp_path / "interleave-x.jsonl", [comparison()])
+    (unknown,) = load(tmp_path / "x.jsonl").problems
+    assert "kind 'telemetry' is not one this jaxbench reads" in unknown.reason
+    (other,) = load(tmp_path / "interleave-x.jsonl", kinds={"record"}).problems
+    assert other.reason == "holds no record (it holds live-comparison)"
+    assert load(tmp_path, kinds={"record"}).problems == [unknown]  # found in a folder: passed over
+    with pytest.raises(ValueError, match="unknown kinds"):
+        load(tmp_path, kinds={"records"})
+    with pytest.raises(FileNotFoundError, match="nowhere"):
+        load(tmp_path / "nowhere")
+
+
+def test_show_compare_and_report_name_the_same_problems_and_use_the_rest(tmp_path):
+    folder = write_versions(tmp_path / "results", n=20)
+    run = damaged(folder)
+    runner = CliRunner()
+    show = runner.invoke(app, ["show", str(run)])
+    assert show.exit_code == 0, show.output
+    assert "skipped:" in show.output and ":3" not in show.output.split("skipped:")[0]
+    assert "schema_version 3" in show.output and "train_step" in show.output
+    strict = runner.invoke(app, ["show", "--strict", str(run)])
+    assert strict.exit_code == 2 and "run.jsonl:3: schema_version 3" in strict.output
+    compare = runner.invoke(app, ["compare", "0.4.9", "0.4.10", "--results", str(folder)])
+    assert compare.exit_code in (0, 1), compare.output
+    assert "schema_version 3" in compare.output and "notes.json" in compare.output
+    report = runner.invoke(app, ["report", str(folder), "--out", str(tmp_path / "report")])
+    assert report.exit_code == 0, report.output
+    text = (tmp_path / "report" / "report.md").read_text()
+    assert "schema_version 3" in text and "notes.json" in text
+
+
+def test_round_trip_into_frames(tmp_path):
+    path = tmp_path / "run.jsonl"
+    with Appender(path) as w:
+        w.write(make_record())
+        w.write(make_record(status="failed", samples_s=[], error="boom",
+                            params={"size": "small", "dtype": "bfloat16"}))  # fmt: skip
+    assert [r.status for r in read_file(path).models("record")] == ["ok", "failed"]
+    frame, problems = load_results(tmp_path)
+    assert problems == [] and list(frame["param.size"]) == ["tiny", "small"]
+    assert list(frame["source"]) == ["jaxbench", "jaxbench"]
+    samples = samples_frame(frame)
+    assert list(samples["latency_s"]) == [0.1, 0.2, 0.3]
+    assert list(samples["sample"]) == [0, 1, 2]
+
+
+def test_bad_status_is_rejected():
+    with pytest.raises(ValueError):
+        make_record(status="great")
+
+
+def test_appends_from_two_writers_never_interleave_lines(tmp_path):
+    path = tmp_path / "run.jsonl"
+    big = make_record(samples_s=[0.001] * 20000)
+    with Appender(path) as a, Appender(path) as b:
+        for _ in range(5):
+            a.write(big)
+            b.write(make_record())
+    assert len(read_file(path, strict=True).models("record")) == 10
+
+
+def test_a_short_write_is_retried_and_a_write_that_takes_nothing_raises(tmp_path, monkeypatch):
+    real = os.write
+    calls = []
+
+    def short(fd, data):
+        calls.append(len(data))
+        return real(fd, bytes(data[:7]))  # a few bytes at a time, as a full pipe or disk may
+
+    monkeypatch.setattr(store_files.os, "write", short)
+    path = tmp_path / "run.jsonl"
+    with Appender(path) as out:
+        out.write(make_record())
+    write_json(tmp_path / "one.json", make_record(run_id="r2"))
+    assert len(calls) > 2
+    assert read_file(path, strict=True).models("record") == [make_record()]
+    assert read_model(tmp_path / "one.json", Record).run_id == "r2"
+    monkeypatch.setattr(store_files.os, "write", lambda fd, data: 0)
+    with pytest.raises(OSError) as err, Appender(path) as out:
+        out.write(make_record())
+    assert err.value.errno == errno.ENOSPC and "short write" in str(err.value)
+    with pytest.raises(OSError, match="short write"):
+        write_json(tmp_path / "one.json", make_record(run_id="r3"))
+    monkeypatch.setattr(store_files.os, "write", real)
+    assert read_model(tmp_path / "one.json", Record).run_id == "r2"  # the old file stands
+    assert not list(tmp_path.glob(".*.tmp"))
+
+
+def test_a_sweep_folder_counts_each_record_once(tmp_path):
+    sweep = tmp_path / "sweep"
+    write_json(sweep / "sweep.json", manifest())
+    write_json(sweep / "records" / "a.json", record(run_id="s"))
+    write_jsonl(sweep / "results.jsonl", [record(run_id="s")])
+    assert len(load(tmp_path).models("record")) == 1
+    assert len(load([sweep / "results.jsonl"]).models("record")) == 1
