@@ -40,9 +40,13 @@ def report_cmd(
     are taken over processes: a case run in one process per version is inconclusive. The report
     replaces the previous one in --out whole, at the end: Ctrl-C (exit 130) leaves it unchanged.
     """
-    from jaxbench.analysis.report import ReviewInputError, load_review, render_report
-    from jaxbench.analysis.report_context import REPORT_NAME
-    from jaxbench.analysis.review import Settings
+    try:  # the analysis takes seconds to import: Ctrl-C then is an interruption too
+        from jaxbench.analysis.report import ReviewInputError, load_review, render_report
+        from jaxbench.analysis.report_context import REPORT_NAME
+        from jaxbench.analysis.review import Settings
+    except KeyboardInterrupt:
+        message = f"report interrupted while starting; nothing in {out} changed"
+        raise fail(message, code=130) from None
 
     previous = Path(out) / REPORT_NAME
     before = _identity(previous)

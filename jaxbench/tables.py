@@ -144,7 +144,7 @@ def comparison_table(result: Any) -> Table:
 
 
 def live_comparison_table(frame: Any) -> Table:
-    """Rows of :func:`jaxbench.interleave.comparisons_frame` as a table."""
+    """Rows of :func:`jaxbench.analysis.live.comparisons_frame` as a table."""
     table = Table(title="live comparison (candidate / baseline), intervals over process pairs")
     cols = ("case", "baseline", "candidate", "pairs", "rounds", "ratio", "CI", "detectable",
             "verdict")  # fmt: skip

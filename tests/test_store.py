@@ -148,6 +148,22 @@ def test_a_cut_last_line_alone_says_so(tmp_path):
     assert problem.reason.endswith("1 loaded")
 
 
+def test_a_schema_version_that_is_not_a_known_number_is_not_called_newer(tmp_path):
+    line = make_record().model_dump() | {"schema_version": "2"}
+    (tmp_path / "run.jsonl").write_text(json.dumps(line) + "\n")
+    (problem,) = load(tmp_path).problems
+    assert problem.reason.startswith("line 1: schema_version '2' of kind 'record' is not one")
+    assert "newer" not in problem.reason
+
+
+def test_a_study_file_is_passed_over_and_named_for_what_it_holds(tmp_path):
+    study = tmp_path / "sensitivity-x.json"
+    study.write_text(json.dumps({"kind": "sensitivity", "schema_version": 2, "rows": []}))
+    assert load(tmp_path).problems == [] and load(tmp_path).items == []
+    (named,) = load(study, kinds={"record"}).problems
+    assert named.reason == "holds no record (it holds sensitivity)"
+
+
 def test_an_unknown_kind_and_a_file_of_another_kind_named_explicitly(tmp_path):
     (tmp_path / "x.jsonl").write_text(json.dumps({"kind": "telemetry"}) + "\n")
     write_jsonl(tmp_path / "interleave-x.jsonl", [comparison()])

@@ -78,6 +78,8 @@ class Loaded:
 
     items: list[Item] = field(default_factory=list)
     problems: list[Problem] = field(default_factory=list)
+    #: Kinds seen but not read (:data:`jaxbench.store.kinds.UNMODELLED`), e.g. ``sensitivity``.
+    passed_over: set[str] = field(default_factory=set)
 
     def of(self, kind: str) -> list[Item]:
         """The items of one kind."""
@@ -91,10 +93,15 @@ class Loaded:
         """Add another :class:`Loaded` (items and problems) to this one."""
         self.items.extend(other.items)
         self.problems.extend(other.problems)
+        self.passed_over |= other.passed_over
 
 
 class _Bad(Exception):
     """One line or file that does not load (the message is the reason)."""
+
+
+class _Unmodelled(Exception):
+    """An object of a kind the store passes over (the message is the kind)."""
 
 
 def _newest(kind: str) -> int:
@@ -107,10 +114,12 @@ def _reason(exc: ValidationError, kind: str) -> str:
     loc = [str(p) for p in err["loc"]]
     if loc and loc[-1] == "schema_version" and len(loc) <= 2:
         got = err.get("input")
-        return (
-            f"schema_version {got!r} of kind {kind!r} is newer than this jaxbench reads "
-            f"(up to {_newest(kind)}): upgrade jaxbench"
-        )
+        if isinstance(got, int) and not isinstance(got, bool) and got > _newest(kind):
+            return (
+                f"schema_version {got} of kind {kind!r} is newer than this jaxbench reads "
+                f"(up to {_newest(kind)}): upgrade jaxbench"
+            )
+        return f"schema_version {got!r} of kind {kind!r} is not one this jaxbench reads"
     where = ".".join(loc[1:]) or "top level"  # loc[0] is the union's tag
     return f"not a valid {kind}: {where}: {err['msg']}"
 
@@ -124,7 +133,7 @@ def _models(raw: Any, path: Path) -> list[BaseModel]:
             "sweep or asv result)"
         )
     if kind in UNMODELLED:
-        return []
+        raise _Unmodelled(kind)
     if kind == ASV:
         try:
             return list(asv.records(raw, path))
@@ -175,6 +184,8 @@ def read_file(path: str | os.PathLike[str], strict: bool = False) -> Loaded:
     if path.suffix != ".jsonl":
         try:
             out.items.extend(Item(m, path, None) for m in _parse(data, path))
+        except _Unmodelled as exc:
+            out.passed_over.add(str(exc))
         except _Bad as exc:
             if strict:
                 raise StoreFormatError(f"{path}: {exc}") from None
@@ -186,6 +197,8 @@ def read_file(path: str | os.PathLike[str], strict: bool = False) -> Loaded:
             continue
         try:
             out.items.extend(Item(m, path, lineno) for m in _parse(line, path))
+        except _Unmodelled as exc:
+            out.passed_over.add(str(exc))
         except _Bad as exc:
             if strict:
                 raise StoreFormatError(f"{path}:{lineno}: {exc}") from None
@@ -228,8 +241,9 @@ def load(
         keep = [i for i in found.items if i.kind in wanted]
         out.items.extend(keep)
         out.problems.extend(found.problems)
+        out.passed_over |= found.passed_over
         if named and not keep and not found.problems:
-            held = sorted({i.kind for i in found.items}) or ["nothing"]
+            held = sorted({i.kind for i in found.items} | found.passed_over) or ["nothing"]
             what = " or ".join(sorted(wanted))
             out.problems.append(Problem(str(path), f"holds no {what} (it holds {', '.join(held)})"))
     return out
