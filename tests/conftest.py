@@ -1,3 +1,5 @@
+import contextlib
+import fcntl
 import os
 import subprocess
 import sys
@@ -27,3 +29,57 @@ def run_cli(*args: str, cwd: Path | None = None, env: dict | None = None, timeou
         text=True,
         timeout=timeout,
     )
+
+
+# -- running in parallel (pytest-xdist: ``-n auto --dist loadfile`` in pyproject.toml) ---------
+#
+# A test file runs on one worker, in file order (test_slurm.py's module fixture starts one real
+# Slurm cluster and checks its one queue). Files are handed out longest first, so that no worker
+# is left with a long one at the end: seconds each on the 2-core VM (``--durations=0``, serial).
+LONGEST_FIRST = (
+    "test_slurm.py",  # 270
+    "test_asv.py",  # 200
+    "test_cluster.py",  # 190
+    "test_interleave.py",  # 110
+    "test_cli.py",  # 100
+)
+
+
+def _file_rank(item: pytest.Item) -> int:
+    name = item.path.name
+    return LONGEST_FIRST.index(name) if name in LONGEST_FIRST else len(LONGEST_FIRST)
+
+
+def pytest_collection_modifyitems(config, items):
+    items.sort(key=_file_rank)  # stable: tests keep their order within a file
+
+
+@contextlib.contextmanager
+def _flock(path: Path, mode: int):
+    with path.open("a") as f:
+        fcntl.flock(f, mode)
+        try:
+            yield
+        finally:
+            fcntl.flock(f, fcntl.LOCK_UN)
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_protocol(item, nextitem):
+    """Under xdist, an ``alone`` test waits until no other test runs, and holds the others off.
+
+    A readers-writer lock on files in the run's shared temporary folder: every test holds
+    ``run.lock`` shared (its fixtures' setup and teardown included), an ``alone`` test holds it
+    exclusive. The ``gate.lock`` turnstile keeps new tests from starving a waiting ``alone`` one.
+    """
+    if not os.environ.get("PYTEST_XDIST_WORKER"):
+        return (yield)
+    shared = Path(item.config.option.basetemp).parent  # xdist gives each worker a subfolder
+    gate, run = shared / "gate.lock", shared / "run.lock"
+    if item.get_closest_marker("alone"):
+        with _flock(gate, fcntl.LOCK_EX), _flock(run, fcntl.LOCK_EX):
+            return (yield)
+    with _flock(gate, fcntl.LOCK_EX):
+        pass
+    with _flock(run, fcntl.LOCK_SH):
+        return (yield)

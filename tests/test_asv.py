@@ -136,6 +136,7 @@ print(json.dumps({
 """
 
 
+@pytest.mark.alone
 @pytest.mark.slow
 def test_asv_samples_hold_no_compile_and_match_the_plain_loop():
     out = subprocess.run(
@@ -344,15 +345,12 @@ def test_run_two_commits_then_compare_and_continuous_catch_a_regression(tmp_path
     row = [ln for ln in out.stdout.splitlines() if "time_step('tiny', 'float32', 'cpu')" in ln]
     assert len(row) == 1 and row[0].lstrip("| ").startswith("+"), out.stdout  # "+": slower
 
-    # `asv continuous` runs both commits again: exit 1 on a regression beyond the factor ...
+    # `asv continuous` runs both commits again: exit 1 on a regression beyond the factor (how
+    # asv applies its factor is asv's to test, so it is not run a second time with another).
     out = _asv(tmp_path, "continuous", *cfg, *fast, "HEAD~1", "HEAD", script=True)
     assert out.returncode == 1, (out.stdout + out.stderr)[-3000:]
     assert "PERFORMANCE DECREASED" in out.stdout
     assert "bench_train_step.TrainStep.time_step('tiny', 'float32', 'cpu')" in out.stdout
-    # ... and 0 when the change is within it (-f 1000: 1000x slower would be needed).
-    out = _asv(tmp_path, "continuous", *cfg, *fast, "-f", "1000", "HEAD~1", "HEAD", script=True)
-    assert out.returncode == 0, (out.stdout + out.stderr)[-3000:]
-    assert "BENCHMARKS NOT SIGNIFICANTLY CHANGED" in out.stdout
 
     # It needs built environments: an existing one cannot hold two commits.
     out = _asv(tmp_path, "continuous", *cfg, "-E", "existing:same", "HEAD~1", "HEAD", script=True)

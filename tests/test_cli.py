@@ -98,6 +98,7 @@ def _cache_entries(folder):
     return [p for p in folder.rglob("*") if p.is_file()]
 
 
+@pytest.mark.alone
 def test_persistent_cache_thresholds_and_hits(tmp_path):
     cache = tmp_path / "cache"
     # Default thresholds: a small program compiles in well under 1 s and is not written.

@@ -41,6 +41,7 @@ def test_every_sample_blocks_on_the_whole_output_pytree():
     assert min(m.samples_s) >= 0.02  # time.sleep sleeps at least this long
 
 
+@pytest.mark.alone
 def test_blocked_latency_covers_the_work_of_a_large_matmul():
     a = jnp.ones((1024, 1024), jnp.float32)
     f = jax.jit(lambda a: a @ a @ a)
