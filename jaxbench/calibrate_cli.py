@@ -12,6 +12,7 @@ from jaxbench.cli_options import (
     Full,
     Ks,
     Optimizers,
+    Params,
     Sizes,
     Strategies,
     Wrts,
@@ -37,7 +38,12 @@ Workload = Annotated[
 ]
 
 
-def one_case(workload: list[str] | None, full: bool, chosen: dict[str, list | None]) -> Any:
+def one_case(
+    workload: list[str] | None,
+    full: bool,
+    chosen: dict[str, list | None],
+    params: list[str] | None = None,
+) -> Any:
     """The single selected case, unselected parameters at :data:`DEFAULT_SELECTION` values.
 
     Exits 2 with one line naming the option to narrow when the selection is not one case.
@@ -56,7 +62,7 @@ def one_case(workload: list[str] | None, full: bool, chosen: dict[str, list | No
         if unset and all(param in s.param_names for s in specs):
             overrides[param] = [value]
     try:
-        cases = selection(names, full, **overrides)
+        cases = selection(names, full, params, **overrides)
     except ValueError as exc:
         raise fail(str(exc)) from None
     if len(cases) != 1:
@@ -140,6 +146,7 @@ def register(app: typer.Typer) -> None:
         strategy: Strategies = None,
         optimizer: Optimizers = None,
         wrt: Wrts = None,
+        param: Params = None,
         full: Full = False,
         comparisons: Annotated[
             int, typer.Option(help="A/A comparisons (each gives one verdict).")
@@ -188,7 +195,7 @@ def register(app: typer.Typer) -> None:
             raise fail(f"{what}: {exc}") from None
         chosen = {"size": size, "dtype": dtype, "k": k, "strategy": strategy,
                   "optimizer": optimizer, "wrt": wrt}  # fmt: skip
-        case = one_case(workload, full, chosen)
+        case = one_case(workload, full, chosen, param)
         try:
             check_backend(backend)
             schedule = Schedule(pairs=pairs, max_pairs=pairs, rounds=rounds,

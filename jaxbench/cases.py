@@ -35,29 +35,47 @@ def select_cases(
     workloads: Iterable[str] | None = None,
     quick: bool = True,
     overrides: Mapping[str, list[Any]] | None = None,
+    texts: Mapping[str, list[str]] | None = None,
 ) -> list[Case]:
     """The cases of the chosen workloads' grids, with some parameters replaced.
 
     Args:
-        workloads: Workload names; ``None`` for all.
+        workloads: Workload names (built-in, installed, or ``module:factory``); ``None`` for
+            the built-in ones.
         quick: Start from the quick grid (about a minute on 2 CPU cores) or the full one.
         overrides: Parameter name -> values to use instead of the grid's, e.g.
             ``{"size": ["small"], "k": [64]}``; repeated values count once.
+        texts: Parameter name -> values as text (``--param NAME=VALUE``), converted by each user
+            workload that has the parameter (:meth:`UserWorkload.parse_param`).
 
     Raises:
-        ValueError: Unknown workload, a parameter no chosen workload has, or a bad value (the
-            message names the parameter and the choices).
+        ValueError: Unknown workload, a parameter no chosen workload has, a text for a built-in
+            workload's parameter, or a bad value (the message names the parameter).
     """
     names = list(workloads) if workloads else list(WORKLOADS)
     chosen = [get_workload(n) for n in names]
     overrides = {k: list(dict.fromkeys(v)) for k, v in (overrides or {}).items() if v}
+    texts = {k: list(dict.fromkeys(v)) for k, v in (texts or {}).items() if v}
     for param in overrides:
         if not any(param in w.param_names for w in chosen):
             raise ValueError(f"no selected workload has a parameter {param!r}")
+    for param in texts:
+        if not any(param in w.param_names for w in chosen):
+            takes = "; ".join(f"{w.name} takes {', '.join(w.param_names) or 'none'}"
+                              for w in chosen)  # fmt: skip
+            raise ValueError(f"--param {param}: no selected workload has it ({takes})")
     cases = []
     for workload in chosen:
         grid = workload.grid(quick)
         grid.update({k: list(v) for k, v in overrides.items() if k in workload.param_names})
+        for param, values in texts.items():
+            if param not in workload.param_names:
+                continue
+            parse = getattr(workload, "parse_param", None)
+            if parse is None:
+                option = "--" + param.replace("_", "-")
+                raise ValueError(f"--param {param}: {workload.name} takes it as {option}")
+            grid[param] = [parse(param, v) for v in values]
         for values in itertools.product(*(grid[p] for p in workload.param_names)):
             params = dict(zip(workload.param_names, values, strict=True))
             workload.validate(params)

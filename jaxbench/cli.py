@@ -17,6 +17,7 @@ from jaxbench.cli_options import (
     Ks,
     MinSamples,
     Optimizers,
+    Params,
     Sizes,
     Strategies,
     Warmup,
@@ -49,6 +50,7 @@ def list_workloads() -> None:
             console.print(
                 f"  {label}: " + "; ".join(f"{k}={v}" for k, v in grid.items()), highlight=False
             )
+    _list_installed()
     console.print("[bold]sizes[/]")
     for s in SIZES.values():
         console.print(
@@ -56,6 +58,22 @@ def list_workloads() -> None:
             f"d_out={s.d_out} batch={s.batch} params={s.params_count:,} ({s.device})",
             highlight=False,
         )
+
+
+def _list_installed() -> None:
+    """Workloads of installed packages (entry points of ``jaxbench.workloads``), each loaded."""
+    from jaxbench.workloads import get_workload
+    from jaxbench.workloads.user import GROUP, installed
+
+    for name, target in installed().items():
+        try:
+            spec = get_workload(name)
+        except ValueError as exc:
+            err_console.print(f"[yellow]warning:[/] {exc}", highlight=False)
+            continue
+        grid = "; ".join(f"{k}={v[0]!r}" for k, v in spec.grid(True).items()) or "none"
+        console.print(f"[bold]{name}[/]  ({GROUP} entry point {target})", highlight=False)
+        console.print(f"  parameters (--param NAME=VALUE): {grid}", highlight=False)
 
 
 @app.command("run")
@@ -67,6 +85,7 @@ def run_cmd(
     strategy: Strategies = None,
     optimizer: Optimizers = None,
     wrt: Wrts = None,
+    param: Params = None,
     backend: Annotated[
         str, typer.Option("--backend", "-b", help="default, cpu, gpu, cuda, rocm or tpu.")
     ] = "default",
@@ -92,7 +111,7 @@ def run_cmd(
         check_backend(backend)
         timing = TimingConfig(**timing_fields(budget, min_samples, warmup))
         cases = selection(
-            workload, full, size=size, dtype=dtype, k=k, strategy=strategy,
+            workload, full, param, size=size, dtype=dtype, k=k, strategy=strategy,
             optimizer=optimizer, wrt=wrt,
         )  # fmt: skip
         configure_compilation_cache(compilation_cache, min_compile_time_s=cache_min_compile_time)
@@ -143,10 +162,11 @@ def run_cmd(
 def _warn_gpu_sizes_on_cpu(cases: list[Case], backend: str) -> None:
     import jax
 
-    from jaxbench.workloads import SIZES
+    from jaxbench.workloads.sizes import get_size
 
     platform = jax.devices()[0].platform if backend == "default" else backend
-    big = sorted({c.params["size"] for c in cases if SIZES[c.params["size"]].device == "gpu"})
+    sized = {c.params["size"] for c in cases if isinstance(c.params.get("size"), str)}
+    big = sorted(s for s in sized if get_size(s).device == "gpu")
     if big and platform == "cpu":
         err_console.print(
             f"[yellow]warning:[/] size(s) {', '.join(big)} are meant for a GPU; on the CPU one "

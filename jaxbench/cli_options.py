@@ -33,6 +33,10 @@ Optimizers = Annotated[
     list[str] | None, typer.Option("--optimizer", help="Train step: sgd and/or adam.")
 ]
 Wrts = Annotated[list[str] | None, typer.Option("--wrt", help="Forward primal: input or params.")]
+Params = Annotated[
+    list[str] | None,
+    typer.Option("--param", help="NAME=VALUE of a user workload's parameter (repeat to sweep)."),
+]
 Full = Annotated[bool, typer.Option("--full", help="Full grid instead of quick.")]
 Budget = Annotated[float, typer.Option(help="Timed seconds per case.")]
 MinSamples = Annotated[int, typer.Option(help="Samples per case, at least.")]
@@ -42,16 +46,30 @@ Warmup = Annotated[int, typer.Option(help="Warm-up calls per case.")]
 def selection(
     workload: list[str] | None,
     full: bool,
+    params: list[str] | None = None,
     **overrides: list | None,
 ) -> list:
     """The selected :class:`jaxbench.cases.Case` list (quick grid unless ``full``).
 
+    Args:
+        workload: ``--workload`` values; ``None`` for the built-in workloads.
+        full: ``--full``.
+        params: ``--param NAME=VALUE`` texts.
+        overrides: The built-in parameters' options (``size=[...]``).
+
     Raises:
-        ValueError: Unknown workload, parameter or value (from :func:`select_cases`).
+        ValueError: Unknown workload, parameter or value (from :func:`select_cases`), or a
+            ``--param`` without ``=``.
     """
     from jaxbench.cases import select_cases
 
-    return select_cases(workload, quick=not full, overrides=overrides)
+    texts: dict[str, list[str]] = {}
+    for text in params or []:
+        name, sep, value = text.partition("=")
+        if not sep or not name.strip():
+            raise ValueError(f"--param {text!r}: expected NAME=VALUE")
+        texts.setdefault(name.strip(), []).append(value)
+    return select_cases(workload, quick=not full, overrides=overrides, texts=texts)
 
 
 def timing_fields(budget: float, min_samples: int, warmup: int) -> dict:

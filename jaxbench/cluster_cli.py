@@ -15,6 +15,7 @@ from jaxbench.cli_options import (
     Ks,
     MinSamples,
     Optimizers,
+    Params,
     Sizes,
     Strategies,
     Warmup,
@@ -51,6 +52,7 @@ def submit_cmd(
     strategy: Strategies = None,
     optimizer: Optimizers = None,
     wrt: Wrts = None,
+    param: Params = None,
     full: Full = False,
     jax: Annotated[
         str | None,
@@ -140,7 +142,7 @@ def _submit_new(opts: dict[str, Any]) -> tuple[Sweep, Submission | None]:
     selected = {k: opts[k] for k in ("size", "dtype", "k", "strategy", "optimizer", "wrt")}
     try:
         prof = load_profile(opts["profile"])
-        cases = selection(opts["workload"], opts["full"], **selected)
+        cases = selection(opts["workload"], opts["full"], opts["param"], **selected)
         versions = [v.strip() for v in (opts["jax"] or "").split(",") if v.strip()]
         request = dispatch.SweepRequest(
             profile=prof,

@@ -13,6 +13,7 @@ from jaxbench.cli_options import (
     Full,
     Ks,
     Optimizers,
+    Params,
     Sizes,
     Strategies,
     Workloads,
@@ -274,6 +275,7 @@ def register(app: typer.Typer) -> None:
         strategy: Strategies = None,
         optimizer: Optimizers = None,
         wrt: Wrts = None,
+        param: Params = None,
         full: Full = False,
         backend: Annotated[str, typer.Option("--backend", "-b", help="Live backend.")] = "cpu",
         pairs: Annotated[
@@ -320,7 +322,7 @@ def register(app: typer.Typer) -> None:
                 raise fail(f"{what}: {exc}") from None
         opts = {"threshold": threshold, "alpha": alpha}
         live_options = bool(set_a or set_b or workload or size or dtype or k or strategy
-                            or optimizer or wrt or full)  # fmt: skip
+                            or optimizer or wrt or param or full)  # fmt: skip
         if interleave and back_to_back:
             raise fail("--interleave and --back-to-back exclude each other: pick one")
         if not (interleave or back_to_back):
@@ -332,8 +334,8 @@ def register(app: typer.Typer) -> None:
         if results:
             raise fail("--results applies to recorded comparisons, not --interleave")
         try:
-            cases = selection(workload, full, size=size, dtype=dtype, k=k, strategy=strategy,
-                              optimizer=optimizer, wrt=wrt)  # fmt: skip
+            cases = selection(workload, full, param, size=size, dtype=dtype, k=k,
+                              strategy=strategy, optimizer=optimizer, wrt=wrt)  # fmt: skip
             from jaxbench.backends import check_backend
 
             check_backend(backend)

@@ -4,16 +4,21 @@ from jaxbench.workloads.base import Built, GateFailure, NotApplicable, Workload
 from jaxbench.workloads.forward_mode import ForwardMode
 from jaxbench.workloads.sizes import DTYPES, SIZES, MLPSize
 from jaxbench.workloads.train_step import TrainStep
+from jaxbench.workloads.user import Step, UserWorkload, find
 
 WORKLOADS: dict[str, Workload] = {w.name: w for w in (TrainStep(), ForwardMode())}
 
 
 def get_workload(name: str) -> Workload:
-    """Look up a workload by name; ``ValueError`` lists the known ones."""
-    try:
+    """A built-in workload by name, else a user's (:func:`jaxbench.workloads.user.find`).
+
+    Raises:
+        ValueError: Unknown name (the message lists the built-in and installed ones), or a user
+            workload that cannot be imported.
+    """
+    if name in WORKLOADS:
         return WORKLOADS[name]
-    except KeyError:
-        raise ValueError(f"unknown workload {name!r}; choose from {', '.join(WORKLOADS)}") from None
+    return find(name, known=tuple(WORKLOADS))
 
 
 __all__ = [
@@ -25,7 +30,9 @@ __all__ = [
     "GateFailure",
     "MLPSize",
     "NotApplicable",
+    "Step",
     "TrainStep",
+    "UserWorkload",
     "Workload",
     "get_workload",
 ]

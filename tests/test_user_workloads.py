@@ -1,0 +1,213 @@
+"""Bring your own workload: factories by ``module:factory`` and by entry point, on every path."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+import pytest
+from conftest import ROOT, run_cli
+from typer.testing import CliRunner
+
+from jaxbench.analysis import load_results
+from jaxbench.cases import select_cases
+from jaxbench.cli import app
+from jaxbench.store import read_file
+
+FACTORIES = """
+import jax
+import jax.numpy as jnp
+
+from jaxbench.workloads import Step
+
+
+def matmul(n: int = 8, wrong: bool = False, scale=1.0):
+    a = jax.ShapeDtypeStruct((n, n), jnp.float32)
+    reference = (lambda a: a @ a * scale + 1.0) if wrong else None
+    return Step(fn=jax.jit(lambda a: a @ a * scale), args=(a,), reference=reference,
+                flops=2 * n**3)
+
+
+def raises(n: int = 3):
+    raise ValueError(f"n={n} is not a power of two")
+
+
+def wrong_return():
+    return 42
+
+
+def not_jitted():
+    return Step(fn=lambda a: a, args=(jnp.ones(3),))
+
+
+def needs(n):
+    return matmul(n)
+"""
+runner = CliRunner()
+
+
+@pytest.fixture
+def user_module(tmp_path, monkeypatch):
+    """``user_factories`` importable here (sys.path) and in child processes (PYTHONPATH)."""
+    folder = tmp_path / "src"
+    folder.mkdir()
+    (folder / "user_factories.py").write_text(FACTORIES)
+    monkeypatch.syspath_prepend(str(folder))
+    monkeypatch.setenv(
+        "PYTHONPATH", os.pathsep.join([str(folder), os.environ.get("PYTHONPATH", "")])
+    )
+    yield "user_factories"
+    sys.modules.pop("user_factories", None)
+
+
+def test_params_come_from_the_factory_signature_and_param_texts_are_typed(user_module):
+    cases = select_cases([f"{user_module}:matmul"], texts={"n": ["4", "16"], "scale": ["0.5"]})
+    assert [c.params for c in cases] == [
+        {"n": 4, "wrong": False, "scale": 0.5},
+        {"n": 16, "wrong": False, "scale": 0.5},
+    ]
+    (case,) = select_cases([f"{user_module}:matmul"], texts={"wrong": ["yes"]})
+    assert case.params["wrong"] is True and case.params["n"] == 8
+
+
+def test_a_user_workload_is_gated_timed_and_recorded(user_module, tmp_path):
+    out = tmp_path / "r"
+    args = ["run", "-w", f"{user_module}:matmul", "--param", "n=4", "--param", "n=8",
+            "--budget", "0", "--min-samples", "3", "-o", str(out)]  # fmt: skip
+    result = runner.invoke(app, args)
+    assert result.exit_code == 0, result.output
+    frame, problems = load_results([out])
+    assert not problems and list(frame["status"]) == ["ok", "ok"]
+    assert set(frame["benchmark"]) == {f"{user_module}:matmul"}
+    assert [p["n"] for p in frame["params"]] == [4, 8]
+    assert all(g["reference"] == "jax.disable_jit" and g["rtol"] == 1e-5 for g in frame["gate"])
+    assert [m["model_flops"] for m in frame["metrics"]] == [2 * 4**3, 2 * 8**3]
+
+
+def test_a_jitted_path_that_disagrees_with_its_reference_fails_its_gate(user_module, tmp_path):
+    args = ["run", "-w", f"{user_module}:matmul", "--param", "wrong=true", "-o", str(tmp_path)]
+    result = runner.invoke(app, args)
+    assert result.exit_code == 1, result.output
+    (path,) = tmp_path.glob("*.jsonl")
+    (record,) = read_file(path, strict=True).models("record")
+    assert record.status == "failed" and record.samples_s == []
+    assert record.error.startswith(f"correctness gate: {user_module}:matmul: jit vs reference")
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["-w", "{m}:matmul", "--param", "m=3"], "--param m: no selected workload has it"),
+        (["-w", "{m}:matmul", "--param", "n=abc"], "--param n='abc': expected int"),
+        (["-w", "{m}:matmul", "--param", "wrong=maybe"], "expected true or false"),
+        (["-w", "{m}:matmul", "--param", "n"], "--param 'n': expected NAME=VALUE"),
+        (["-w", "{m}:raises"], "'{m}:raises': ValueError: n=3 is not a power of two"),
+        (["-w", "{m}:wrong_return"], "the factory returned int, expected jaxbench.workloads.Step"),
+        (["-w", "{m}:not_jitted"], "Step.fn must be a jax.jit-wrapped function"),
+        (["-w", "{m}:needs"], "needs --param n=VALUE"),
+        (["-w", "{m}:absent"], "{m} has no attribute 'absent'"),
+        (["-w", "no_such_module:f"], "cannot import no_such_module: ModuleNotFoundError"),
+        (["-w", "nope"], "unknown workload 'nope'; choose from train_step, forward"),
+        (
+            ["-w", "train_step", "--param", "size=tiny"],
+            "--param size: train_step takes it as --size",
+        ),
+    ],
+)
+def test_bad_user_workload_input_is_one_line_and_nothing_is_written(user_module, tmp_path, args,
+                                                                     message):  # fmt: skip
+    args = [a.format(m=user_module) for a in args]
+    result = runner.invoke(app, ["run", *args, "-o", str(tmp_path / "r")])
+    assert result.exit_code == 2, result.output
+    lines = result.output.strip().splitlines()
+    assert len(lines) == 1 and message.format(m=user_module) in lines[0], result.output
+    assert not (tmp_path / "r").exists()
+
+
+def test_a_size_beyond_the_named_ones_is_run_not_a_crash(tmp_path):
+    args = ["run", "-w", "train_step", "-s", "tiny*1.05", "-d", "float32", "--optimizer", "sgd",
+            "--budget", "0", "--min-samples", "3", "-o", str(tmp_path)]  # fmt: skip
+    result = runner.invoke(app, args)
+    assert result.exit_code == 0, result.output
+
+
+# -- an installed package with entry points (examples/workloads), through every path ----------
+
+
+@pytest.fixture(scope="module")
+def installed(tmp_path_factory):
+    """``examples/workloads`` built and installed into a folder; the environment that sees it."""
+    site = tmp_path_factory.mktemp("site")
+    done = subprocess.run(
+        [sys.executable, "-m", "pip", "install", "--quiet", "--no-deps", "--target", str(site),
+         str(ROOT / "examples" / "workloads")],
+        capture_output=True, text=True, timeout=600,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    return {"PYTHONPATH": os.pathsep.join([str(site), os.environ.get("PYTHONPATH", "")])}
+
+
+@pytest.mark.slow
+def test_installed_workloads_are_listed_and_run(installed, tmp_path):
+    listed = run_cli("list", env=installed)
+    assert listed.returncode == 0, listed.stderr
+    assert "example_attention" in listed.stdout and "d_model=32" in listed.stdout
+    assert "example_regression" in listed.stdout
+    proc = run_cli("run", "-w", "example_attention", "-w", "example_regression",
+                   "--param", "heads=4", "--budget", "0", "--min-samples", "3",
+                   "-o", str(tmp_path), env=installed)  # fmt: skip
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    frame, _ = load_results([tmp_path])
+    assert list(frame["status"]) == ["ok", "ok"]
+    by_name = frame.set_index("benchmark")
+    assert by_name.loc["example_attention", "params"]["heads"] == 4
+    assert by_name.loc["example_regression", "gate"]["reference"] == "reference"
+    assert by_name.loc["example_attention", "metrics"]["tokens"] == 32
+
+
+@pytest.mark.slow
+def test_installed_workloads_go_through_interleave_and_a_local_sweep(installed, tmp_path):
+    live = run_cli("compare", "current", "current", "--interleave", "-w", "example_regression",
+                   "--pairs", "2", "--max-pairs", "2", "--rounds", "6", "--warmup-rounds", "1",
+                   "-o", str(tmp_path / "live"), env=installed)  # fmt: skip
+    assert live.returncode in (0, 1), live.stdout + live.stderr
+    (path,) = (tmp_path / "live").glob("interleave-*.jsonl")
+    (comparison,) = read_file(path, strict=True).models("live-comparison")
+    assert comparison.status == "ok" and len(comparison.pairs) == 2
+    assert comparison.baseline.benchmark == "example_regression"
+    sweep = run_cli("submit", "-p", "local", "-w", "example_attention", "--param", "seq=8",
+                    "--budget", "0", "--min-samples", "3", "--sweeps-dir", str(tmp_path / "s"),
+                    "--wait", env=installed)  # fmt: skip
+    assert sweep.returncode == 0, sweep.stdout + sweep.stderr
+    (folder,) = (tmp_path / "s").glob("sweep-*")
+    records = read_file(folder / "results.jsonl", strict=True).models("record")
+    assert [(r.benchmark, r.status, r.params["seq"]) for r in records] == [
+        ("example_attention", "ok", 8)
+    ]
+
+
+def test_the_example_factories_check_their_parameters():
+    sys.path.insert(0, str(ROOT / "examples" / "workloads"))
+    try:
+        from jaxbench_example_workloads import attention_block, regression_step
+    finally:
+        sys.path.remove(str(ROOT / "examples" / "workloads"))
+    with pytest.raises(ValueError, match=r"d_model \(30\) must be a multiple of heads \(4\)"):
+        attention_block(d_model=30, heads=4)
+    with pytest.raises(ValueError, match="lr must be > 0"):
+        regression_step(lr=0)
+
+
+def test_the_asv_template_times_the_example_workload(monkeypatch):
+    monkeypatch.syspath_prepend(str(ROOT / "examples" / "workloads"))
+    monkeypatch.syspath_prepend(str(ROOT / "examples" / "asv"))
+    import bench_user_workload as template
+
+    monkeypatch.setattr(template, "WORKLOAD", "jaxbench_example_workloads:regression_step")
+    bench = template.UserStep()
+    bench.setup(64, "cpu")
+    bench.time_step(64, "cpu")
+    assert bench.case.gate["reference"] == "reference"
+    with pytest.raises(NotImplementedError, match="not present"):
+        bench.setup(64, "gpu")
