@@ -35,13 +35,16 @@ TRACK_TIMING = TimingConfig(budget_s=0.2, min_samples=10, warmup_calls=3)
 """Steady-state timing behind the FLOP/s and MFU tracks."""
 
 
-def skip_reason(backend: str, size: str) -> str | None:
-    """Why a case cannot run here (backend absent, GPU size on a CPU), or ``None``."""
+def skip_reason(backend: str, size: str | None) -> str | None:
+    """Why a case cannot run here (backend absent, GPU size on a CPU), or ``None``.
+
+    ``size`` is ``None`` for workloads without a model size (the loop family).
+    """
     try:
         device = resolve_device(backend)
     except RuntimeError as exc:
         return str(exc)
-    if device.platform == "cpu" and get_size(size).device != "cpu":
+    if size is not None and device.platform == "cpu" and get_size(size).device != "cpu":
         return f"size {size!r} is meant for an accelerator, not the CPU"
     return None
 
@@ -57,7 +60,7 @@ def prepared(workload: str, params: Mapping[str, Any], backend: str) -> Prepared
         jaxbench.workloads.GateFailure: The case failed its correctness gate: the benchmark
             fails, the others still run.
     """
-    reason = skip_reason(backend, params["size"])
+    reason = skip_reason(backend, params.get("size"))
     if reason:
         raise NotImplementedError(reason)
     try:
@@ -95,7 +98,7 @@ class _Costs:
         for combo in itertools.product(*self.params):
             backend = combo[-1]
             case = Case(self.workload, self.case_params(*combo))
-            reason = skip_reason(backend, case.params["size"])
+            reason = skip_reason(backend, case.params.get("size"))
             if reason:
                 out[repr(combo)] = {"status": "skipped", "error": reason}
                 continue

@@ -105,8 +105,29 @@ def _offline(baseline: str, candidate: str, results: list[Path], opts: dict[str,
     for line in verdict_notes(result.table):
         console.print(line, highlight=False)
     console.print(f"mode: sequential; {BASIS}; verdicts: {_counts(result.table)}")
+    _print_exponent_changes(frame, "side" if by == "side" else "jax", baseline, candidate,
+                            opts["alpha"])  # fmt: skip
     _cite_calibration(results if not all(exists) else as_paths, set(result.table["case"]))
     _exit_for(result.table)
+
+
+def _print_exponent_changes(
+    frame: Any, by: str, baseline: str, candidate: str, alpha: float
+) -> None:
+    """One line per swept parameter whose scaling exponent both sides have (analysis.scaling)."""
+    from jaxbench.analysis.scaling import exponent_changes, exponents_frame
+
+    changes = exponent_changes(exponents_frame(frame, alpha, by=by), [(baseline, candidate)],
+                               alpha=alpha)  # fmt: skip
+    for r in changes.itertuples():
+        why = f" ({r.reason})" if r.reason else ""
+        console.print(
+            f"scaling: {r.benchmark} {r.params}: exponent of latency in {r.swept} "
+            f"{r.exponent_baseline:.2f} -> {r.exponent_candidate:.2f}, change "
+            f"{r.difference:+.2f} [{r.ci_low:+.2f}, {r.ci_high:+.2f}]: {r.verdict}{why}",
+            highlight=False,
+            soft_wrap=True,
+        )
 
 
 def _counts(table: Any) -> str:

@@ -88,6 +88,7 @@ def test_suite_discovery_names_units_and_params():
         "bench_train_step.TrainStepCosts.track_device_peak_bytes",
         "bench_forward.ForwardProducts.time_products",
         "bench_forward.ForwardCosts.track_held_bytes",
+        "bench_loops.Loop.time_loop",
     ):
         assert name in found, sorted(found)
     assert not [n for n in found if "_Costs" in n or ".common." in n]

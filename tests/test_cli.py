@@ -167,6 +167,7 @@ def test_gpu_check_script_runs_end_to_end_on_the_cpu(tmp_path):
         "TRAIN_SIZES": "tiny",
         "FORWARD_SIZES": "tiny",
         "KS": "2",
+        "TRIPS": "8 16",
         "DTYPES": "float32",
         "BUDGET": "0",
         "MIN_SAMPLES": "3",
@@ -188,5 +189,7 @@ def test_gpu_check_script_runs_end_to_end_on_the_cpu(tmp_path):
         "forward/linearize_apply",
         "forward/jvp_loop",
         "forward/jacfwd",
+        "loop/at_set",
     }
     assert set(frame["status"]) == {"ok"}
+    assert sorted(frame.loc[frame["benchmark"] == "loop/at_set", "param.trip"].unique()) == [8, 16]

@@ -36,6 +36,7 @@ from jaxbench.analysis.report_context import FIGURES, REPORT_NAME, ReportContext
 from jaxbench.analysis.report_figures import FIGURE_SECTIONS
 from jaxbench.analysis.report_live import live_section
 from jaxbench.analysis.report_method import calibration_section, method_section
+from jaxbench.analysis.report_scaling import scaling_section
 from jaxbench.analysis.report_tables import (
     drift_section,
     environment_section,
@@ -66,6 +67,7 @@ DEFAULT_SECTIONS: tuple[Section, ...] = (
     improvements_section,
     live_section,
     inconclusive_section,
+    scaling_section,
     pairs_section,
     environment_section,
     drift_section,

@@ -2,11 +2,12 @@
 
 from jaxbench.workloads.base import Built, GateFailure, NotApplicable, Workload
 from jaxbench.workloads.forward_mode import ForwardMode
+from jaxbench.workloads.loops import Loops
 from jaxbench.workloads.sizes import DTYPES, SIZES, MLPSize
 from jaxbench.workloads.train_step import TrainStep
 from jaxbench.workloads.user import Step, UserWorkload, find
 
-WORKLOADS: dict[str, Workload] = {w.name: w for w in (TrainStep(), ForwardMode())}
+WORKLOADS: dict[str, Workload] = {w.name: w for w in (TrainStep(), ForwardMode(), Loops())}
 
 
 def get_workload(name: str) -> Workload:
@@ -28,6 +29,7 @@ __all__ = [
     "Built",
     "ForwardMode",
     "GateFailure",
+    "Loops",
     "MLPSize",
     "NotApplicable",
     "Step",

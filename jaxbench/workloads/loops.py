@@ -1,0 +1,235 @@
+"""Workload: loops that write one slice of a buffer per step, swept over the trip count.
+
+Each step advances a carried state ``h_t = tanh(w * h_{t-1} + x_t)`` (width :data:`WIDTH`,
+``h_0 = 0``, ``w`` the primal, ``x`` of shape ``(trip, WIDTH)``) and writes ``h_t`` into row
+``t`` of a ``(trip, WIDTH)`` buffer, in one of four ways (``body``):
+
+- ``at_set``: ``jax.lax.fori_loop`` with ``buf.at[t].set(h)``;
+- ``dynamic_update_slice``: ``fori_loop`` with ``jax.lax.dynamic_update_slice``;
+- ``scan_stack``: ``jax.lax.scan`` emitting ``h`` as its stacked output;
+- ``shift``: ``fori_loop`` that shifts the whole buffer up one row and appends ``h``: a full
+  copy per step, so quadratic in the trip count on purpose (the known exponent 2 of the scaling
+  tests); not in the grids, select it with ``--param body=shift``.
+
+The first three update the buffer in place when XLA keeps the loop's buffer aliased: their
+latency is linear in the trip count (scaling exponent 1), and a JAX version that starts copying
+the buffer shows as an exponent near 2 (:mod:`jaxbench.inference.scaling`). Each body is timed
+``mode``:
+
+- ``plain``: the buffer;
+- ``grad``: ``jax.grad`` of the buffer's sum with respect to ``w`` (the loop run backwards);
+- ``linearize``: the JVP in one tangent direction of ``w``, applying the linear function made
+  once by ``jax.linearize`` before timing (its residuals: ``held_bytes``).
+
+The gate compares every mode with a float64 NumPy recurrence (the buffer, its gradient by the
+reverse recurrence, its tangent by the forward one), and checks that a ``w`` of the wrong shape
+raises :class:`LoopShapeError`.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable, Mapping
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from jaxbench.measure.harness import CompileTarget
+from jaxbench.workloads.base import Built, GateFailure, check_close
+
+BODIES = ("at_set", "dynamic_update_slice", "scan_stack", "shift")
+MODES = ("plain", "grad", "linearize")
+#: Width of the carried state and of one buffer row (float32 elements).
+WIDTH = 64
+TRIP_MAX = 1 << 20
+#: Scale of ``w``: below 1, so the recurrence is contractive and float32 stays within 1e-5.
+W_SCALE = 0.5
+
+
+class LoopShapeError(ValueError):
+    """``w`` or ``x`` does not have the loop's shape; the message gives the expected one."""
+
+
+def run(body: str, x: jax.Array, w: jax.Array) -> jax.Array:
+    """The ``(trip, WIDTH)`` buffer of ``h_1 .. h_trip`` written by ``body``.
+
+    Raises:
+        LoopShapeError: ``x`` is not 2-D, or ``w`` is not ``(x.shape[1],)`` (at trace time).
+        ValueError: Unknown ``body``.
+    """
+    if x.ndim != 2 or w.shape != (x.shape[-1],):
+        raise LoopShapeError(
+            f"w has shape {tuple(w.shape)} and x {tuple(x.shape)}; expected w (width,) and x "
+            "(trip, width)"
+        )
+    h0 = jnp.zeros_like(w)
+
+    def advance(h: jax.Array, x_t: jax.Array) -> jax.Array:
+        return jnp.tanh(w * h + x_t)
+
+    if body == "scan_stack":
+        return jax.lax.scan(lambda h, x_t: (advance(h, x_t),) * 2, h0, x)[1]
+    writes: dict[str, Callable[[jax.Array, jax.Array, Any], jax.Array]] = {
+        "at_set": lambda buf, h, t: buf.at[t].set(h),
+        "dynamic_update_slice": lambda buf, h, t: jax.lax.dynamic_update_slice(
+            buf, h[None], (t, 0)
+        ),
+        "shift": lambda buf, h, t: jnp.concatenate([buf[1:], h[None]]),
+    }
+    if body not in writes:
+        raise ValueError(f"unknown body {body!r}; choose from {', '.join(BODIES)}")
+    write = writes[body]
+
+    def step(t: Any, carry: tuple[jax.Array, jax.Array]) -> tuple[jax.Array, jax.Array]:
+        h, buf = carry
+        h = advance(h, x[t])
+        return h, write(buf, h, t)
+
+    return jax.lax.fori_loop(0, x.shape[0], step, (h0, jnp.zeros_like(x)))[1]
+
+
+def _loss(body: str, x: jax.Array, w: jax.Array) -> jax.Array:
+    return jnp.sum(run(body, x, w))
+
+
+def _linearize(body: str, x: jax.Array, w: jax.Array) -> tuple[jax.Array, Any]:
+    return jax.linearize(functools.partial(run, body, x), w)
+
+
+def _apply(f_lin: Any, v: jax.Array) -> jax.Array:
+    return f_lin(v)
+
+
+@functools.cache
+def jitted(body: str) -> dict[str, Any]:
+    """The jitted callables of one body (cached, so a rebuilt case reuses its programs)."""
+    return {
+        "plain": jax.jit(functools.partial(run, body)),
+        "grad": jax.jit(jax.grad(functools.partial(_loss, body), argnums=1)),
+        "linearize": jax.jit(functools.partial(_linearize, body)),
+        "apply": jax.jit(_apply),
+    }
+
+
+def reference(x: np.ndarray, w: np.ndarray, v: np.ndarray) -> dict[str, np.ndarray]:
+    """The buffer, ``d sum(buffer) / dw`` and the tangent along ``v``, in float64 NumPy.
+
+    Forward: ``h_t = tanh(w h_{t-1} + x_t)``, tangent ``dh_t = (1 - h_t^2)(w dh_{t-1} + v
+    h_{t-1})``. Reverse: ``g_t = 1 + g_{t+1} (1 - h_{t+1}^2) w`` (``dL/dh_t``), and
+    ``dL/dw = sum_t g_t (1 - h_t^2) h_{t-1}``.
+    """
+    x, w, v = (np.asarray(a, dtype=np.float64) for a in (x, w, v))
+    trip = x.shape[0]
+    h = np.zeros((trip + 1, w.size))
+    dh = np.zeros_like(h)
+    for t in range(trip):
+        h[t + 1] = np.tanh(w * h[t] + x[t])
+        dh[t + 1] = (1 - h[t + 1] ** 2) * (w * dh[t] + v * h[t])
+    grad, g = np.zeros_like(w), np.zeros_like(w)
+    for t in range(trip, 0, -1):
+        g = 1 + (g * (1 - h[t + 1] ** 2) * w if t < trip else 0)
+        grad += g * (1 - h[t] ** 2) * h[t - 1]
+    return {"plain": h[1:], "grad": grad, "linearize": dh[1:]}
+
+
+def check_trip(trip: Any) -> int:
+    """Raise ``ValueError`` unless ``trip`` is an int in ``[1, TRIP_MAX]``."""
+    if isinstance(trip, bool) or not isinstance(trip, int) or not 1 <= trip <= TRIP_MAX:
+        raise ValueError(f"trip must be an integer in [1, {TRIP_MAX}], got {trip!r}")
+    return trip
+
+
+class Loops:
+    """In-place buffer updates under ``fori_loop`` and ``scan``, plain, under grad, linearized.
+
+    Parameters: ``trip`` (the trip count, 1..:data:`TRIP_MAX`), ``body`` (:data:`BODIES`),
+    ``mode`` (:data:`MODES`), ``dtype`` (``float32``).
+    """
+
+    name = "loop"
+    param_names = ("trip", "body", "mode", "dtype")
+
+    def grid(self, quick: bool) -> dict[str, list[Any]]:
+        """Quick: ``at_set`` plain, trips 64 to 1024. Full: the in-place bodies, to 4096."""
+        if quick:
+            return {"trip": [64, 256, 1024], "body": ["at_set"], "mode": ["plain"],
+                    "dtype": ["float32"]}  # fmt: skip
+        return {"trip": [256, 1024, 4096], "body": list(BODIES[:3]), "mode": list(MODES),
+                "dtype": ["float32"]}  # fmt: skip
+
+    def parse_param(self, name: str, text: str) -> Any:
+        """``--param trip=4096`` (an int) or ``--param body=shift`` (text)."""
+        if name == "trip":
+            try:
+                return int(text)
+            except ValueError:
+                raise ValueError(f"--param trip={text!r}: expected an integer") from None
+        return text
+
+    def validate(self, params: Mapping[str, Any]) -> None:
+        """Raise ``ValueError`` naming a bad ``trip``, ``body``, ``mode`` or ``dtype``."""
+        check_trip(params["trip"])
+        for name, choices in (("body", BODIES), ("mode", MODES), ("dtype", ("float32",))):
+            if params[name] not in choices:
+                raise ValueError(
+                    f"unknown {name} {params[name]!r}; choose from {', '.join(choices)}"
+                )
+
+    def benchmark(self, params: Mapping[str, Any]) -> str:
+        """``loop/<body>``."""
+        return f"{self.name}/{params['body']}"
+
+    def build(self, params: Mapping[str, Any]) -> Built:
+        """``x``, ``w`` and a tangent ``v``, the mode's timed unit and the gate."""
+        trip, body, mode = params["trip"], params["body"], params["mode"]
+        key_x, key_w, key_v = jax.random.split(jax.random.key(2), 3)
+        x = jax.random.normal(key_x, (trip, WIDTH), jnp.float32)
+        w = W_SCALE * jax.random.uniform(key_w, (WIDTH,), jnp.float32, -1.0, 1.0)
+        v = jax.random.normal(key_v, (WIDTH,), jnp.float32)
+        fns = jitted(body)
+        key = (body, trip)
+        metrics: dict[str, Any] = {"held_bytes": 0, "buffer_bytes": trip * WIDTH * 4}
+        if mode == "linearize":
+            lin = fns["linearize"]
+            targets = [
+                CompileTarget("linearize", ("linearize", *key), lin, (x, w), 0),
+                CompileTarget("apply", ("apply", *key), fns["apply"],
+                              lambda: (jax.eval_shape(lin, x, w)[1], v)),
+            ]  # fmt: skip
+            f_lin = jax.eval_shape(lin, x, w)[1]
+            metrics["held_bytes"] = sum(a.size * a.dtype.itemsize for a in jax.tree.leaves(f_lin))
+
+            def call(s: Any) -> Any:
+                return fns["apply"](*s)
+
+            def make_state() -> Any:
+                return (lin(x, w)[1], v)
+        else:
+            fn = fns[mode]
+            targets = [CompileTarget(mode, (mode, *key), fn, (x, w))]
+
+            def call(s: Any) -> Any:
+                return fn(*s)
+
+            def make_state() -> Any:
+                return (x, w)
+
+        def check() -> dict[str, Any]:
+            return _gate(body, mode, call(make_state()), x, w, v)
+
+        return Built(targets=targets, call=call, make_state=make_state, check=check,
+                     metrics=metrics)  # fmt: skip
+
+
+def _gate(body: str, mode: str, got: Any, x: Any, w: Any, v: Any) -> dict[str, Any]:
+    """The jitted result against the float64 recurrence; a wrong ``w`` shape must raise."""
+    try:
+        jitted(body)["plain"](x, w[:-1])
+    except LoopShapeError:
+        pass
+    else:
+        raise GateFailure("a w of the wrong shape did not raise LoopShapeError")
+    want = reference(np.asarray(x), np.asarray(w), np.asarray(v))[mode]
+    return check_close(f"loop/{body} {mode} (jit vs float64 recurrence)", got, want, "float32")
