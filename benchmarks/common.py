@@ -38,7 +38,7 @@ TRACK_TIMING = TimingConfig(budget_s=0.2, min_samples=10, warmup_calls=3)
 def skip_reason(backend: str, size: str | None) -> str | None:
     """Why a case cannot run here (backend absent, GPU size on a CPU), or ``None``.
 
-    ``size`` is ``None`` for workloads without a model size (the loop family).
+    ``size`` is ``None`` for workloads without a model size (loop, scatter, compile).
     """
     try:
         device = resolve_device(backend)

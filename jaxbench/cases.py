@@ -45,8 +45,9 @@ def select_cases(
         quick: Start from the quick grid (about a minute on 2 CPU cores) or the full one.
         overrides: Parameter name -> values to use instead of the grid's, e.g.
             ``{"size": ["small"], "k": [64]}``; repeated values count once.
-        texts: Parameter name -> values as text (``--param NAME=VALUE``), converted by each user
-            workload that has the parameter (:meth:`UserWorkload.parse_param`).
+        texts: Parameter name -> values as text (``--param NAME=VALUE``), converted by each
+            workload that has the parameter and a ``parse_param`` method (user workloads,
+            :meth:`UserWorkload.parse_param`; the loop family).
 
     Raises:
         ValueError: Unknown workload, a parameter no chosen workload has, a text for a built-in

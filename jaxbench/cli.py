@@ -18,6 +18,7 @@ from jaxbench.cli_options import (
     MinSamples,
     Optimizers,
     Params,
+    Pipeline,
     Sizes,
     Strategies,
     Warmup,
@@ -94,6 +95,7 @@ def run_cmd(
     budget: Budget = 0.2,
     min_samples: MinSamples = 20,
     warmup: Warmup = 3,
+    pipeline: Pipeline = 1,
     compilation_cache: Annotated[
         str, typer.Option(help="Persistent compile cache: off, fresh, or a folder.")
     ] = "off",
@@ -109,7 +111,7 @@ def run_cmd(
 
     try:
         check_backend(backend)
-        timing = TimingConfig(**timing_fields(budget, min_samples, warmup))
+        timing = TimingConfig(**timing_fields(budget, min_samples, warmup, pipeline))
         cases = selection(
             workload, full, param, size=size, dtype=dtype, k=k, strategy=strategy,
             optimizer=optimizer, wrt=wrt,

@@ -35,12 +35,22 @@ Optimizers = Annotated[
 Wrts = Annotated[list[str] | None, typer.Option("--wrt", help="Forward primal: input or params.")]
 Params = Annotated[
     list[str] | None,
-    typer.Option("--param", help="NAME=VALUE of a user workload's parameter (repeat to sweep)."),
+    typer.Option(
+        "--param",
+        help="NAME=VALUE of a user workload's or the loop's parameter (repeat to sweep).",
+    ),
 ]
 Full = Annotated[bool, typer.Option("--full", help="Full grid instead of quick.")]
 Budget = Annotated[float, typer.Option(help="Timed seconds per case.")]
 MinSamples = Annotated[int, typer.Option(help="Samples per case, at least.")]
 Warmup = Annotated[int, typer.Option(help="Warm-up calls per case.")]
+Pipeline = Annotated[
+    int,
+    typer.Option(
+        help="Calls per sample: 1 times each call blocked (latency); N > 1 dispatches N calls "
+        "and blocks once (pipelined throughput, per-call time = total / N)."
+    ),
+]
 
 
 def selection(
@@ -72,14 +82,12 @@ def selection(
     return select_cases(workload, quick=not full, overrides=overrides, texts=texts)
 
 
-def timing_fields(budget: float, min_samples: int, warmup: int) -> dict:
-    """:class:`jaxbench.measure.TimingConfig` fields, validated.
+def timing_fields(budget: float, min_samples: int, warmup: int, pipeline: int = 1) -> dict:
+    """:class:`jaxbench.measure.TimingConfig` fields, validated, as records hold them.
 
     Raises:
         ValueError: A value out of range (named in the message).
     """
-    from dataclasses import asdict
-
     from jaxbench.measure import TimingConfig
 
     timing = TimingConfig(
@@ -87,8 +95,9 @@ def timing_fields(budget: float, min_samples: int, warmup: int) -> dict:
         min_samples=min_samples,
         max_samples=max(100_000, min_samples),
         warmup_calls=warmup,
+        pipeline=pipeline,
     )
-    return asdict(timing)
+    return timing.recorded()
 
 
 def writable_folder(out: str) -> Path:

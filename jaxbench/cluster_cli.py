@@ -16,6 +16,7 @@ from jaxbench.cli_options import (
     MinSamples,
     Optimizers,
     Params,
+    Pipeline,
     Sizes,
     Strategies,
     Warmup,
@@ -70,6 +71,7 @@ def submit_cmd(
     budget: Budget = 0.2,
     min_samples: MinSamples = 20,
     warmup: Warmup = 3,
+    pipeline: Pipeline = 1,
     resume: Annotated[
         Path | None,
         typer.Option(help="Sweep folder: submit again only its cases without an ok record."),
@@ -147,7 +149,9 @@ def _submit_new(opts: dict[str, Any]) -> tuple[Sweep, Submission | None]:
         request = dispatch.SweepRequest(
             profile=prof,
             cases=[CaseSpec(workload=c.workload, params=dict(c.params)) for c in cases],
-            timing=timing_fields(opts["budget"], opts["min_samples"], opts["warmup"]),
+            timing=timing_fields(
+                opts["budget"], opts["min_samples"], opts["warmup"], opts["pipeline"]
+            ),
             jax_versions=versions,
             cases_per_task=opts["cases_per_task"],
             time_limit_min=opts["time_limit"],

@@ -6,7 +6,6 @@ each record is on disk before the next case starts.
 
 from __future__ import annotations
 
-import dataclasses
 import datetime as _dt
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -29,14 +28,15 @@ def measure_case(case: Case, backend: str, timing: TimingConfig, run_id: str) ->
     holds one case's arrays at a time; compiled programs and their compile figures stay cached.
 
     Every record's ``env`` (:func:`jaxbench.env.collect`) also has ``timing``: the fields of
-    ``timing`` (``budget_s``, ``min_samples``, ``max_samples``, ``warmup_calls``). A timed
+    ``timing`` (``budget_s``, ``min_samples``, ``max_samples``, ``warmup_calls``, and
+    ``pipeline`` when pipelined; :meth:`TimingConfig.recorded`). A timed
     record has ``noise``, the indicators of its timed region (:mod:`jaxbench.measure.noise`).
 
     Returns:
         A :class:`Record`: ``ok``; ``recompiled``; ``failed`` (gate or error, reason in
         ``error``); or ``skipped`` (not applicable, or backend absent).
     """
-    settings = dataclasses.asdict(timing)
+    settings = timing.recorded()
 
     def env(device: Any = None) -> dict[str, Any]:
         return env_mod.collect(device) | {"timing": dict(settings)}

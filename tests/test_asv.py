@@ -89,6 +89,8 @@ def test_suite_discovery_names_units_and_params():
         "bench_forward.ForwardProducts.time_products",
         "bench_forward.ForwardCosts.track_held_bytes",
         "bench_loops.Loop.time_loop",
+        "bench_scatter.Scatter.time_op",
+        "bench_compile.CompileCosts.track_compile_s",
     ):
         assert name in found, sorted(found)
     assert not [n for n in found if "_Costs" in n or ".common." in n]

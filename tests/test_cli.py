@@ -168,6 +168,7 @@ def test_gpu_check_script_runs_end_to_end_on_the_cpu(tmp_path):
         "FORWARD_SIZES": "tiny",
         "KS": "2",
         "TRIPS": "8 16",
+        "SCATTER_N": "64",
         "DTYPES": "float32",
         "BUDGET": "0",
         "MIN_SAMPLES": "3",
@@ -190,6 +191,8 @@ def test_gpu_check_script_runs_end_to_end_on_the_cpu(tmp_path):
         "forward/jvp_loop",
         "forward/jacfwd",
         "loop/at_set",
+        "scatter/embedding_grad",
+        "compile/nested",
     }
     assert set(frame["status"]) == {"ok"}
     assert sorted(frame.loc[frame["benchmark"] == "loop/at_set", "param.trip"].unique()) == [8, 16]

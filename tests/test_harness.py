@@ -156,3 +156,66 @@ def test_calls_per_unit_scales_flops_and_setup_only_targets_are_not_counted():
     assert many.flops == 5 * one.flops
     setup_only = compile_targets([CompileTarget("f", ("scale", 1), f, (x,), 0)])
     assert setup_only.flops == 0 and setup_only.compile_s == 0
+
+
+def _counting(fn):
+    calls = []
+
+    def call(state):
+        calls.append(1)
+        return fn(state)
+
+    return call, calls
+
+
+@pytest.mark.parametrize("chained", [False, True])
+def test_pipelined_samples_dispatch_n_calls_and_block_once(monkeypatch, chained):
+    f = jax.jit(lambda x: x + 1.0)
+    call, calls = _counting(f)
+    blocks = []
+    real_block = jax.block_until_ready
+
+    def block(tree):
+        blocks.append(len(tree) if isinstance(tree, list) else 1)
+        return real_block(tree)
+
+    monkeypatch.setattr(jax, "block_until_ready", block)
+    cfg = TimingConfig(budget_s=0.0, min_samples=3, max_samples=3, warmup_calls=1, pipeline=4)
+    next_state = (lambda s, out: out) if chained else None
+    m = measure(call, jnp.zeros(3), cfg, next_state)
+    assert len(m.samples_s) == 3 and len(calls) == 1 + 1 + 3 * 4
+    # First call and warm-up blocked one by one, then one block per sample: on all 4 outputs,
+    # or on the last one where each output feeds the next call.
+    assert blocks == [1, 1] + [1 if chained else 4] * 3
+    if chained:
+        assert float(m.final_state[0]) == 14.0  # every call's output fed the next
+
+
+def test_pipeline_must_be_a_positive_integer_and_is_recorded_only_when_used():
+    for bad in (0, 2.0, True):
+        with pytest.raises(ValueError, match="pipeline must be an integer >= 1"):
+            TimingConfig(pipeline=bad)
+    assert "pipeline" not in TimingConfig().recorded()
+    assert TimingConfig(pipeline=8).recorded()["pipeline"] == 8
+
+
+def test_pipelined_and_blocked_records_are_never_pooled(tmp_path):
+    from typer.testing import CliRunner
+
+    from jaxbench import analysis
+    from jaxbench.cli import app
+
+    base = ["run", "-w", "train_step", "-s", "tiny", "-d", "float32", "--optimizer", "sgd",
+            "--budget", "0", "--min-samples", "5"]  # fmt: skip
+    for name, extra in (("blocked", []), ("pipelined", ["--pipeline", "4"])):
+        result = CliRunner().invoke(app, [*base, *extra, "-o", str(tmp_path / name)])
+        assert result.exit_code == 0, result.output
+    frame, problems = analysis.load_results([tmp_path / "blocked", tmp_path / "pipelined"])
+    assert not problems and list(frame["status"]) == ["ok", "ok"]
+    timings = [row["timing"] for row in frame["env"]]
+    assert "pipeline" not in timings[0] and timings[1]["pipeline"] == 4  # the donated step ran
+    split = analysis.split_series(frame)
+    assert len(split.conditions) == 2
+    assert any("timing" in reason for reason in split.reasons), split.reasons
+    bad = CliRunner().invoke(app, [*base, "--pipeline", "0", "-o", str(tmp_path / "x")])
+    assert bad.exit_code == 2 and "pipeline must be an integer >= 1" in bad.output

@@ -2,12 +2,15 @@
 
 The steady state is timed with :func:`time.perf_counter_ns` around one call and a
 :func:`jax.block_until_ready` on its whole output PyTree, so asynchronous dispatch can never make a
-call look faster than its work. Every sample is kept. Compile events are counted around every
-phase; any compile or trace inside the timed region marks the measurement ``recompiled``.
+call look faster than its work; or, pipelined (``TimingConfig.pipeline`` > 1), around N calls
+dispatched back to back and blocked on once, each sample their time over N. Every sample is
+kept. Compile events are counted around every phase; any compile or trace inside the timed region
+marks the measurement ``recompiled``.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import resource
 import sys
@@ -31,12 +34,17 @@ class TimingConfig:
         min_samples: Floor on the number of timed calls, whatever the budget.
         max_samples: Ceiling on the number of timed calls.
         warmup_calls: Untimed calls after the first call, with the same argument PyTree.
+        pipeline: Calls per sample. 1: **blocked** latency, each call timed alone and blocked
+            on. ``N > 1``: **pipelined** throughput, ``N`` calls dispatched back to back and
+            blocked on once, the sample being their time divided by ``N`` (what a training
+            loop that does not wait on every step sees). Records of the two are never pooled.
     """
 
     budget_s: float = 1.0
     min_samples: int = 20
     max_samples: int = 100_000
     warmup_calls: int = 3
+    pipeline: int = 1
 
     def __post_init__(self) -> None:
         if not (math.isfinite(self.budget_s) and self.budget_s >= 0):
@@ -51,6 +59,20 @@ class TimingConfig:
             )
         if self.warmup_calls < 0:
             raise ValueError(f"warmup_calls must be >= 0, got {self.warmup_calls!r}")
+        n = self.pipeline
+        if isinstance(n, bool) or not isinstance(n, int) or n < 1:
+            raise ValueError(f"pipeline must be an integer >= 1 (calls per sample), got {n!r}")
+
+    def recorded(self) -> dict[str, Any]:
+        """The settings as a record's ``env.timing`` holds them.
+
+        ``pipeline`` is there only when above 1: a record without it was timed blocked, like
+        every record written before pipelined timing existed, so those stay comparable.
+        """
+        out = dataclasses.asdict(self)
+        if self.pipeline == 1:
+            del out["pipeline"]
+        return out
 
 
 @dataclass(frozen=True)
@@ -212,6 +234,26 @@ def host_peak_rss_bytes() -> int:
     return int(rss if sys.platform == "darwin" else rss * 1024)
 
 
+def _pipelined(
+    call: Callable[[Any], Any],
+    state: Any,
+    next_state: Callable[[Any, Any], Any] | None,
+    calls: int,
+    block: Callable[[Any], Any],
+) -> tuple[Any, Any]:
+    """``calls`` calls dispatched back to back, then one block; returns ``(state, output)``.
+
+    Where outputs feed the next call, the last output depends on every call before it, and
+    only it is blocked on (the earlier ones may be donated already); otherwise every output is.
+    """
+    if next_state is None:
+        return state, block([call(state) for _ in range(calls)])[-1]
+    for _ in range(calls):
+        out = call(state)
+        state = next_state(state, out)
+    return state, block(out)
+
+
 def measure(
     call: Callable[[Any], Any],
     state: Any,
@@ -239,8 +281,8 @@ def measure(
         collect_garbage: Run :func:`gc.collect` before the timed region.
 
     Returns:
-        A :class:`Measurement`; ``samples_s`` in call order, seconds; ``noise`` of the timed
-        region.
+        A :class:`Measurement`; ``samples_s`` in call order, seconds per call (pipelined: the
+        mean of each sample's ``config.pipeline`` calls); ``noise`` of the timed region.
     """
     import jax
 
@@ -264,15 +306,21 @@ def measure(
     try:
         timed_start = compile_events.snapshot()
         seen = compile_events.compiles_and_traces
-        samples: list[int] = []
+        samples: list[float] = []
         deadline = clock() + int(config.budget_s * 1e9)
+        per_sample = config.pipeline
         while True:
-            t0 = clock()
-            out = block(call(state))
-            t1 = clock()
-            samples.append(t1 - t0)
-            if next_state is not None:
-                state = next_state(state, out)
+            if per_sample == 1:
+                t0 = clock()
+                out = block(call(state))
+                t1 = clock()
+                if next_state is not None:
+                    state = next_state(state, out)
+            else:
+                t0 = clock()
+                state, out = _pipelined(call, state, next_state, per_sample, block)
+                t1 = clock()
+            samples.append((t1 - t0) / per_sample)
             n = len(samples)
             if compile_events.compiles_and_traces != seen:
                 break

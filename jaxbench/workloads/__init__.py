@@ -1,13 +1,17 @@
 """Workloads: what is timed. No timing code lives here."""
 
 from jaxbench.workloads.base import Built, GateFailure, NotApplicable, Workload
+from jaxbench.workloads.compile_heavy import CompileHeavy
 from jaxbench.workloads.forward_mode import ForwardMode
 from jaxbench.workloads.loops import Loops
+from jaxbench.workloads.scatter import Scatter
 from jaxbench.workloads.sizes import DTYPES, SIZES, MLPSize
 from jaxbench.workloads.train_step import TrainStep
 from jaxbench.workloads.user import Step, UserWorkload, find
 
-WORKLOADS: dict[str, Workload] = {w.name: w for w in (TrainStep(), ForwardMode(), Loops())}
+WORKLOADS: dict[str, Workload] = {
+    w.name: w for w in (TrainStep(), ForwardMode(), Loops(), Scatter(), CompileHeavy())
+}
 
 
 def get_workload(name: str) -> Workload:
@@ -27,11 +31,13 @@ __all__ = [
     "SIZES",
     "WORKLOADS",
     "Built",
+    "CompileHeavy",
     "ForwardMode",
     "GateFailure",
     "Loops",
     "MLPSize",
     "NotApplicable",
+    "Scatter",
     "Step",
     "TrainStep",
     "UserWorkload",

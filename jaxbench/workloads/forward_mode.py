@@ -27,7 +27,7 @@ import jax.numpy as jnp
 
 from jaxbench.measure.harness import CompileTarget
 from jaxbench.workloads import mlp
-from jaxbench.workloads.base import Built, GateFailure, NotApplicable, check_close
+from jaxbench.workloads.base import Built, GateFailure, NotApplicable, check_choice, check_close
 from jaxbench.workloads.sizes import DTYPES, SIZES, check_dtype, get_size
 
 STRATEGIES = ("linearize", "linearize_apply", "vmap_jvp", "jvp_loop", "jacfwd")
@@ -191,11 +191,8 @@ class ForwardMode:
         get_size(params["size"])
         check_dtype(params["dtype"])
         check_k(params["k"])
-        for name, choices in (("strategy", STRATEGIES), ("wrt", WRT)):
-            if params[name] not in choices:
-                raise ValueError(
-                    f"unknown {name} {params[name]!r}; choose from {', '.join(choices)}"
-                )
+        check_choice("strategy", params["strategy"], STRATEGIES)
+        check_choice("wrt", params["wrt"], WRT)
 
     def benchmark(self, params: Mapping[str, Any]) -> str:
         """``forward/<strategy>``."""

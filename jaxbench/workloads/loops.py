@@ -37,7 +37,14 @@ import jax.numpy as jnp
 import numpy as np
 
 from jaxbench.measure.harness import CompileTarget
-from jaxbench.workloads.base import Built, GateFailure, check_close
+from jaxbench.workloads.base import (
+    Built,
+    GateFailure,
+    check_choice,
+    check_close,
+    check_int,
+    parse_int_param,
+)
 
 BODIES = ("at_set", "dynamic_update_slice", "scan_stack", "shift")
 MODES = ("plain", "grad", "linearize")
@@ -78,8 +85,7 @@ def run(body: str, x: jax.Array, w: jax.Array) -> jax.Array:
         ),
         "shift": lambda buf, h, t: jnp.concatenate([buf[1:], h[None]]),
     }
-    if body not in writes:
-        raise ValueError(f"unknown body {body!r}; choose from {', '.join(BODIES)}")
+    check_choice("body", body, BODIES)
     write = writes[body]
 
     def step(t: Any, carry: tuple[jax.Array, jax.Array]) -> tuple[jax.Array, jax.Array]:
@@ -134,13 +140,6 @@ def reference(x: np.ndarray, w: np.ndarray, v: np.ndarray) -> dict[str, np.ndarr
     return {"plain": h[1:], "grad": grad, "linearize": dh[1:]}
 
 
-def check_trip(trip: Any) -> int:
-    """Raise ``ValueError`` unless ``trip`` is an int in ``[1, TRIP_MAX]``."""
-    if isinstance(trip, bool) or not isinstance(trip, int) or not 1 <= trip <= TRIP_MAX:
-        raise ValueError(f"trip must be an integer in [1, {TRIP_MAX}], got {trip!r}")
-    return trip
-
-
 class Loops:
     """In-place buffer updates under ``fori_loop`` and ``scan``, plain, under grad, linearized.
 
@@ -161,21 +160,13 @@ class Loops:
 
     def parse_param(self, name: str, text: str) -> Any:
         """``--param trip=4096`` (an int) or ``--param body=shift`` (text)."""
-        if name == "trip":
-            try:
-                return int(text)
-            except ValueError:
-                raise ValueError(f"--param trip={text!r}: expected an integer") from None
-        return text
+        return parse_int_param(name, text, ("trip",))
 
     def validate(self, params: Mapping[str, Any]) -> None:
         """Raise ``ValueError`` naming a bad ``trip``, ``body``, ``mode`` or ``dtype``."""
-        check_trip(params["trip"])
+        check_int("trip", params["trip"], 1, TRIP_MAX)
         for name, choices in (("body", BODIES), ("mode", MODES), ("dtype", ("float32",))):
-            if params[name] not in choices:
-                raise ValueError(
-                    f"unknown {name} {params[name]!r}; choose from {', '.join(choices)}"
-                )
+            check_choice(name, params[name], choices)
 
     def benchmark(self, params: Mapping[str, Any]) -> str:
         """``loop/<body>``."""

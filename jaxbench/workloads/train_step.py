@@ -11,7 +11,7 @@ import jax.numpy as jnp
 
 from jaxbench.measure.harness import CompileTarget
 from jaxbench.workloads import mlp
-from jaxbench.workloads.base import Built, GateFailure, check_close
+from jaxbench.workloads.base import Built, GateFailure, check_choice, check_close
 from jaxbench.workloads.sizes import DTYPES, SIZES, check_dtype, get_size
 
 OPTIMIZERS = ("sgd", "adam")
@@ -66,10 +66,7 @@ class TrainStep:
         """Raise ``ValueError`` naming a bad ``size``, ``dtype``, ``optimizer`` or ``donate``."""
         get_size(params["size"])
         check_dtype(params["dtype"])
-        if params["optimizer"] not in OPTIMIZERS:
-            raise ValueError(
-                f"unknown optimizer {params['optimizer']!r}; choose from {', '.join(OPTIMIZERS)}"
-            )
+        check_choice("optimizer", params["optimizer"], OPTIMIZERS)
         if not isinstance(params["donate"], bool):
             raise ValueError(f"donate must be true or false, got {params['donate']!r}")
 
