@@ -37,6 +37,7 @@ import numpy as np
 
 from jaxbench.inference import verdicts
 from jaxbench.inference.paired import pair_log_ratio
+from jaxbench.live_defaults import DEFAULT_COMPARISONS
 from jaxbench.store import Calibration, Problem, case_label, load, write_json
 from jaxbench.store.calibration import (
     CalibrationCase,
@@ -46,7 +47,6 @@ from jaxbench.store.calibration import (
     newest_calibration,
 )
 
-DEFAULT_COMPARISONS = 4
 #: The case calibrated when nothing is selected (unselected parameters of another workload
 #: take these values where it has them).
 DEFAULT_SELECTION = {"workload": "train_step", "size": "small", "dtype": "float32",

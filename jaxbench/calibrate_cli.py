@@ -22,8 +22,9 @@ from jaxbench.cli_options import (
     selection,
     writable_folder,
 )
-from jaxbench.interleave.session import (
+from jaxbench.live_defaults import (
     DEFAULT_CALLS_PER_BLOCK,
+    DEFAULT_COMPARISONS,
     DEFAULT_PAIRS,
     DEFAULT_ROUNDS,
     DEFAULT_WARMUP_ROUNDS,
@@ -135,7 +136,6 @@ def summary_table(record: Any) -> Table:
 
 def register(app: typer.Typer) -> None:
     """Add ``calibrate`` to ``app``."""
-    from jaxbench.calibrate import DEFAULT_COMPARISONS
 
     @app.command("calibrate")
     def calibrate_cmd(

@@ -3,13 +3,12 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from jaxbench import calibrate_cli, cluster_cli, compare_cli, drift_cli, report_cli
-from jaxbench.cases import Case
 from jaxbench.cli_options import (
     Budget,
     Dtypes,
@@ -31,8 +30,10 @@ from jaxbench.cli_options import (
     timing_fields,
     writable_folder,
 )
-from jaxbench.store import Record
-from jaxbench.tables import problems, records_table
+
+if TYPE_CHECKING:
+    from jaxbench.cases import Case
+    from jaxbench.store import Record
 
 app = typer.Typer(
     add_completion=False, no_args_is_help=True, help="Honest timing of warmed JAX workloads."
@@ -108,6 +109,7 @@ def run_cmd(
     from jaxbench.cases import check_backend
     from jaxbench.measure import TimingConfig, configure_compilation_cache
     from jaxbench.runner import run
+    from jaxbench.tables import problems, records_table
 
     try:
         check_backend(backend)
@@ -195,6 +197,7 @@ def show_cmd(
     is shown, as in ``compare`` and ``report``; ``--strict`` stops at the first one instead.
     """
     from jaxbench.store import StoreFormatError, load
+    from jaxbench.tables import records_table
 
     try:
         loaded = load(paths, kinds={"record"}, strict=strict)

@@ -27,7 +27,6 @@ from jaxbench.cli_options import (
     selection,
     timing_fields,
 )
-from jaxbench.tables import problems, records_table
 
 if TYPE_CHECKING:
     from jaxbench.cluster.profile import Profile
@@ -218,6 +217,7 @@ def status_cmd(sweep_dir: SweepArg) -> None:
 def collect_cmd(sweep_dir: SweepArg) -> None:
     """Gather every finished record into <sweep>/results.jsonl; exit 1 if any missing or failed."""
     from jaxbench.cluster.sweep import Sweep
+    from jaxbench.tables import problems, records_table
 
     try:
         sweep = Sweep(sweep_dir)

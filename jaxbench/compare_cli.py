@@ -24,8 +24,7 @@ from jaxbench.cli_options import (
     selection,
     writable_folder,
 )
-from jaxbench.inference.verdicts import VERDICTS
-from jaxbench.interleave.session import (
+from jaxbench.live_defaults import (
     DEFAULT_MAX_PAIRS,
     DEFAULT_PAIRS,
     DEFAULT_PAIRS_STEP,
@@ -131,6 +130,8 @@ def _print_exponent_changes(
 
 
 def _counts(table: Any) -> str:
+    from jaxbench.inference.verdicts import VERDICTS
+
     counts = table["verdict"].value_counts()
     return ", ".join(f"{counts[v]} {v}" for v in VERDICTS if v in counts) or "none"
 

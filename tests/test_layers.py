@@ -17,6 +17,7 @@ LAYERS: dict[str, int] = {
     "tolerance": 0,
     "backends": 0,
     "folders": 0,
+    "live_defaults": 0,
     "measure": 1,
     "env": 2,
     "workloads": 2,
@@ -113,3 +114,14 @@ def test_an_import_against_the_flow_is_caught(module, target, tmp_path, monkeypa
     wrong = against_the_flow()
     assert any(w.startswith(f"jaxbench.{module[:-3].replace('/', '.')} imports {target}")
                for w in wrong), wrong  # fmt: skip
+
+
+def test_the_command_line_starts_without_jax_scipy_or_pandas():
+    """``jaxbench --help``, bad input and ``show`` must not wait for JAX, scipy or pandas."""
+    import subprocess
+    import sys
+
+    heavy = "('jax', 'scipy', 'pandas')"
+    probe = f"import sys, jaxbench.cli; print(sorted(m for m in {heavy} if m in sys.modules))"
+    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]", out.stdout

@@ -30,15 +30,16 @@ import numpy as np
 from jaxbench.inference import verdicts
 from jaxbench.inference.paired import MIN_ROUNDS
 from jaxbench.interleave.estimate import estimate
+from jaxbench.live_defaults import (
+    DEFAULT_CALLS_PER_BLOCK,
+    DEFAULT_MAX_PAIRS,
+    DEFAULT_PAIRS,
+    DEFAULT_PAIRS_STEP,
+    DEFAULT_ROUNDS,
+    DEFAULT_WARMUP_CALLS,
+    DEFAULT_WARMUP_ROUNDS,
+)
 from jaxbench.store.live import CaseComparison, Mode, PairRun, Round, SideInfo, now
-
-DEFAULT_PAIRS = 10
-DEFAULT_PAIRS_STEP = 5
-DEFAULT_MAX_PAIRS = 20
-DEFAULT_ROUNDS = 30
-DEFAULT_CALLS_PER_BLOCK = 10
-DEFAULT_WARMUP_ROUNDS = 3
-DEFAULT_WARMUP_CALLS = 10
 
 
 class WorkerError(RuntimeError):
