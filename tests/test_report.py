@@ -103,10 +103,11 @@ def interval(cell):
 def test_the_report_leads_with_the_verdicts_that_hold(built):
     _, text = built
     headings = re.findall(r"^## (.+)$", text, re.M)
-    assert headings[:4] == [
+    assert headings[:5] == [
         "Regressions",
         "Improvements",
         "Inconclusive and unstable",
+        "Scaling exponents",  # the synthetic forward records sweep K
         "Comparisons by pair",
     ]
     regressions = rows(section(text, "Regressions"))
