@@ -43,6 +43,10 @@ def not_jitted():
 
 def needs(n):
     return matmul(n)
+
+
+def shaped(n: int = 2, shape=(4, 4), dtype=jnp.float32):
+    return Step(fn=jax.jit(lambda a: a * n), args=(jax.ShapeDtypeStruct(shape, dtype),))
 """
 runner = CliRunner()
 
@@ -69,6 +73,16 @@ def test_params_come_from_the_factory_signature_and_param_texts_are_typed(user_m
     ]
     (case,) = select_cases([f"{user_module}:matmul"], texts={"wrong": ["yes"]})
     assert case.params["wrong"] is True and case.params["n"] == 8
+
+
+def test_parameters_whose_defaults_a_record_cannot_hold_keep_them(user_module, tmp_path):
+    (case,) = select_cases([f"{user_module}:shaped"])
+    assert case.params == {"n": 2}  # the tuple and the dtype object stay the factory's
+    result = runner.invoke(app, ["run", "-w", f"{user_module}:shaped", "--budget", "0",
+                                 "--min-samples", "3", "-o", str(tmp_path)])  # fmt: skip
+    assert result.exit_code == 0, result.output
+    bad = runner.invoke(app, ["run", "-w", f"{user_module}:shaped", "--param", "shape=3"])
+    assert bad.exit_code == 2 and "--param shape: no selected workload has it" in bad.output
 
 
 def test_a_user_workload_is_gated_timed_and_recorded(user_module, tmp_path):

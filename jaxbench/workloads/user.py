@@ -3,8 +3,10 @@
 A factory is a callable ``factory(**params) -> Step``. Its keyword parameters are the workload's
 parameters: their defaults are its grid (one case), and ``--param NAME=VALUE`` replaces them
 (repeat it to sweep), the text converted to the type of the default or annotation (``int``,
-``float``, ``bool`` or ``str``). The factory validates the values itself: whatever it raises is
-the one-line error the user sees. A factory is found by name (:func:`find`):
+``float``, ``bool`` or ``str``). A parameter whose default is anything else (a tuple, a dtype
+object) is not one of the case's: the factory keeps its default, and records never hold it.
+The factory validates the values itself: whatever it raises is the one-line error the user sees.
+A factory is found by name (:func:`find`):
 
 - ``package.module:factory``: imported where it is needed, in every worker process too (workers
   get the name, nothing is pickled), so the module must be importable there (installed, or on
@@ -92,7 +94,9 @@ class UserWorkload:
         self.factory = factory
         kinds = (inspect.Parameter.POSITIONAL_OR_KEYWORD, inspect.Parameter.KEYWORD_ONLY)
         self._params = {
-            p.name: p for p in inspect.signature(factory).parameters.values() if p.kind in kinds
+            p.name: p
+            for p in inspect.signature(factory).parameters.values()
+            if p.kind in kinds and _recordable(p.default)
         }
         self.param_names = tuple(self._params)
         self._last: tuple[tuple[Any, ...], Step] | None = None
@@ -184,6 +188,16 @@ class UserWorkload:
         _check_step(self.name, step)
         self._last = (key, step)
         return step
+
+
+def _recordable(default: Any) -> bool:
+    """Whether a parameter with this default is one of the case's.
+
+    Its value goes into the record's ``params`` (JSON scalars only): no default, or an int,
+    float, bool, str or ``None``.
+    """
+    scalar = default is None or type(default) in (int, float, bool, str)
+    return default is inspect.Parameter.empty or scalar
 
 
 def _check_step(name: str, step: Any) -> None:
