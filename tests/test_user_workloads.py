@@ -45,6 +45,10 @@ def needs(n):
     return matmul(n)
 
 
+def donating():
+    return Step(fn=jax.jit(lambda a: a + 1.0, donate_argnums=0), args=(jnp.ones(4),))
+
+
 def shaped(n: int = 2, shape=(4, 4), dtype=jnp.float32):
     return Step(fn=jax.jit(lambda a: a * n), args=(jax.ShapeDtypeStruct(shape, dtype),))
 """
@@ -97,6 +101,14 @@ def test_a_user_workload_is_gated_timed_and_recorded(user_module, tmp_path):
     assert [p["n"] for p in frame["params"]] == [4, 8]
     assert all(g["reference"] == "jax.disable_jit" and g["rtol"] == 1e-5 for g in frame["gate"])
     assert [m["model_flops"] for m in frame["metrics"]] == [2 * 4**3, 2 * 8**3]
+
+
+def test_a_donating_step_without_next_args_fails_its_gate_saying_so(user_module, tmp_path):
+    result = runner.invoke(app, ["run", "-w", f"{user_module}:donating", "-o", str(tmp_path)])
+    assert result.exit_code == 1, result.output
+    (path,) = tmp_path.glob("*.jsonl")
+    (record,) = read_file(path, strict=True).models("record")
+    assert "donates argument leaves [0] but Step.next_args is None" in record.error
 
 
 def test_a_jitted_path_that_disagrees_with_its_reference_fails_its_gate(user_module, tmp_path):

@@ -30,7 +30,7 @@ from importlib.metadata import entry_points
 from typing import Any
 
 from jaxbench.measure.harness import CompileTarget
-from jaxbench.workloads.base import Built, check_close
+from jaxbench.workloads.base import Built, GateFailure, check_close
 
 #: Entry-point group of installed packages' workload factories.
 GROUP = "jaxbench.workloads"
@@ -253,7 +253,8 @@ def _gate(name: str, step: Step) -> dict[str, Any]:
 
     Raises:
         jaxbench.workloads.GateFailure: They differ beyond the tolerance of the output's
-            lowest floating precision (bfloat16's for 16-bit floats, float32's otherwise).
+            lowest floating precision (bfloat16's for 16-bit floats, float32's otherwise), or
+            ``fn`` donates its arguments and there is no ``next_args`` to replace them.
     """
     import jax
     import jax.numpy as jnp
@@ -265,7 +266,15 @@ def _gate(name: str, step: Step) -> dict[str, Any]:
         with jax.disable_jit():
             want = step.fn(*materialize(step.args, step.seed))
         source = "jax.disable_jit"
-    got = step.fn(*materialize(step.args, step.seed))
+    args = materialize(step.args, step.seed)
+    got = step.fn(*args)
+    donated = [i for i, leaf in enumerate(jax.tree.leaves(args))
+               if getattr(leaf, "is_deleted", lambda: False)()]  # fmt: skip
+    if donated and step.next_args is None:
+        raise GateFailure(
+            f"{name}: Step.fn donates argument leaves {donated} but Step.next_args is None; give "
+            "next_args(args, output) returning the next call's arguments"
+        )
     narrow = any(
         jnp.issubdtype(leaf.dtype, jnp.floating) and jnp.dtype(leaf.dtype).itemsize <= 2
         for leaf in jax.tree.leaves(got)
