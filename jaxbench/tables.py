@@ -39,7 +39,8 @@ def records_table(records: list[Record], title: str) -> Table:
     """One row per record: status, p50, p95, IQR, compile s, FLOP/s, MFU, device peak.
 
     A compile time marked ``*`` was measured once for a program that an earlier case of the same
-    process compiled first; the caption says so.
+    process compiled first; the caption says so. A pipelined record's benchmark reads
+    ``name (pipelined xN)``: its p50 is per call of N dispatched together, not a blocked latency.
     """
     table = Table(title=title)
     for col in COLUMNS:
@@ -50,8 +51,9 @@ def records_table(records: list[Record], title: str) -> Table:
         reused = bool(rec.compilation_cache.get("compile_reused_in_process"))
         reused_any |= reused
         status = rec.status if rec.status == "ok" else f"[yellow]{rec.status}[/]"
+        pipeline = (rec.env.get("timing") or {}).get("pipeline")
         table.add_row(
-            rec.benchmark,
+            rec.benchmark + (f" (pipelined x{pipeline})" if pipeline else ""),
             params_label(rec.params),
             status,
             str(s["n"]),

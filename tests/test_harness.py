@@ -210,6 +210,7 @@ def test_pipelined_and_blocked_records_are_never_pooled(tmp_path):
     for name, extra in (("blocked", []), ("pipelined", ["--pipeline", "4"])):
         result = CliRunner().invoke(app, [*base, *extra, "-o", str(tmp_path / name)])
         assert result.exit_code == 0, result.output
+        assert ("train_step (pipelined x4)" in result.output) == (name == "pipelined")
     frame, problems = analysis.load_results([tmp_path / "blocked", tmp_path / "pipelined"])
     assert not problems and list(frame["status"]) == ["ok", "ok"]
     timings = [row["timing"] for row in frame["env"]]

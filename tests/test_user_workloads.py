@@ -49,6 +49,12 @@ def donating():
     return Step(fn=jax.jit(lambda a: a + 1.0, donate_argnums=0), args=(jnp.ones(4),))
 
 
+def stale_next_args(wrong: bool = False):
+    step = jax.jit(lambda a: (a + 1.0, a.sum()), donate_argnums=0)
+    keep = (lambda args, out: out) if wrong else (lambda args, out: args)
+    return Step(fn=step, args=(jnp.ones(4),), next_args=keep)
+
+
 def shaped(n: int = 2, shape=(4, 4), dtype=jnp.float32):
     return Step(fn=jax.jit(lambda a: a * n), args=(jax.ShapeDtypeStruct(shape, dtype),))
 """
@@ -109,6 +115,13 @@ def test_a_donating_step_without_next_args_fails_its_gate_saying_so(user_module,
     (path,) = tmp_path.glob("*.jsonl")
     (record,) = read_file(path, strict=True).models("record")
     assert "donates argument leaves [0] but Step.next_args is None" in record.error
+    for wrong, message in ((False, "returned argument leaves [0] that the call donated"),
+                           (True, "next_args returned PyTreeDef((*, *)); expected")):  # fmt: skip
+        out = tmp_path / str(wrong)
+        args = ["run", "-w", f"{user_module}:stale_next_args", "--param", f"wrong={wrong}"]
+        assert runner.invoke(app, [*args, "-o", str(out)]).exit_code == 1
+        (record,) = read_file(next(out.glob("*.jsonl")), strict=True).models("record")
+        assert message in record.error, record.error
 
 
 def test_a_jitted_path_that_disagrees_with_its_reference_fails_its_gate(user_module, tmp_path):

@@ -275,12 +275,34 @@ def _gate(name: str, step: Step) -> dict[str, Any]:
             f"{name}: Step.fn donates argument leaves {donated} but Step.next_args is None; give "
             "next_args(args, output) returning the next call's arguments"
         )
+    if step.next_args is not None:
+        _check_next_args(name, args, step.next_args(args, got))
     narrow = any(
         jnp.issubdtype(leaf.dtype, jnp.floating) and jnp.dtype(leaf.dtype).itemsize <= 2
         for leaf in jax.tree.leaves(got)
     )
     facts = check_close(f"{name}: jit vs {source}", got, want, "bfloat16" if narrow else "float32")
     return facts | {"reference": source}
+
+
+def _check_next_args(name: str, args: tuple[Any, ...], following: Any) -> None:
+    """``next_args``' result must be arguments like ``args``, none of them donated already.
+
+    Raises:
+        jaxbench.workloads.GateFailure: Another PyTree structure, or deleted (donated) leaves.
+    """
+    import jax
+
+    want, got = jax.tree.structure(args), jax.tree.structure(following)
+    if not isinstance(following, tuple) or got != want:
+        raise GateFailure(f"{name}: Step.next_args returned {got}; expected arguments like {want}")
+    dead = [i for i, leaf in enumerate(jax.tree.leaves(following))
+            if getattr(leaf, "is_deleted", lambda: False)()]  # fmt: skip
+    if dead:
+        raise GateFailure(
+            f"{name}: Step.next_args returned argument leaves {dead} that the call donated; "
+            "return the call's outputs in their place"
+        )
 
 
 _FOUND: dict[str, UserWorkload] = {}
