@@ -20,8 +20,8 @@ from jaxbench.cases import Case, resolve_device
 from jaxbench.measure import TimingConfig
 from jaxbench.prepared import PreparedCase, prepare
 from jaxbench.runner import measure_case, new_run_id
-from jaxbench.workloads import NotApplicable
-from jaxbench.workloads.sizes import get_size
+from jaxbench.workloads import NotApplicable, get_workload
+from jaxbench.workloads.base import meant_for
 
 try:  # asv_runner >= 0.2: a skip raised inside a benchmark method (asv shows n/a)
     from asv_runner.benchmarks.mark import SkipNotImplemented
@@ -35,17 +35,14 @@ TRACK_TIMING = TimingConfig(budget_s=0.2, min_samples=10, warmup_calls=3)
 """Steady-state timing behind the FLOP/s and MFU tracks."""
 
 
-def skip_reason(backend: str, size: str | None) -> str | None:
-    """Why a case cannot run here (backend absent, GPU size on a CPU), or ``None``.
-
-    ``size`` is ``None`` for workloads without a model size (loop, scatter, compile).
-    """
+def skip_reason(backend: str, workload: str, params: Mapping[str, Any]) -> str | None:
+    """Why a case cannot run here (backend absent, a GPU-sized case on a CPU), or ``None``."""
     try:
         device = resolve_device(backend)
     except RuntimeError as exc:
         return str(exc)
-    if size is not None and device.platform == "cpu" and get_size(size).device != "cpu":
-        return f"size {size!r} is meant for an accelerator, not the CPU"
+    if device.platform == "cpu" and meant_for(get_workload(workload), params) != "cpu":
+        return f"size {params.get('size')!r} is meant for an accelerator, not the CPU"
     return None
 
 
@@ -60,7 +57,7 @@ def prepared(workload: str, params: Mapping[str, Any], backend: str) -> Prepared
         jaxbench.workloads.GateFailure: The case failed its correctness gate: the benchmark
             fails, the others still run.
     """
-    reason = skip_reason(backend, params.get("size"))
+    reason = skip_reason(backend, workload, params)
     if reason:
         raise NotImplementedError(reason)
     try:
@@ -98,7 +95,7 @@ class _Costs:
         for combo in itertools.product(*self.params):
             backend = combo[-1]
             case = Case(self.workload, self.case_params(*combo))
-            reason = skip_reason(backend, case.params.get("size"))
+            reason = skip_reason(backend, case.workload, case.params)
             if reason:
                 out[repr(combo)] = {"status": "skipped", "error": reason}
                 continue

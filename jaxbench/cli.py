@@ -44,6 +44,7 @@ app = typer.Typer(
 def list_workloads() -> None:
     """List workloads and their parameter grids (quick grid first, then full)."""
     from jaxbench.workloads import SIZES, WORKLOADS
+    from jaxbench.workloads.transformer import LM_SIZES
 
     for workload in WORKLOADS.values():
         console.print(f"[bold]{workload.name}[/]  parameters: {', '.join(workload.param_names)}")
@@ -53,11 +54,19 @@ def list_workloads() -> None:
                 f"  {label}: " + "; ".join(f"{k}={v}" for k, v in grid.items()), highlight=False
             )
     _list_installed()
-    console.print("[bold]sizes[/]")
+    console.print("[bold]sizes[/] (train_step, forward)")
     for s in SIZES.values():
         console.print(
             f"  {s.name:7} d_in={s.d_in} width={s.width} depth={s.depth} "
             f"d_out={s.d_out} batch={s.batch} params={s.params_count:,} ({s.device})",
+            highlight=False,
+        )
+    console.print("[bold]sizes[/] (transformer)")
+    for m in LM_SIZES.values():
+        console.print(
+            f"  {m.name:7} d_model={m.d_model} layers={m.n_layers} heads={m.n_heads} "
+            f"seq={m.seq_len} batch={m.batch} vocab={m.vocab} params={m.params_count:,} "
+            f"({m.device})",
             highlight=False,
         )
 
@@ -166,15 +175,15 @@ def run_cmd(
 def _warn_gpu_sizes_on_cpu(cases: list[Case], backend: str) -> None:
     import jax
 
-    from jaxbench.workloads.sizes import get_size
+    from jaxbench.workloads import get_workload
+    from jaxbench.workloads.base import meant_for
 
     platform = jax.devices()[0].platform if backend == "default" else backend
-    sized = {c.params["size"] for c in cases if isinstance(c.params.get("size"), str)}
-    big = sorted(s for s in sized if get_size(s).device == "gpu")
+    big = sorted({c.label for c in cases if meant_for(get_workload(c.workload), c.params) == "gpu"})
     if big and platform == "cpu":
         err_console.print(
-            f"[yellow]warning:[/] size(s) {', '.join(big)} are meant for a GPU; on the CPU one "
-            "case can take minutes",
+            f"[yellow]warning:[/] {len(big)} case(s) are meant for a GPU (e.g. {big[0]}); on the "
+            "CPU one case can take minutes",
             highlight=False,
         )
 

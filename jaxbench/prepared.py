@@ -131,6 +131,8 @@ def _prepare_now(spec: Workload, case: Case, backend: str, warmup_calls: int) ->
         state = jax.device_put(built.make_state(), device)
     # Outside the default-device context, like every later call: that context is part of jit's
     # cache key, so warming inside it would leave a compile for the first sample.
+    # No gc.collect before this one-sample region (it walks the whole heap: 80-150 ms once JAX's
+    # caches are loaded); the steady-state region, whose samples count, collects before it.
     warmup = TimingConfig(budget_s=0.0, min_samples=1, max_samples=1, warmup_calls=warmup_calls)
-    warm = measure(built.call, state, warmup, built.next_state, device)
+    warm = measure(built.call, state, warmup, built.next_state, device, collect_garbage=False)
     return PreparedCase(case, device, built, stats, gate, warm, state=warm.final_state)

@@ -25,6 +25,8 @@ COLUMNS = (
     "MFU",
     "device peak",
 )
+#: Shown only where some record has them: per-call tokens and formula FLOP of the workload.
+MODEL_COLUMNS = {"tokens/s": "tokens_per_s", "MFU (formula)": "model_mfu"}
 REUSED_MARK = "*"
 
 
@@ -38,16 +40,20 @@ def params_label(params: dict) -> str:
 def records_table(records: list[Record], title: str) -> Table:
     """One row per record: status, p50, p95, IQR, compile s, FLOP/s, MFU, device peak.
 
+    FLOP/s and MFU use XLA's counted FLOP. Where a workload gives tokens or formula FLOP per
+    call (:data:`MODEL_COLUMNS`), ``tokens/s`` and ``MFU (formula)`` follow.
+
     A compile time marked ``*`` was measured once for a program that an earlier case of the same
     process compiled first; the caption says so. A pipelined record's benchmark reads
     ``name (pipelined xN)``: its p50 is per call of N dispatched together, not a blocked latency.
     """
     table = Table(title=title)
-    for col in COLUMNS:
+    figures = [record_figures(rec) for rec in records]
+    extra = [col for col, key in MODEL_COLUMNS.items() if any(f[key] is not None for f in figures)]
+    for col in (*COLUMNS, *extra):
         table.add_column(col, justify="left" if col in COLUMNS[:3] else "right")
     reused_any = False
-    for rec in records:
-        s = record_figures(rec)
+    for rec, s in zip(records, figures, strict=True):
         reused = bool(rec.compilation_cache.get("compile_reused_in_process"))
         reused_any |= reused
         status = rec.status if rec.status == "ok" else f"[yellow]{rec.status}[/]"
@@ -64,10 +70,17 @@ def records_table(records: list[Record], title: str) -> Table:
             fmt_rate(s["flops_per_s"]),
             "n/a" if s["mfu"] is None else f"{100 * s['mfu']:.1f}%",
             fmt_bytes(rec.device_peak_bytes),
+            *(_model_cell(MODEL_COLUMNS[col], s[MODEL_COLUMNS[col]]) for col in extra),
         )
     if reused_any:
         table.caption = f"{REUSED_MARK} compiled once, by an earlier case of this run"
     return table
+
+
+def _model_cell(key: str, value: float | None) -> str:
+    if value is None:
+        return "n/a"
+    return f"{100 * value:.1f}%" if key == "model_mfu" else f"{value:,.0f}"
 
 
 def problems(records: list[Record]) -> list[str]:

@@ -19,7 +19,7 @@ def test_quick_grid_selection_and_overrides():
     assert [c.params for c in cases] == [
         {"size": "tiny", "dtype": "float32", "k": 3, "strategy": "vmap_jvp", "wrt": "input"}
     ]
-    families = {"train_step", "forward", "loop", "scatter", "compile"}
+    families = {"train_step", "forward", "transformer", "loop", "scatter", "compile"}
     assert {c.workload for c in select_cases()} == families
     twice = select_cases(["train_step"], overrides={"size": ["tiny", "tiny"], "dtype": ["float32"]})
     assert len(twice) == 1

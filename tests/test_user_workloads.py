@@ -14,6 +14,7 @@ from jaxbench.analysis import load_results
 from jaxbench.cases import select_cases
 from jaxbench.cli import app
 from jaxbench.store import read_file
+from jaxbench.workloads import UserWorkload
 
 FACTORIES = """
 import jax
@@ -192,14 +193,19 @@ def test_installed_workloads_are_listed_and_run(installed, tmp_path):
     listed = run_cli("list", env=installed)
     assert listed.returncode == 0, listed.stderr
     assert "example_attention" in listed.stdout and "d_model=32" in listed.stdout
-    assert "example_regression" in listed.stdout
+    for name in ("example_regression", "example_equinox_mlp", "example_nnx_mlp"):
+        assert name in listed.stdout
     proc = run_cli("run", "-w", "example_attention", "-w", "example_regression",
+                   "-w", "example_equinox_mlp", "-w", "example_nnx_mlp",
                    "--param", "heads=4", "--budget", "0", "--min-samples", "3",
                    "-o", str(tmp_path), env=installed)  # fmt: skip
     assert proc.returncode == 0, proc.stdout + proc.stderr
     frame, _ = load_results([tmp_path])
-    assert list(frame["status"]) == ["ok", "ok"]
+    assert list(frame["status"]) == ["ok"] * 4
     by_name = frame.set_index("benchmark")
+    for framework in ("example_equinox_mlp", "example_nnx_mlp"):
+        assert by_name.loc[framework, "gate"]["reference"] == "reference"
+        assert by_name.loc[framework, "metrics"]["model_flops"] == 6 * 64 * 3 * 64 * 64
     assert by_name.loc["example_attention", "params"]["heads"] == 4
     assert by_name.loc["example_regression", "gate"]["reference"] == "reference"
     assert by_name.loc["example_attention", "metrics"]["tokens"] == 32
@@ -236,6 +242,25 @@ def test_the_example_factories_check_their_parameters():
         attention_block(d_model=30, heads=4)
     with pytest.raises(ValueError, match="lr must be > 0"):
         regression_step(lr=0)
+
+
+def test_a_missing_framework_is_one_line_naming_what_to_install(monkeypatch):
+    monkeypatch.syspath_prepend(str(ROOT / "examples" / "workloads"))
+    from jaxbench_example_workloads import frameworks
+
+    real = frameworks.importlib.import_module
+
+    def without_flax(name):
+        return real("no_such_module_here" if name == "flax.nnx" else name)
+
+    monkeypatch.setattr(frameworks.importlib, "import_module", without_flax)
+    spec = UserWorkload("example_nnx_mlp", frameworks.nnx_mlp)
+    with pytest.raises(
+        ValueError,
+        match=r"^workload 'example_nnx_mlp': ModuleNotFoundError: this "
+        r"workload needs flax: pip install 'jaxbench-example-workloads\[flax\]'$",
+    ):
+        spec.validate({"width": 8, "depth": 1, "batch": 4, "lr": 0.1})
 
 
 def test_the_asv_template_times_the_example_workload(monkeypatch):

@@ -58,27 +58,28 @@ def record_figures(record: Record) -> dict[str, Any]:
 
     Returns:
         ``n``; ``p50_s``, ``p95_s``, ``iqr_s`` (seconds, numpy's linear-interpolation percentiles;
-        ``None`` without samples); ``flops_per_s`` (FLOP/s at the p50 latency); ``mfu`` (fraction
-        of the device's peak at the record's dtype, ``None`` for unknown devices).
+        ``None`` without samples); ``flops_per_s`` (XLA-counted FLOP/s at the p50 latency);
+        ``mfu`` (that rate as a fraction of the device's peak at the record's dtype, ``None`` for
+        unknown devices); ``tokens_per_s`` and ``model_mfu`` (from the workload's ``tokens``
+        and formula ``model_flops`` per call in ``metrics``, e.g. the transformer's
+        :meth:`~jaxbench.workloads.lm.LMSize.model_flops`; ``None`` where it has none).
     """
     samples = np.asarray(record.samples_s, dtype=float)
+    figures: dict[str, Any] = dict.fromkeys(
+        ("p50_s", "p95_s", "iqr_s", "flops_per_s", "mfu", "tokens_per_s", "model_mfu")
+    )
+    figures["n"] = int(samples.size)
     if samples.size == 0:
-        return {
-            "n": 0,
-            "p50_s": None,
-            "p95_s": None,
-            "iqr_s": None,
-            "flops_per_s": None,
-            "mfu": None,
-        }
-    p25, p50, p75, p95 = np.percentile(samples, [25, 50, 75, 95])
-    rate = record.flops / p50 if record.flops and p50 > 0 else None
+        return figures
+    p25, p50, p75, p95 = (float(v) for v in np.percentile(samples, [25, 50, 75, 95]))
     peak = peak_flops(record.env.get("device_kind", ""), str(record.params.get("dtype", "")))
-    return {
-        "n": int(samples.size),
-        "p50_s": float(p50),
-        "p95_s": float(p95),
-        "iqr_s": float(p75 - p25),
-        "flops_per_s": rate,
-        "mfu": mfu(record.flops, float(p50), peak),
+    tokens = record.metrics.get("tokens")
+    return figures | {
+        "p50_s": p50,
+        "p95_s": p95,
+        "iqr_s": p75 - p25,
+        "flops_per_s": record.flops / p50 if record.flops and p50 > 0 else None,
+        "mfu": mfu(record.flops, p50, peak),
+        "tokens_per_s": tokens / p50 if tokens and p50 > 0 else None,
+        "model_mfu": mfu(record.metrics.get("model_flops"), p50, peak),
     }

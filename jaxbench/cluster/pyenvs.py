@@ -104,8 +104,10 @@ def ensure_env(env_root: Path, jax_version: str, python: str, extra: str | None 
         shutil.rmtree(folder, ignore_errors=True)
         _run([python, "-m", "venv", str(folder)], "python -m venv")
         jax_req = f"jax[{extra}]=={jax_version}" if extra else f"jax=={jax_version}"
+        # --no-compile: pip would byte-compile every installed module (two thirds of the
+        # install's time here); Python compiles those a task imports, on first import.
         _run(
-            [str(env_python(folder)), "-m", "pip", "install", "--quiet",
+            [str(env_python(folder)), "-m", "pip", "install", "--quiet", "--no-compile",
              "--disable-pip-version-check", "-e", str(REPO_ROOT), jax_req,
              f"jaxlib=={jax_version}"],
             f"pip install {jax_req}",

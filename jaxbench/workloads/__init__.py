@@ -7,10 +7,12 @@ from jaxbench.workloads.loops import Loops
 from jaxbench.workloads.scatter import Scatter
 from jaxbench.workloads.sizes import DTYPES, SIZES, MLPSize
 from jaxbench.workloads.train_step import TrainStep
+from jaxbench.workloads.transformer import Transformer
 from jaxbench.workloads.user import Step, UserWorkload, find
 
 WORKLOADS: dict[str, Workload] = {
-    w.name: w for w in (TrainStep(), ForwardMode(), Loops(), Scatter(), CompileHeavy())
+    w.name: w
+    for w in (TrainStep(), ForwardMode(), Transformer(), Loops(), Scatter(), CompileHeavy())
 }
 
 
@@ -40,6 +42,7 @@ __all__ = [
     "Scatter",
     "Step",
     "TrainStep",
+    "Transformer",
     "UserWorkload",
     "Workload",
     "get_workload",

@@ -71,6 +71,16 @@ class Workload(Protocol):
         ...
 
 
+def meant_for(workload: Any, params: Mapping[str, Any]) -> str:
+    """Where a case is meant to run, ``"cpu"`` or ``"gpu"``.
+
+    The workload's own ``meant_for(params)`` where it has one (model-size families), else
+    ``"cpu"``.
+    """
+    hint = getattr(workload, "meant_for", None)
+    return hint(params) if hint is not None else "cpu"
+
+
 def check_choice(name: str, value: Any, choices: tuple[str, ...]) -> None:
     """Raise ``ValueError`` naming parameter ``name`` unless ``value`` is one of ``choices``."""
     if value not in choices:

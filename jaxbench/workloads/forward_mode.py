@@ -169,12 +169,12 @@ class ForwardMode:
     param_names = ("size", "dtype", "k", "strategy", "wrt")
 
     def grid(self, quick: bool) -> dict[str, list[Any]]:
-        """Quick: tiny and small, float32, K in 1, 8, 64, wrt input. Full: all, K to 1024."""
+        """Quick: tiny and small, float32, K in 1 and 64, wrt input. Full: all, K to 1024."""
         if quick:
             return {
                 "size": ["tiny", "small"],
                 "dtype": ["float32"],
-                "k": [1, 8, 64],
+                "k": [1, 64],
                 "strategy": list(STRATEGIES),
                 "wrt": ["input"],
             }
@@ -185,6 +185,10 @@ class ForwardMode:
             "strategy": list(STRATEGIES),
             "wrt": list(WRT),
         }
+
+    def meant_for(self, params: Mapping[str, Any]) -> str:
+        """``"cpu"`` or ``"gpu"``: where the case's size is meant to run."""
+        return get_size(params["size"]).device
 
     def validate(self, params: Mapping[str, Any]) -> None:
         """Raise ``ValueError`` naming a bad ``size``, ``dtype``, ``k``, ``strategy`` or ``wrt``."""

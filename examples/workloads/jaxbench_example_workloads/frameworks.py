@@ -1,0 +1,121 @@
+"""Train steps of models written with Equinox and with Flax NNX, each an optional dependency.
+
+Both follow the same recipe, which is how any module library reaches jaxbench: split the model
+into its array leaves (the argument PyTree that is timed and donated) and the static rest, and
+jit a pure step over the arrays. The library is imported inside the factory, so ``jaxbench
+list`` shows these workloads without it, and running one without it is one line naming what to
+install (``pip install 'jaxbench-example-workloads[equinox]'`` or ``[flax]``).
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+
+from jaxbench.workloads import Step
+
+
+def _need(module: str, extra: str) -> Any:
+    try:
+        return importlib.import_module(module)
+    except ModuleNotFoundError:
+        raise ModuleNotFoundError(
+            f"this workload needs {extra}: pip install 'jaxbench-example-workloads[{extra}]'"
+        ) from None
+
+
+def _check(width: int, depth: int, batch: int) -> None:
+    for name, value in (("width", width), ("depth", depth), ("batch", batch)):
+        if value < 1:
+            raise ValueError(f"{name} must be >= 1, got {value}")
+
+
+def _data(width: int, batch: int) -> tuple[jax.Array, jax.Array]:
+    x = jax.random.normal(jax.random.key(7), (batch, width))
+    return x, jnp.sin(x)
+
+
+def _mlp_flops(width: int, depth: int, batch: int) -> int:
+    # depth + 1 square layers; 6 FLOP per weight and example (forward 2, backward 4).
+    return 6 * batch * (depth + 1) * width * width
+
+
+def equinox_mlp(width: int = 64, depth: int = 2, batch: int = 64, lr: float = 1e-3) -> Step:
+    """One optax Adam step of an ``equinox.nn.MLP`` (``width`` wide, ``depth`` hidden layers).
+
+    Arguments: the model's arrays and Adam's state (donated, fed to the next call), ``x`` and
+    ``y`` ``(batch, width)`` float32. FLOP per call: ``6 * batch * (depth + 1) * width**2``.
+
+    Raises:
+        ModuleNotFoundError: Equinox (or optax) is not installed.
+        ValueError: ``width``, ``depth`` or ``batch`` below 1.
+    """
+    eqx = _need("equinox", "equinox")
+    optax = _need("optax", "equinox")
+    _check(width, depth, batch)
+    model = eqx.nn.MLP(width, width, width, depth, key=jax.random.key(0))
+    arrays, static = eqx.partition(model, eqx.is_array)
+    optimizer = optax.adam(lr)
+
+    def loss(arrays: Any, x: jax.Array, y: jax.Array) -> jax.Array:
+        net = eqx.combine(arrays, static)
+        return jnp.mean((jax.vmap(net)(x) - y) ** 2)
+
+    def step(arrays: Any, opt_state: Any, x: jax.Array, y: jax.Array) -> Any:
+        value, grads = jax.value_and_grad(loss)(arrays, x, y)
+        updates, opt_state = optimizer.update(grads, opt_state, arrays)
+        return optax.apply_updates(arrays, updates), opt_state, value
+
+    return Step(
+        fn=jax.jit(step, donate_argnums=(0, 1)),
+        args=(arrays, optimizer.init(arrays), *_data(width, batch)),
+        next_args=lambda args, out: (out[0], out[1], *args[2:]),
+        reference=step,
+        flops=_mlp_flops(width, depth, batch),
+        tokens=batch,
+    )
+
+
+def nnx_mlp(width: int = 64, depth: int = 2, batch: int = 64, lr: float = 0.05) -> Step:
+    """One SGD step of a Flax NNX MLP (``depth`` hidden ``nnx.Linear`` layers, tanh).
+
+    The model is split by ``nnx.split`` into its graph (static) and its ``nnx.State`` (the
+    donated argument, fed to the next call); ``x`` and ``y`` are ``(batch, width)`` float32.
+    FLOP per call: ``6 * batch * (depth + 1) * width**2``.
+
+    Raises:
+        ModuleNotFoundError: Flax is not installed.
+        ValueError: ``width``, ``depth`` or ``batch`` below 1.
+    """
+    nnx = _need("flax.nnx", "flax")
+    _check(width, depth, batch)
+
+    class MLP(nnx.Module):
+        def __init__(self, rngs: Any) -> None:
+            self.layers = nnx.List([nnx.Linear(width, width, rngs=rngs) for _ in range(depth + 1)])
+
+        def __call__(self, x: jax.Array) -> jax.Array:
+            for layer in self.layers[:-1]:
+                x = jnp.tanh(layer(x))
+            return self.layers[-1](x)
+
+    graph, state = nnx.split(MLP(nnx.Rngs(0)))
+
+    def loss(state: Any, x: jax.Array, y: jax.Array) -> jax.Array:
+        return jnp.mean((nnx.merge(graph, state)(x) - y) ** 2)
+
+    def step(state: Any, x: jax.Array, y: jax.Array) -> Any:
+        value, grads = jax.value_and_grad(loss)(state, x, y)
+        return jax.tree.map(lambda p, g: p - lr * g, state, grads), value
+
+    return Step(
+        fn=jax.jit(step, donate_argnums=0),
+        args=(state, *_data(width, batch)),
+        next_args=lambda args, out: (out[0], *args[1:]),
+        reference=step,
+        flops=_mlp_flops(width, depth, batch),
+        tokens=batch,
+    )

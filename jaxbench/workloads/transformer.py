@@ -1,0 +1,171 @@
+"""Workload: a decoder-only transformer LM train step (AdamW), over model sizes and dtypes.
+
+The model is :mod:`jaxbench.workloads.lm`. Each case records, besides XLA's counted FLOP (the
+record's ``flops``), ``model_flops`` by the PaLM formula (:meth:`LMSize.model_flops`) and
+``tokens`` per step, from which analysis derives tokens/s and the MFU of both counts.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+from collections.abc import Mapping
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+
+from jaxbench.measure.harness import CompileTarget
+from jaxbench.workloads import lm
+from jaxbench.workloads.base import TOLERANCES, Built, GateFailure, check_close
+from jaxbench.workloads.lm import LMSize
+from jaxbench.workloads.sizes import DTYPES, check_dtype
+
+LM_SIZES: dict[str, LMSize] = {
+    s.name: s
+    for s in (
+        LMSize("tiny", d_model=64, n_layers=2, n_heads=2, seq_len=64, batch=4, vocab=512,
+               device="cpu"),
+        LMSize("small", d_model=128, n_layers=4, n_heads=4, seq_len=128, batch=8, vocab=2048,
+               device="cpu"),
+        LMSize("medium", d_model=256, n_layers=6, n_heads=8, seq_len=256, batch=8, vocab=8192,
+               device="cpu"),
+        # GPT-2 small's shape (Radford et al. 2019) with a 32k vocabulary: 136 M parameters.
+        LMSize("125m", d_model=768, n_layers=12, n_heads=12, seq_len=1024, batch=8,
+               vocab=32768, device="gpu"),
+        LMSize("350m", d_model=1024, n_layers=24, n_heads=16, seq_len=1024, batch=8,
+               vocab=32768, device="gpu"),
+        # 0.94 B parameters; float32 weights and AdamW moments ~11 GiB, activations of one step
+        # tens of GiB: one large GPU.
+        LMSize("1b", d_model=2048, n_layers=16, n_heads=16, seq_len=2048, batch=4,
+               vocab=32768, device="gpu"),
+    )
+}  # fmt: skip
+
+
+def get_lm_size(name: str) -> LMSize:
+    """A size of :data:`LM_SIZES` by name.
+
+    Raises:
+        ValueError: Unknown name; the message lists the known ones.
+    """
+    try:
+        return LM_SIZES[name]
+    except KeyError:
+        raise ValueError(f"unknown size {name!r}; choose from {', '.join(LM_SIZES)}") from None
+
+
+@functools.cache
+def jitted_step(size: LMSize, dtype: str) -> Any:
+    """The jitted AdamW step of ``size`` computing in ``dtype``, its state donated.
+
+    ``(state, tokens) -> (state, loss)``; callers pass the returned state to the next call.
+    """
+    return jax.jit(_plain_step(size, dtype), donate_argnums=(0,))
+
+
+def _plain_step(size: LMSize, dtype: str) -> Any:
+    return functools.partial(lm.train_step, n_heads=size.n_heads, dtype=jnp.dtype(dtype))
+
+
+class Transformer:
+    """Decoder LM train step over :data:`LM_SIZES` and compute dtypes (float32 master weights).
+
+    Parameters: ``size`` (a name of :data:`LM_SIZES`), ``dtype`` (``float32``/``bfloat16``, the
+    compute dtype).
+    """
+
+    name = "transformer"
+    param_names = ("size", "dtype")
+
+    def grid(self, quick: bool) -> dict[str, list[Any]]:
+        """Quick: ``tiny`` float32 (its gate's op-by-op step is most of its 13 s). Full: all."""
+        if quick:
+            return {"size": ["tiny"], "dtype": ["float32"]}
+        return {"size": list(LM_SIZES), "dtype": list(DTYPES)}
+
+    def meant_for(self, params: Mapping[str, Any]) -> str:
+        """``"cpu"`` or ``"gpu"``: where the case's size is meant to run."""
+        return get_lm_size(params["size"]).device
+
+    def validate(self, params: Mapping[str, Any]) -> None:
+        """Raise ``ValueError`` naming a bad ``size`` or ``dtype``."""
+        get_lm_size(params["size"])
+        check_dtype(params["dtype"])
+
+    def benchmark(self, params: Mapping[str, Any]) -> str:
+        """Always ``transformer/train_step``."""
+        return f"{self.name}/train_step"
+
+    def build(self, params: Mapping[str, Any]) -> Built:
+        """Params, AdamW state, a token batch, the donated jitted step, and the gate."""
+        size, dtype = get_lm_size(params["size"]), params["dtype"]
+        key_params, key_tokens = jax.random.split(jax.random.key(3))
+        state0 = lm.init_state(lm.init(key_params, size))
+        tokens = lm.make_tokens(key_tokens, size)
+        step = jitted_step(size, dtype)
+
+        def call(s: Any) -> Any:
+            return step(s[0], s[1])
+
+        return Built(
+            targets=[CompileTarget("train_step", ("transformer", size, dtype), step,
+                                   (state0, tokens))],
+            call=call,
+            make_state=lambda: (state0, tokens),
+            next_state=lambda s, out: (out[0], s[1]),
+            check=lambda: _gate(size, dtype, step, state0, tokens),
+            metrics={
+                "params_count": size.params_count,
+                "params_bytes": 4 * size.params_count,
+                "tokens": size.tokens,
+                "model_flops": size.model_flops(),
+            },
+        )  # fmt: skip
+
+
+def _copy(tree: Any) -> Any:
+    return jax.tree.map(jnp.copy, tree)
+
+
+def _gate(size: LMSize, dtype: str, step: Any, state0: Any, tokens: jax.Array) -> dict[str, Any]:
+    """The jitted step against the same step run op by op; raises :class:`GateFailure`.
+
+    Loss and AdamW moments (linear and quadratic in the gradient) must agree at the dtype's
+    tolerance. The parameters agree to ``2 * LEARNING_RATE``: AdamW's first step moves each
+    weight by about ``lr * sign(gradient)``, so a gradient within rounding of zero may move
+    either way. One step must lower the loss on its batch, and a batch of floats or of too many
+    positions must raise :class:`~jaxbench.workloads.lm.TokenShapeError`.
+    """
+    for label, bad in (
+        ("dtype", tokens.astype(jnp.float32)),
+        ("length", jnp.zeros((size.batch, size.seq_len + 2), jnp.int32)),
+    ):
+        try:
+            step(_copy(state0), bad)
+        except lm.TokenShapeError:
+            continue
+        raise GateFailure(f"tokens of the wrong {label} did not raise TokenShapeError")  # fmt: skip
+
+    plain_state, plain_loss = _plain_step(size, dtype)(state0, tokens)
+    jit_state, jit_loss = step(_copy(state0), tokens)
+    loss_check = check_close("loss (plain vs jit)", jit_loss, plain_loss, dtype)
+    check_close("AdamW moments (plain vs jit)", jit_state.opt_state, plain_state.opt_state, dtype)
+    params_tol = {"rtol": TOLERANCES[dtype]["rtol"], "atol": 2 * lm.LEARNING_RATE}
+    params_check = check_close(
+        "params (plain vs jit)", jit_state.params, plain_state.params, dtype, params_tol
+    )
+    before = float(plain_loss)
+    after = float(step(jit_state, tokens)[1])  # the loss at the stepped params
+    if not after < before:
+        raise GateFailure(f"one AdamW step did not lower the loss ({before:.6g} -> {after:.6g})")
+    return {
+        "rtol": loss_check["rtol"],
+        "atol": loss_check["atol"],
+        "params_atol": params_tol["atol"],
+        "max_abs_err_loss": loss_check["max_abs_err"],
+        "max_abs_err_params": params_check["max_abs_err"],
+        "loss_before": before,
+        "loss_after": after,
+        "ln_vocab": math.log(size.vocab),
+    }
