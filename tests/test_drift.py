@@ -18,14 +18,15 @@ from jaxbench.cli import app
 from jaxbench.drift import DRIFT_TOLERANCES, compare
 from jaxbench.drift import outputs as drift_outputs
 from jaxbench.drift.reference import read_reference
-from jaxbench.drift.sets import SET_NAMES, boundary_rows
+from jaxbench.drift.sets import SET_NAMES, WORKLOAD_DTYPES, boundary_rows
 from jaxbench.store import Appender, Record, read_file
 from jaxbench.store.drift import DriftRow, ReferenceManifest
 from jaxbench.store.scan import store_files
 from jaxbench.workloads import mlp
 
-WORKLOADS = ("train_step", "forward")
+WORKLOADS = ("train_step", "forward", "loop")
 DTYPES = ("float32", "bfloat16")
+ALL_SETS = {(w, d, s) for w in WORKLOADS for d in WORKLOAD_DTYPES[w] for s in SET_NAMES}
 
 
 def drift(*args: str):
@@ -70,13 +71,16 @@ def test_manifest_records_env_tolerances_and_every_set(saved):
     assert "device_kind" in manifest.env and "platform_version" in manifest.env
     assert manifest.tolerances == DRIFT_TOLERANCES
     got = {(e.workload, e.dtype, e.set) for e in manifest.sets}
-    assert got == {(w, d, s) for w in WORKLOADS for d in DTYPES for s in SET_NAMES}
+    assert got == ALL_SETS
     by_key = {(e.workload, e.dtype, e.set): e for e in manifest.sets}
     train = by_key[("train_step", "bfloat16", "standard")]
     outs = {o.name: o for o in train.outputs}
     assert outs["loss"].shape == [] and outs["loss"].dtype == "float32"
     assert outs["grad.0.w"].shape == [32, 64] and outs["grad.0.w"].dtype == "bfloat16"
     assert "params_after.2.b" in outs
+    loop = {o.name: o for o in by_key[("loop", "float32", "standard")].outputs}
+    assert loop["plain.at_set"].shape == loop["linearize.scan_stack"].shape == [64, 64]
+    assert loop["grad.at_set"].shape == [64] and ("loop", "bfloat16", "standard") not in by_key
     fwd = {o.name: o for o in by_key[("forward", "float32", "single")].outputs}
     assert fwd["primal"].shape == [1, 8]
     assert fwd["jvp"].shape == fwd["linearize"].shape == [3, 1, 8]
@@ -90,9 +94,7 @@ def test_saving_then_checking_here_is_within_tolerance_with_errors_recorded(clea
     assert result.exit_code == 0, result.output
     assert "jaxbench drift" in result.stdout and "finding" not in result.stdout
     rows = rows_of(path)
-    assert {(r.workload, r.dtype, r.set) for r in rows} == {
-        (w, d, s) for w in WORKLOADS for d in DTYPES for s in SET_NAMES
-    }
+    assert {(r.workload, r.dtype, r.set) for r in rows} == ALL_SETS
     assert all(r.within_tolerance and r.finding is None for r in rows)
     for r in rows:
         assert (r.rtol, r.atol) == tuple(DRIFT_TOLERANCES[r.dtype].values())
@@ -111,11 +113,12 @@ def test_saving_then_checking_here_is_within_tolerance_with_errors_recorded(clea
 def test_every_invalid_shape_set_raises_the_workloads_own_error(clean_check):
     _, path = clean_check
     raises = [r for r in rows_of(path) if r.set == "invalid_shape"]
-    assert len(raises) == 4 and all(r.output == "raises" and r.raised for r in raises)
-    want = {"train_step": "mlp.BatchShapeError", "forward": "forward_mode.TangentShapeError"}
+    assert len(raises) == 5 and all(r.output == "raises" and r.raised for r in raises)
+    want = {"train_step": "mlp.BatchShapeError", "forward": "forward_mode.TangentShapeError",
+            "loop": "loops.LoopShapeError"}  # fmt: skip
     for r in raises:
         assert r.error_type.endswith(want[r.workload]) and r.expected_error == r.error_type
-        assert "expected shape" in r.error_message
+        assert "expected" in r.error_message
 
 
 @pytest.mark.parametrize("dtype", DTYPES)

@@ -30,12 +30,7 @@ def test_every_body_and_mode_passes_its_gate(body, mode):
 
 
 def _inputs(trip):
-    import jax
-
-    built = get_workload("loop").build(_case("at_set", "plain", trip))
-    x, w = built.make_state()
-    key_v = jax.random.split(jax.random.key(2), 3)[2]
-    return x, w, jax.random.normal(key_v, w.shape)
+    return loops.inputs(trip)
 
 
 def test_the_reference_gradient_and_tangent_match_jax(monkeypatch):

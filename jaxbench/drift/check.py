@@ -35,6 +35,7 @@ from jaxbench.drift.sets import (
     EXPECTED_ERRORS,
     SET_NAMES,
     SIZE,
+    WORKLOAD_DTYPES,
     WORKLOADS,
     qualified_name,
     regression_sets,
@@ -106,7 +107,7 @@ def save_reference(
         folder: The reference folder (e.g. ``results/drift/reference``).
         force: Overwrite an existing reference.
         device: The ``jax.Device`` to compute on; ``None`` for the default.
-        workloads: Workloads to include (default both).
+        workloads: Workloads to include (default all of WORKLOADS).
         dtypes: Dtypes to include (default both).
 
     Returns:
@@ -289,7 +290,7 @@ def _notes(ref: Reference) -> list[str]:
     missing = [
         f"{w} {d} {s}"
         for w in WORKLOADS
-        for d in DTYPES
+        for d in WORKLOAD_DTYPES[w]
         for s in SET_NAMES
         if (w, d, s) not in have
     ]

@@ -8,6 +8,10 @@
   ``jvp`` ``(K, B, d_out)``: ``J t_k`` for the K tangents by ``jax.jvp`` (the workload's jitted
   ``jvp``), and ``linearize`` ``(K, B, d_out)``: the same JVPs by one ``jax.linearize`` and K
   applications of its linear function (the workload's jitted ``linearize`` and ``apply``).
+- ``loop``: for the bodies :data:`LOOP_BODIES` (an in-place ``fori_loop`` and a stacking
+  ``scan``), ``plain.<body>`` the ``(T, 64)`` buffer, ``grad.<body>`` ``(64,)`` the gradient of
+  its sum with respect to ``w``, ``linearize.<body>`` ``(T, 64)`` its tangent along ``v`` (the
+  family's jitted ``plain``, ``grad``, ``linearize`` and ``apply``).
 
 A wrong-shape input raises the workload's own error from these same calls, at trace time.
 """
@@ -23,7 +27,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from jaxbench.drift.sets import flatten_params, unflatten_params
-from jaxbench.workloads import forward_mode, mlp, train_step
+from jaxbench.workloads import forward_mode, loops, mlp, train_step
 
 Outputs = dict[str, np.ndarray]
 
@@ -103,8 +107,37 @@ def forward_outputs(inputs: dict[str, np.ndarray], device: Any | None = None) ->
     }
 
 
+LOOP_BODIES = ("at_set", "scan_stack")
+
+
+def loop_outputs(inputs: dict[str, np.ndarray], device: Any | None = None) -> Outputs:
+    """The buffer, its gradient and its tangent for each body of :data:`LOOP_BODIES`.
+
+    Args:
+        inputs: ``x`` ``(T, 64)``, the primal ``w`` and the tangent ``v`` ``(64,)``.
+        device: The ``jax.Device`` to compute on; ``None`` for the default.
+
+    Returns:
+        ``plain.<body>`` and ``linearize.<body>`` ``(T, 64)``, ``grad.<body>`` ``(64,)``, in
+        ``x``'s dtype; host numpy arrays.
+
+    Raises:
+        jaxbench.workloads.loops.LoopShapeError: ``w`` is not ``(x.shape[1],)``.
+    """
+    x, w, v = (_device_tree(inputs[k], device) for k in ("x", "w", "v"))
+    out = {}
+    for body in LOOP_BODIES:
+        fns = loops.jitted(body)
+        out[f"plain.{body}"] = np.asarray(jax.device_get(fns["plain"](x, w)))
+        out[f"grad.{body}"] = np.asarray(jax.device_get(fns["grad"](x, w)))
+        f_lin = fns["linearize"](x, w)[1]
+        out[f"linearize.{body}"] = np.asarray(jax.device_get(fns["apply"](f_lin, v)))
+    return out
+
+
 #: The output function of each workload; the check looks them up here.
 COMPUTE: dict[str, Callable[..., Outputs]] = {
     "train_step": train_step_outputs,
     "forward": forward_outputs,
+    "loop": loop_outputs,
 }

@@ -1,7 +1,7 @@
 """The regression sets: fixed, seeded inputs of each workload for numerical drift checks.
 
-Every set uses the MLP of size :data:`SIZE` (``tiny``: 32 -> 64 x 2 (tanh) -> 8, batch 32) with
-the workload's own seeded params (``train_step``: :meth:`TrainStep.build`; ``forward``:
+The MLP sets use the size :data:`SIZE` (``tiny``: 32 -> 64 x 2 (tanh) -> 8, batch 32) with the
+workload's own seeded params (``train_step``: :meth:`TrainStep.build`; ``forward``:
 :meth:`ForwardMode.build`, ``wrt="input"``), in float32 and bfloat16. Sets, per workload and
 dtype (B = 32 rows, d_in = 32, d_out = 8, K = :data:`K_TANGENTS`):
 
@@ -17,10 +17,18 @@ dtype (B = 32 rows, d_in = 32, d_out = 8, K = :data:`K_TANGENTS`):
   (``train_step``, must raise :class:`~jaxbench.workloads.mlp.BatchShapeError`) or from the
   tangents (``forward``, must raise :class:`~jaxbench.workloads.forward_mode.TangentShapeError`).
 
-``forward`` sets carry K tangents ``(K, B, d_in)``: the workload's own seeded tangents. Inputs
-are returned as numpy arrays in the workload dtype and saved with the reference, so a check
-recomputes from exactly the saved inputs: a change in JAX's random number generation between
-versions is not mistaken for drift of the computation.
+``forward`` sets carry K tangents ``(K, B, d_in)``: the workload's own seeded tangents.
+
+The ``loop`` sets (float32 only, the family's one dtype) are its seeded inputs at
+:data:`LOOP_TRIP` steps (:func:`jaxbench.workloads.loops.inputs`): ``x`` ``(LOOP_TRIP, 64)``, the
+primal ``w`` and a tangent ``v`` ``(64,)``; ``single`` is one step, ``zeros`` a zero ``x``,
+``boundary`` the boundary rows as the first 8 steps (tanh saturates: its derivative is exactly 0
+there), and ``invalid_shape`` drops the last element of ``w`` (must raise
+:class:`~jaxbench.workloads.loops.LoopShapeError`).
+
+Inputs are returned as numpy arrays in the workload dtype and saved with the reference, so a
+check recomputes from exactly the saved inputs: a change in JAX's random number generation
+between versions is not mistaken for drift of the computation.
 """
 
 from __future__ import annotations
@@ -30,19 +38,29 @@ from dataclasses import dataclass
 import ml_dtypes
 import numpy as np
 
-from jaxbench.workloads import forward_mode, mlp
+from jaxbench.workloads import forward_mode, loops, mlp
 from jaxbench.workloads.forward_mode import ForwardMode
 from jaxbench.workloads.sizes import DTYPES, get_size
 from jaxbench.workloads.train_step import TrainStep
 
 SIZE = "tiny"
-WORKLOADS = ("train_step", "forward")
+WORKLOADS = ("train_step", "forward", "loop")
+#: The dtypes each workload's sets are computed in.
+WORKLOAD_DTYPES: dict[str, tuple[str, ...]] = {
+    "train_step": DTYPES,
+    "forward": DTYPES,
+    "loop": ("float32",),
+}
+#: Steps of the loop sets: a recurrence of 64 steps and a gradient summed over 64 terms, the
+#: reduction length the float32 drift tolerance is derived for (:mod:`jaxbench.drift.tolerance`).
+LOOP_TRIP = 64
 SET_NAMES = ("standard", "single", "zeros", "boundary", "invalid_shape")
 K_TANGENTS = 3
 #: The workload's own error that a wrong-shape input must raise.
 EXPECTED_ERRORS: dict[str, type[Exception]] = {
     "train_step": mlp.BatchShapeError,
     "forward": forward_mode.TangentShapeError,
+    "loop": loops.LoopShapeError,
 }
 #: Finite magnitudes that saturate tanh after the first layer (|w x| >> 9 for any row).
 HUGE = 2.0**100
@@ -54,12 +72,13 @@ class RegressionSet:
     """One set's inputs.
 
     Attributes:
-        workload: ``train_step`` or ``forward``.
-        dtype: ``float32`` or ``bfloat16``.
+        workload: One of :data:`WORKLOADS`.
+        dtype: One of its :data:`WORKLOAD_DTYPES`.
         name: One of :data:`SET_NAMES`.
         inputs: Arrays by name, in ``dtype``: ``params.<layer>.w`` ``(m, n)``,
             ``params.<layer>.b`` ``(n,)``, ``x`` ``(B, d_in)``, and ``y`` ``(B, d_out)``
-            (``train_step``) or ``tangents`` ``(K, B, d_in)`` (``forward``).
+            (``train_step``) or ``tangents`` ``(K, B, d_in)`` (``forward``); ``x``, ``w`` and
+            ``v`` for ``loop``.
         expect_error: The error class that must be raised (``invalid_shape`` only).
     """
 
@@ -133,6 +152,9 @@ def boundary_rows(d_in: int, dtype: str) -> np.ndarray:
 
 
 def _standard_inputs(workload: str, dtype: str) -> dict[str, np.ndarray]:
+    if workload == "loop":
+        x, w, v = loops.inputs(LOOP_TRIP)
+        return {"x": np.asarray(x), "w": np.asarray(w), "v": np.asarray(v)}
     if workload == "train_step":
         built = TrainStep().build(
             {"size": SIZE, "dtype": dtype, "optimizer": "sgd", "donate": False}
@@ -153,7 +175,7 @@ def _variant(workload: str, name: str, std: dict[str, np.ndarray]) -> dict[str, 
         out["x"] = x[:1]
         if workload == "train_step":
             out["y"] = std["y"][:1]
-        else:
+        elif workload == "forward":
             out["tangents"] = std["tangents"][:, :1]
     elif name == "zeros":
         out["x"] = np.zeros_like(x)
@@ -161,7 +183,9 @@ def _variant(workload: str, name: str, std: dict[str, np.ndarray]) -> dict[str, 
         rows = boundary_rows(x.shape[1], str(x.dtype))
         out["x"] = np.concatenate([rows, x[len(rows) :]])
     elif name == "invalid_shape":
-        if workload == "train_step":
+        if workload == "loop":
+            out["w"] = std["w"][:-1]
+        elif workload == "train_step":
             out["x"] = x[:, :-1]
         else:
             out["tangents"] = std["tangents"][..., :-1]
@@ -172,6 +196,8 @@ def regression_sets(
     workloads: tuple[str, ...] = WORKLOADS, dtypes: tuple[str, ...] = DTYPES
 ) -> list[RegressionSet]:
     """Every regression set, in order: workload, dtype, then :data:`SET_NAMES`.
+
+    A workload's sets are made only in its :data:`WORKLOAD_DTYPES` among ``dtypes``.
 
     Builds the workloads' params and batches with JAX on the default device (a few small
     compiles); the returned inputs are host numpy arrays.
@@ -187,6 +213,8 @@ def regression_sets(
         for dtype in dtypes:
             if dtype not in DTYPES:
                 raise ValueError(f"unknown dtype {dtype!r}; choose from {', '.join(DTYPES)}")
+            if dtype not in WORKLOAD_DTYPES[workload]:
+                continue
             std = _standard_inputs(workload, dtype)
             for name in SET_NAMES:
                 expect = EXPECTED_ERRORS[workload] if name == "invalid_shape" else None

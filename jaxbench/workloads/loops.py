@@ -140,6 +140,18 @@ def reference(x: np.ndarray, w: np.ndarray, v: np.ndarray) -> dict[str, np.ndarr
     return {"plain": h[1:], "grad": grad, "linearize": dh[1:]}
 
 
+def inputs(trip: int) -> tuple[jax.Array, jax.Array, jax.Array]:
+    """The seeded float32 inputs of a case: ``x``, the primal ``w`` and a tangent ``v``.
+
+    ``x`` ``(trip, WIDTH)`` ~ N(0, 1); ``w`` ``(WIDTH,)`` ~ U(-:data:`W_SCALE`, :data:`W_SCALE`);
+    ``v`` ``(WIDTH,)`` ~ N(0, 1).
+    """
+    key_x, key_w, key_v = jax.random.split(jax.random.key(2), 3)
+    x = jax.random.normal(key_x, (trip, WIDTH), jnp.float32)
+    w = W_SCALE * jax.random.uniform(key_w, (WIDTH,), jnp.float32, -1.0, 1.0)
+    return x, w, jax.random.normal(key_v, (WIDTH,), jnp.float32)
+
+
 class Loops:
     """In-place buffer updates under ``fori_loop`` and ``scan``, plain, under grad, linearized.
 
@@ -175,10 +187,7 @@ class Loops:
     def build(self, params: Mapping[str, Any]) -> Built:
         """``x``, ``w`` and a tangent ``v``, the mode's timed unit and the gate."""
         trip, body, mode = params["trip"], params["body"], params["mode"]
-        key_x, key_w, key_v = jax.random.split(jax.random.key(2), 3)
-        x = jax.random.normal(key_x, (trip, WIDTH), jnp.float32)
-        w = W_SCALE * jax.random.uniform(key_w, (WIDTH,), jnp.float32, -1.0, 1.0)
-        v = jax.random.normal(key_v, (WIDTH,), jnp.float32)
+        x, w, v = inputs(trip)
         fns = jitted(body)
         key = (body, trip)
         metrics: dict[str, Any] = {"held_bytes": 0, "buffer_bytes": trip * WIDTH * 4}
