@@ -24,7 +24,7 @@ from jaxbench.store.drift import DriftRow, ReferenceManifest
 from jaxbench.store.scan import store_files
 from jaxbench.workloads import mlp
 
-WORKLOADS = ("train_step", "forward", "loop")
+WORKLOADS = ("train_step", "forward", "loop", "scatter")
 DTYPES = ("float32", "bfloat16")
 ALL_SETS = {(w, d, s) for w in WORKLOADS for d in WORKLOAD_DTYPES[w] for s in SET_NAMES}
 
@@ -81,6 +81,11 @@ def test_manifest_records_env_tolerances_and_every_set(saved):
     loop = {o.name: o for o in by_key[("loop", "float32", "standard")].outputs}
     assert loop["plain.at_set"].shape == loop["linearize.scan_stack"].shape == [64, 64]
     assert loop["grad.at_set"].shape == [64] and ("loop", "bfloat16", "standard") not in by_key
+    scat = by_key[("scatter", "float32", "standard")]
+    assert {i.name: i.dtype for i in scat.inputs}["idx"] == "int32"
+    assert {o.name: o.shape for o in scat.outputs} == {
+        "scatter_add": [16, 64], "segment_sum": [16, 64], "gather": [64, 64],
+        "embedding_grad": [16, 64]}  # fmt: skip
     fwd = {o.name: o for o in by_key[("forward", "float32", "single")].outputs}
     assert fwd["primal"].shape == [1, 8]
     assert fwd["jvp"].shape == fwd["linearize"].shape == [3, 1, 8]
@@ -113,9 +118,9 @@ def test_saving_then_checking_here_is_within_tolerance_with_errors_recorded(clea
 def test_every_invalid_shape_set_raises_the_workloads_own_error(clean_check):
     _, path = clean_check
     raises = [r for r in rows_of(path) if r.set == "invalid_shape"]
-    assert len(raises) == 5 and all(r.output == "raises" and r.raised for r in raises)
+    assert len(raises) == 6 and all(r.output == "raises" and r.raised for r in raises)
     want = {"train_step": "mlp.BatchShapeError", "forward": "forward_mode.TangentShapeError",
-            "loop": "loops.LoopShapeError"}  # fmt: skip
+            "loop": "loops.LoopShapeError", "scatter": "scatter.ScatterShapeError"}  # fmt: skip
     for r in raises:
         assert r.error_type.endswith(want[r.workload]) and r.expected_error == r.error_type
         assert "expected" in r.error_message

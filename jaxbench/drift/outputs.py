@@ -12,6 +12,9 @@
   ``scan``), ``plain.<body>`` the ``(T, 64)`` buffer, ``grad.<body>`` ``(64,)`` the gradient of
   its sum with respect to ``w``, ``linearize.<body>`` ``(T, 64)`` its tangent along ``v`` (the
   family's jitted ``plain``, ``grad``, ``linearize`` and ``apply``).
+- ``scatter``: every op of :data:`jaxbench.workloads.scatter.OPS` on the set's table, indices
+  and updates: ``scatter_add``, ``segment_sum`` and ``embedding_grad`` ``(rows, 64)``,
+  ``gather`` ``(n, 64)`` (the family's jitted ops).
 
 A wrong-shape input raises the workload's own error from these same calls, at trace time.
 """
@@ -27,7 +30,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from jaxbench.drift.sets import flatten_params, unflatten_params
-from jaxbench.workloads import forward_mode, loops, mlp, train_step
+from jaxbench.workloads import forward_mode, loops, mlp, scatter, train_step
 
 Outputs = dict[str, np.ndarray]
 
@@ -135,9 +138,28 @@ def loop_outputs(inputs: dict[str, np.ndarray], device: Any | None = None) -> Ou
     return out
 
 
+def scatter_outputs(inputs: dict[str, np.ndarray], device: Any | None = None) -> Outputs:
+    """The output of every scatter op on the set's inputs.
+
+    Args:
+        inputs: ``table`` ``(rows, 64)``, ``idx`` ``(n,)`` int32 and ``updates`` ``(n, 64)``.
+        device: The ``jax.Device`` to compute on; ``None`` for the default.
+
+    Returns:
+        One array per op of :data:`jaxbench.workloads.scatter.OPS`, in ``table``'s dtype; host
+        numpy arrays.
+
+    Raises:
+        jaxbench.workloads.scatter.ScatterShapeError: ``updates`` is not ``(n, 64)``.
+    """
+    args = [_device_tree(inputs[k], device) for k in ("table", "idx", "updates")]
+    return {op: np.asarray(jax.device_get(scatter.jitted(op)(*args))) for op in scatter.OPS}
+
+
 #: The output function of each workload; the check looks them up here.
 COMPUTE: dict[str, Callable[..., Outputs]] = {
     "train_step": train_step_outputs,
     "forward": forward_outputs,
     "loop": loop_outputs,
+    "scatter": scatter_outputs,
 }

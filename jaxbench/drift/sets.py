@@ -26,6 +26,14 @@ primal ``w`` and a tangent ``v`` ``(64,)``; ``single`` is one step, ``zeros`` a 
 there), and ``invalid_shape`` drops the last element of ``w`` (must raise
 :class:`~jaxbench.workloads.loops.LoopShapeError`).
 
+The ``scatter`` sets (float32) are a ``(SCATTER_ROWS, 64)`` table, :data:`SCATTER_N` Zipf
+indices into it and ``(SCATTER_N, 64)`` updates (:meth:`Scatter.build`): at most
+:data:`SCATTER_N` terms are summed into one row. ``single`` is one update, ``zeros`` zero
+updates, ``boundary`` the boundary rows as the first 8 updates (a row that receives +2^100 and
+-2^100 cancels, so its scale is 2^100 and the tolerance with it), and ``invalid_shape`` drops
+the last feature of the updates (must raise
+:class:`~jaxbench.workloads.scatter.ScatterShapeError`).
+
 Inputs are returned as numpy arrays in the workload dtype and saved with the reference, so a
 check recomputes from exactly the saved inputs: a change in JAX's random number generation
 between versions is not mistaken for drift of the computation.
@@ -38,22 +46,26 @@ from dataclasses import dataclass
 import ml_dtypes
 import numpy as np
 
-from jaxbench.workloads import forward_mode, loops, mlp
+from jaxbench.workloads import forward_mode, loops, mlp, scatter
 from jaxbench.workloads.forward_mode import ForwardMode
+from jaxbench.workloads.scatter import Scatter
 from jaxbench.workloads.sizes import DTYPES, get_size
 from jaxbench.workloads.train_step import TrainStep
 
 SIZE = "tiny"
-WORKLOADS = ("train_step", "forward", "loop")
+WORKLOADS = ("train_step", "forward", "loop", "scatter")
 #: The dtypes each workload's sets are computed in.
 WORKLOAD_DTYPES: dict[str, tuple[str, ...]] = {
     "train_step": DTYPES,
     "forward": DTYPES,
     "loop": ("float32",),
+    "scatter": ("float32",),
 }
 #: Steps of the loop sets: a recurrence of 64 steps and a gradient summed over 64 terms, the
 #: reduction length the float32 drift tolerance is derived for (:mod:`jaxbench.drift.tolerance`).
 LOOP_TRIP = 64
+#: Table rows and updates of the scatter sets (no more terms in one row's sum than the loop's).
+SCATTER_ROWS, SCATTER_N = 16, 64
 SET_NAMES = ("standard", "single", "zeros", "boundary", "invalid_shape")
 K_TANGENTS = 3
 #: The workload's own error that a wrong-shape input must raise.
@@ -61,6 +73,7 @@ EXPECTED_ERRORS: dict[str, type[Exception]] = {
     "train_step": mlp.BatchShapeError,
     "forward": forward_mode.TangentShapeError,
     "loop": loops.LoopShapeError,
+    "scatter": scatter.ScatterShapeError,
 }
 #: Finite magnitudes that saturate tanh after the first layer (|w x| >> 9 for any row).
 HUGE = 2.0**100
@@ -78,7 +91,7 @@ class RegressionSet:
         inputs: Arrays by name, in ``dtype``: ``params.<layer>.w`` ``(m, n)``,
             ``params.<layer>.b`` ``(n,)``, ``x`` ``(B, d_in)``, and ``y`` ``(B, d_out)``
             (``train_step``) or ``tangents`` ``(K, B, d_in)`` (``forward``); ``x``, ``w`` and
-            ``v`` for ``loop``.
+            ``v`` for ``loop``; ``table``, ``idx`` (int32) and ``updates`` for ``scatter``.
         expect_error: The error class that must be raised (``invalid_shape`` only).
     """
 
@@ -152,6 +165,11 @@ def boundary_rows(d_in: int, dtype: str) -> np.ndarray:
 
 
 def _standard_inputs(workload: str, dtype: str) -> dict[str, np.ndarray]:
+    if workload == "scatter":
+        params = {"rows": SCATTER_ROWS, "n": SCATTER_N, "contention": "zipf",
+                  "op": "scatter_add", "dtype": dtype}  # fmt: skip
+        table, idx, updates = Scatter().build(params).make_state()
+        return {"table": np.asarray(table), "idx": np.asarray(idx), "updates": np.asarray(updates)}
     if workload == "loop":
         x, w, v = loops.inputs(LOOP_TRIP)
         return {"x": np.asarray(x), "w": np.asarray(w), "v": np.asarray(v)}
@@ -168,7 +186,24 @@ def _standard_inputs(workload: str, dtype: str) -> dict[str, np.ndarray]:
     return flatten_params(params) | {"x": np.asarray(x), "tangents": np.asarray(tangents)}
 
 
+def _scatter_variant(name: str, std: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+    updates = std["updates"]
+    out = dict(std)
+    if name == "single":
+        out["idx"], out["updates"] = std["idx"][:1], updates[:1]
+    elif name == "zeros":
+        out["updates"] = np.zeros_like(updates)
+    elif name == "boundary":
+        rows = boundary_rows(updates.shape[1], str(updates.dtype))
+        out["updates"] = np.concatenate([rows, updates[len(rows) :]])
+    elif name == "invalid_shape":
+        out["updates"] = updates[:, :-1]
+    return out
+
+
 def _variant(workload: str, name: str, std: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+    if workload == "scatter":
+        return _scatter_variant(name, std)
     x = std["x"]
     out = dict(std)
     if name == "single":

@@ -30,7 +30,8 @@ absolute and 21 epsilon relative (elements at least 0.1 of the largest), bfloat1
 0.7 epsilon x scale and 5.6 epsilon. Two faithful implementations differ by at most twice that,
 which uses at most 14% of the float32 bound and 33% of the bfloat16 bound. The loop family's sets
 (a 64-step recurrence, its gradient summed over the 64 steps, and its tangent) are within 1.9
-epsilon x scale and 9 epsilon relative: at most 8% of the float32 bound.
+epsilon x scale and 9 epsilon relative: at most 8% of the float32 bound; the scatter sets (at
+most 64 updates summed into one row) within 0.9 and 2.3 epsilon: 2%.
 
 Backends: by default JAX may compute float32 dot products in TF32 on recent NVIDIA GPUs (10-bit
 significand, relative error up to 2^-11) and in bfloat16 on TPU ("Matmul precision",

@@ -64,7 +64,7 @@ class SetEntry(BaseModel):
     """One regression set of a reference.
 
     Attributes:
-        workload: ``train_step`` or ``forward``.
+        workload: One of :data:`jaxbench.drift.sets.WORKLOADS` (``train_step``, ``loop``, ...).
         dtype: The workload dtype, ``float32`` or ``bfloat16``; picks the tolerance.
         set: ``standard``, ``single``, ``zeros``, ``boundary`` or ``invalid_shape``.
         file: The ``.npz`` file name, relative to the reference folder.
