@@ -79,7 +79,13 @@ def select_cases(
             grid[param] = [parse(param, v) for v in values]
         for values in itertools.product(*(grid[p] for p in workload.param_names)):
             params = dict(zip(workload.param_names, values, strict=True))
-            workload.validate(params)
+            try:
+                workload.validate(params)
+            except ValueError as exc:
+                message = str(exc)
+                if len(names) > 1 and not message.startswith("workload "):
+                    message = f"{workload.name}: {message}"  # which family rejected it
+                raise ValueError(message) from None
             cases.append(Case(workload.name, params))
     return cases
 

@@ -37,7 +37,10 @@ Params = Annotated[
     list[str] | None,
     typer.Option(
         "--param",
-        help="NAME=VALUE of a user workload's or the loop's parameter (repeat to sweep).",
+        help=(
+            "NAME=VALUE of a parameter without its own option (a user workload's; loop, "
+            "scatter, compile): repeat to sweep."
+        ),
     ),
 ]
 Full = Annotated[bool, typer.Option("--full", help="Full grid instead of quick.")]

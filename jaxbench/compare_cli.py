@@ -309,7 +309,9 @@ def register(app: typer.Typer) -> None:
         pairs_step: Annotated[
             int, typer.Option(help="Live: pairs added per further look.")
         ] = DEFAULT_PAIRS_STEP,
-        rounds: Annotated[int, typer.Option(help="Live: timed rounds per pair.")] = DEFAULT_ROUNDS,
+        rounds: Annotated[
+            int, typer.Option(help="Live: timed rounds per pair (at least 6).")
+        ] = DEFAULT_ROUNDS,
         calls_per_block: Annotated[int, typer.Option(help="Live: timed calls per block.")] = 10,
         warmup_rounds: Annotated[int, typer.Option(help="Live: untimed rounds first.")] = 3,
         seed: Annotated[int, typer.Option(help="Live: seed of the block order.")] = 0,

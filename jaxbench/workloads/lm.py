@@ -21,7 +21,8 @@ import jax.numpy as jnp
 
 Params = dict[str, Any]
 
-#: AdamW (Loshchilov and Hutter, 2019) as in GPT-style training: betas (0.9, 0.95), decay 0.1.
+#: AdamW (Loshchilov and Hutter, 2019) as in GPT-style training: betas (0.9, 0.95), decay 0.1
+#: on the matrices (weights and embeddings), none on the norm gains (1-D), as in GPT-2 recipes.
 LEARNING_RATE = 1e-3
 WEIGHT_DECAY = 0.1
 #: Initial weights ~ N(0, 0.02^2), as GPT-2.
@@ -202,18 +203,13 @@ def loss(params: Params, tokens: jax.Array, n_heads: int, dtype: Any) -> jax.Arr
 
 @functools.cache
 def adamw() -> Any:
-    """The optax AdamW transformation of this module's constants; needs the ``optax`` extra.
+    """The optax AdamW transformation of this module's constants (weight decay masked to 2-D)."""
+    import optax
 
-    Raises:
-        ModuleNotFoundError: optax is not installed (``pip install 'jaxbench[optax]'``).
-    """
-    try:
-        import optax
-    except ModuleNotFoundError as exc:
-        raise ModuleNotFoundError(
-            "the transformer workload needs optax: pip install 'jaxbench[optax]'"
-        ) from exc
-    return optax.adamw(LEARNING_RATE, b1=0.9, b2=0.95, weight_decay=WEIGHT_DECAY)
+    def decayed(params: Params) -> Any:
+        return jax.tree.map(lambda p: p.ndim >= 2, params)
+
+    return optax.adamw(LEARNING_RATE, b1=0.9, b2=0.95, weight_decay=WEIGHT_DECAY, mask=decayed)
 
 
 def init_state(params: Params) -> TrainState:

@@ -54,7 +54,9 @@ class Step:
         reference: The plain function the gate compares ``fn`` with (same arguments). ``None``:
             ``fn`` itself run op by op under ``jax.disable_jit``.
         flops: Model FLOP per call by the workload's own formula (e.g. 6 N per token), recorded
-            beside XLA's count; ``None`` when there is none.
+            beside XLA's count; ``None`` when there is none. Either MFU needs the device's
+            peak at the case's ``dtype`` parameter: give the factory one (``dtype: str =
+            "float32"``), else the MFU columns read n/a.
         tokens: Tokens (or items) per call, for throughput; ``None`` when not meaningful.
         seed: Seed of the synthetic arguments.
     """

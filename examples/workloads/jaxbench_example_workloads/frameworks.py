@@ -27,10 +27,12 @@ def _need(module: str, extra: str) -> Any:
         ) from None
 
 
-def _check(width: int, depth: int, batch: int) -> None:
+def _check(width: int, depth: int, batch: int, lr: float) -> None:
     for name, value in (("width", width), ("depth", depth), ("batch", batch)):
         if value < 1:
             raise ValueError(f"{name} must be >= 1, got {value}")
+    if not 0 < lr < float("inf"):
+        raise ValueError(f"lr must be a finite number > 0, got {lr}")
 
 
 def _data(width: int, batch: int) -> tuple[jax.Array, jax.Array]:
@@ -51,11 +53,11 @@ def equinox_mlp(width: int = 64, depth: int = 2, batch: int = 64, lr: float = 1e
 
     Raises:
         ModuleNotFoundError: Equinox (or optax) is not installed.
-        ValueError: ``width``, ``depth`` or ``batch`` below 1.
+        ValueError: ``width``, ``depth`` or ``batch`` below 1, or ``lr`` not finite and > 0.
     """
     eqx = _need("equinox", "equinox")
     optax = _need("optax", "equinox")
-    _check(width, depth, batch)
+    _check(width, depth, batch, lr)
     model = eqx.nn.MLP(width, width, width, depth, key=jax.random.key(0))
     arrays, static = eqx.partition(model, eqx.is_array)
     optimizer = optax.adam(lr)
@@ -88,10 +90,10 @@ def nnx_mlp(width: int = 64, depth: int = 2, batch: int = 64, lr: float = 0.05) 
 
     Raises:
         ModuleNotFoundError: Flax is not installed.
-        ValueError: ``width``, ``depth`` or ``batch`` below 1.
+        ValueError: ``width``, ``depth`` or ``batch`` below 1, or ``lr`` not finite and > 0.
     """
     nnx = _need("flax.nnx", "flax")
-    _check(width, depth, batch)
+    _check(width, depth, batch, lr)
 
     class MLP(nnx.Module):
         def __init__(self, rngs: Any) -> None:
