@@ -145,6 +145,7 @@ def _cite_calibration(folders: list[Path], cases: set[str]) -> None:
     roots = [f for f in {*folders, Path("results")} if f.exists()]
     found = [latest_calibration(roots, host=here, case=c) for c in sorted(cases)]
     cal = max((c for c in found if c), key=lambda c: c.started_at, default=None)
+    other_case = cal is None
     cal = cal or latest_calibration(roots, host=here)
     if cal is None:
         console.print(f"calibration: none for {here} under {', '.join(map(str, roots))}; "
@@ -155,9 +156,14 @@ def _cite_calibration(folders: list[Path], cases: set[str]) -> None:
     rate = "n/a" if s.false_alarm_rate is None else f"{s.false_alarms}/{s.comparisons}"
     ci = "" if s.false_alarm_ci_high is None else f" (95 % up to {s.false_alarm_ci_high:.0%})"
     det = "n/a" if s.detectable_80 is None else f"{s.detectable_80:.1%}"
+    caveat = (
+        "; another case: its spread, and so what it detects, may not be this case's"
+        if other_case
+        else ""
+    )
     console.print(f"calibration of {here} ({cal.case.label}, {cal.started_at}): A/A false "
                   f"alarms {rate}{ci}; live default design detects {det} at 80 % power "
-                  f"(run {cal.run_id})", highlight=False)  # fmt: skip
+                  f"(run {cal.run_id}){caveat}", highlight=False)  # fmt: skip
 
 
 def _exit_for(table: Any) -> None:

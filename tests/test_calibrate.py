@@ -179,3 +179,17 @@ def test_calibrate_end_to_end_writes_a_record_that_loads(tmp_path):
     assert rec.summary.pairs == 2 and rec.summary.sd_log is not None
     assert rec.summary.seconds_per_pair > 0
     assert f"wrote {tmp_path}" in " ".join(result.output.split())
+
+
+def test_compare_cites_a_calibration_of_another_case_with_a_caveat(tmp_path, monkeypatch, capsys):
+    from jaxbench import compare_cli
+    from jaxbench.env import host
+
+    monkeypatch.chdir(tmp_path)  # no results/ here but the folder given
+    write_calibration(tmp_path / "cal", record(hostname=host()["hostname"], size="small"))
+    calibrated = record(size="small").case.label
+    compare_cli._cite_calibration([tmp_path / "cal"], {"transformer dtype=float32 size=tiny"})
+    assert "another case: its spread" in capsys.readouterr().out
+    compare_cli._cite_calibration([tmp_path / "cal"], {calibrated})
+    out = capsys.readouterr().out
+    assert "size=small" in out and "another case" not in out
