@@ -35,7 +35,7 @@ LM_SIZES: dict[str, LMSize] = {
                vocab=32768, device="gpu"),
         LMSize("350m", d_model=1024, n_layers=24, n_heads=16, seq_len=1024, batch=8,
                vocab=32768, device="gpu"),
-        # 0.94 B parameters; float32 weights and AdamW moments ~11 GiB, activations of one step
+        # 0.94 B parameters; float32 weights and AdamW moments 10.5 GiB, activations of one step
         # tens of GiB: one large GPU.
         LMSize("1b", d_model=2048, n_layers=16, n_heads=16, seq_len=2048, batch=4,
                vocab=32768, device="gpu"),
@@ -79,7 +79,7 @@ class Transformer:
     param_names = ("size", "dtype")
 
     def grid(self, quick: bool) -> dict[str, list[Any]]:
-        """Quick: ``tiny`` float32 (its gate's op-by-op step is most of its 13 s). Full: all."""
+        """Quick: ``tiny`` float32 (its gate's op-by-op step is most of its 11-13 s). Full: all."""
         if quick:
             return {"size": ["tiny"], "dtype": ["float32"]}
         return {"size": list(LM_SIZES), "dtype": list(DTYPES)}
