@@ -34,29 +34,35 @@ def run_cli(*args: str, cwd: Path | None = None, env: dict | None = None, timeou
 # -- running in parallel (pytest-xdist: ``-n auto --dist loadfile`` in pyproject.toml) ---------
 #
 # A test file runs on one worker, in file order (test_slurm.py's module fixture starts one real
-# Slurm cluster and checks its one queue). The files with ``alone`` tests are handed out first
-# and run those tests first, so that they wait on short tests at the start, not on long ones
-# later (each holds every worker off while it runs); then the longest files, so that no worker
-# is left with a long one at the end (seconds each on the 2-core VM, ``--durations=0``).
-FIRST = (
-    "test_asv.py",  # alone; 200
-    "test_interleave.py",  # alone; 110
-    "test_cli.py",  # alone; 100
-    "test_harness.py",  # alone
-    "test_loops.py",  # alone
+# Slurm cluster and checks its one queue). Files are handed out longest first, so that no worker
+# is left with a long one at the end: seconds each on the 2-core VM (``--durations=0``, serial).
+LONGEST_FIRST = (
     "test_slurm.py",  # 270
+    "test_asv.py",  # 200
     "test_cluster.py",  # 190
+    "test_interleave.py",  # 110
+    "test_cli.py",  # 100
 )
 
 
-def _rank(item: pytest.Item) -> tuple[int, int]:
+def pytest_xdist_auto_num_workers(config):
+    """``-n auto``: two workers per usable CPU (at most 8).
+
+    Most of the suite's time is waiting on subprocesses: Slurm's scheduler and time limits, asv's
+    and the sweeps' environment builds, live workers starting. Two workers a core keep the CPUs
+    busy through those waits (pytest on the 2-core VM: 14.1 min with two workers, 13.1 with
+    three, 11.1 with four); tests that time a busy machine still run ``alone``.
+    """
+    return max(2, min(8, 2 * len(os.sched_getaffinity(0))))
+
+
+def _file_rank(item: pytest.Item) -> int:
     name = item.path.name
-    file_rank = FIRST.index(name) if name in FIRST else len(FIRST)
-    return file_rank, 0 if item.get_closest_marker("alone") else 1
+    return LONGEST_FIRST.index(name) if name in LONGEST_FIRST else len(LONGEST_FIRST)
 
 
 def pytest_collection_modifyitems(config, items):
-    items.sort(key=_rank)  # stable: tests keep their order within a file, alone ones first
+    items.sort(key=_file_rank)  # stable: tests keep their order within a file
 
 
 @contextlib.contextmanager
