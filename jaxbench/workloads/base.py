@@ -81,6 +81,26 @@ def meant_for(workload: Any, params: Mapping[str, Any]) -> str:
     return hint(params) if hint is not None else "cpu"
 
 
+def copy_tree(tree: Any) -> Any:
+    """A copy of every array of ``tree``, for a call that donates its arguments."""
+    import jax
+    import jax.numpy as jnp
+
+    return jax.tree.map(jnp.copy, tree)
+
+
+def check_loss_lowered(step: Any, stepped_state: Any, batch: Any, before: float) -> float:
+    """The loss at ``stepped_state`` (one more call of ``step``, which may donate it).
+
+    Raises:
+        GateFailure: It is not below ``before``, the loss the step started from.
+    """
+    after = float(step(stepped_state, batch)[1])
+    if not after < before:
+        raise GateFailure(f"one step did not lower the loss ({before:.6g} -> {after:.6g})")
+    return after
+
+
 def check_choice(name: str, value: Any, choices: tuple[str, ...]) -> None:
     """Raise ``ValueError`` naming parameter ``name`` unless ``value`` is one of ``choices``."""
     if value not in choices:

@@ -11,7 +11,14 @@ import jax.numpy as jnp
 
 from jaxbench.measure.harness import CompileTarget
 from jaxbench.workloads import mlp
-from jaxbench.workloads.base import Built, GateFailure, check_choice, check_close
+from jaxbench.workloads.base import (
+    Built,
+    GateFailure,
+    check_choice,
+    check_close,
+    check_loss_lowered,
+    copy_tree,
+)
 from jaxbench.workloads.sizes import DTYPES, SIZES, check_dtype, get_size
 
 OPTIMIZERS = ("sgd", "adam")
@@ -106,31 +113,25 @@ class TrainStep:
         )
 
 
-def _copy(tree: Any) -> Any:
-    return jax.tree.map(jnp.copy, tree)
-
-
 def _gate(optimizer: str, step: Any, state0: Any, batch: mlp.Batch, dtype: str) -> dict[str, Any]:
     """Prove the step before timing it; raises :class:`GateFailure` with the reason."""
     x, y = batch
     other = jnp.bfloat16 if dtype == "float32" else jnp.float32
     for label, bad in (("shape", (x[:, :-1], y)), ("dtype", (x.astype(other), y))):
         try:
-            step(_copy(state0), bad)
+            step(copy_tree(state0), bad)
         except mlp.BatchShapeError:
             continue
         raise GateFailure(f"a batch with the wrong {label} did not raise BatchShapeError")
 
     plain_state, plain_loss = _STEPS[optimizer](state0, batch)
-    jit_state, jit_loss = step(_copy(state0), batch)
+    jit_state, jit_loss = step(copy_tree(state0), batch)
     loss_check = check_close("loss (plain vs jit)", jit_loss, plain_loss, dtype)
     state_check = check_close("state (plain vs jit)", jit_state, plain_state, dtype)
 
     # The stepped state is finite (check_close), so are the gradients it was made of.
     before = float(plain_loss)
-    after = float(step(jit_state, batch)[1])  # the loss at the stepped params
-    if not after < before:
-        raise GateFailure(f"one step did not lower the loss ({before:.6g} -> {after:.6g})")
+    after = check_loss_lowered(step, jit_state, batch, before)
     return {
         "rtol": loss_check["rtol"],
         "atol": loss_check["atol"],

@@ -17,7 +17,14 @@ import jax.numpy as jnp
 
 from jaxbench.measure.harness import CompileTarget
 from jaxbench.workloads import lm
-from jaxbench.workloads.base import TOLERANCES, Built, GateFailure, check_close
+from jaxbench.workloads.base import (
+    TOLERANCES,
+    Built,
+    GateFailure,
+    check_close,
+    check_loss_lowered,
+    copy_tree,
+)
 from jaxbench.workloads.lm import LMSize
 from jaxbench.workloads.sizes import DTYPES, check_dtype
 
@@ -124,10 +131,6 @@ class Transformer:
         )  # fmt: skip
 
 
-def _copy(tree: Any) -> Any:
-    return jax.tree.map(jnp.copy, tree)
-
-
 def _gate(size: LMSize, dtype: str, step: Any, state0: Any, tokens: jax.Array) -> dict[str, Any]:
     """The jitted step against the same step run op by op; raises :class:`GateFailure`.
 
@@ -142,13 +145,13 @@ def _gate(size: LMSize, dtype: str, step: Any, state0: Any, tokens: jax.Array) -
         ("length", jnp.zeros((size.batch, size.seq_len + 2), jnp.int32)),
     ):
         try:
-            step(_copy(state0), bad)
+            step(copy_tree(state0), bad)
         except lm.TokenShapeError:
             continue
         raise GateFailure(f"tokens of the wrong {label} did not raise TokenShapeError")  # fmt: skip
 
     plain_state, plain_loss = _plain_step(size, dtype)(state0, tokens)
-    jit_state, jit_loss = step(_copy(state0), tokens)
+    jit_state, jit_loss = step(copy_tree(state0), tokens)
     loss_check = check_close("loss (plain vs jit)", jit_loss, plain_loss, dtype)
     check_close("AdamW moments (plain vs jit)", jit_state.opt_state, plain_state.opt_state, dtype)
     params_tol = {"rtol": TOLERANCES[dtype]["rtol"], "atol": 2 * lm.LEARNING_RATE}
@@ -156,9 +159,7 @@ def _gate(size: LMSize, dtype: str, step: Any, state0: Any, tokens: jax.Array) -
         "params (plain vs jit)", jit_state.params, plain_state.params, dtype, params_tol
     )
     before = float(plain_loss)
-    after = float(step(jit_state, tokens)[1])  # the loss at the stepped params
-    if not after < before:
-        raise GateFailure(f"one AdamW step did not lower the loss ({before:.6g} -> {after:.6g})")
+    after = check_loss_lowered(step, jit_state, tokens, before)
     return {
         "rtol": loss_check["rtol"],
         "atol": loss_check["atol"],
