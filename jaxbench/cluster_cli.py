@@ -23,6 +23,7 @@ from jaxbench.cli_options import (
     Workloads,
     Wrts,
     console,
+    err_console,
     fail,
     selection,
     timing_fields,
@@ -82,7 +83,10 @@ def submit_cmd(
         bool, typer.Option("--dry-run", help="Check and print the plan; submit nothing.")
     ] = False,
 ) -> None:
-    """Send the selected cases to a cluster as a job array; print the job ids and return."""
+    """Send the selected cases to a cluster as job arrays; print the job ids and return.
+
+    A local profile runs the tasks here, one after another, and returns when they end.
+    """
     from jaxbench.cluster import dispatch
     from jaxbench.cluster.sweep import Sweep
 
@@ -134,7 +138,7 @@ def _nothing_left(sweep: Sweep) -> None:
 
 
 def _submit_new(opts: dict[str, Any]) -> tuple[Sweep, Submission | None]:
-    from jaxbench.cluster import dispatch
+    from jaxbench.cluster import dispatch, preflight
     from jaxbench.cluster.profile import load_profile
     from jaxbench.cluster.sweep import CaseSpec
 
@@ -164,13 +168,22 @@ def _submit_new(opts: dict[str, Any]) -> tuple[Sweep, Submission | None]:
         f"{manifest.tasks[0].time_limit_min} min each, profile {prof.name} ({prof.executor})",
         highlight=False,
     )
+    for warning in preflight.sharing_warnings(prof):
+        err_console.print(f"[yellow]warning:[/] {warning}", highlight=False)
     if opts["dry_run"]:
         _print_scripts(prof, sweep, manifest)
         return sweep, None
+    if prof.executor == "local" and preflight.exclusive(prof):
+        console.print(
+            "local tasks run one after another, so they cannot time each other: this waits "
+            "for them (Ctrl-C stops the one running; `submit --resume` finishes the sweep)",
+            highlight=False,
+        )
     try:
         submission = dispatch.submit(sweep, manifest, on_progress=_say)
     except (OSError, RuntimeError) as exc:
-        raise fail(f"{exc} (sweep folder: {sweep.root})", code=1) from None
+        kept = f"sweep folder: {sweep.root}" if sweep.root.exists() else "nothing was submitted"
+        raise fail(f"{exc} ({kept})", code=1) from None
     return sweep, submission
 
 

@@ -73,6 +73,10 @@ STOP_GRACE_S = {"mariadbd": 20.0, "slurmctld": 15.0}
 DEFAULT_GRACE_S = 10.0
 
 
+MAX_ARRAY_SIZE = 10
+"""Low on purpose (Slurm's default is 1001), so a sweep of 16 tasks is split into two arrays."""
+
+
 class LocalSlurmError(RuntimeError):
     """The local cluster failed to start; the message ends with the daemons' log tails."""
 
@@ -434,6 +438,7 @@ MpiDefault=none
 ReturnToService=2
 KillWait=5
 MinJobAge=600
+MaxArraySize={MAX_ARRAY_SIZE}
 InactiveLimit=0
 AccountingStorageType=accounting_storage/slurmdbd
 AccountingStorageHost=localhost

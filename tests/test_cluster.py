@@ -10,6 +10,7 @@ import textwrap
 from pathlib import Path
 
 import pytest
+import submitit
 from conftest import ROOT, run_cli
 
 from jaxbench.cluster import dispatch, preflight
@@ -21,7 +22,7 @@ from jaxbench.cluster.executors import (
 )
 from jaxbench.cluster.profile import ProfileError, load_profile
 from jaxbench.cluster.sweep import CaseSpec, Sweep, shard
-from jaxbench.cluster.worker import JaxImportedTooEarly, ShardTask
+from jaxbench.cluster.worker import JaxImportedTooEarly, ShardTask, local_gpu
 from jaxbench.store import Record, read_file, read_model, write_json
 
 TINY = CaseSpec(
@@ -194,12 +195,34 @@ def test_worker_sets_its_environment_before_jax_starts(tmp_path):
     blob.write_bytes(pickle.dumps(task))
     code = "import pickle, sys; print(pickle.loads(open(sys.argv[1], 'rb').read())())"
     env = {k: v for k, v in os.environ.items() if k not in ("XLA_FLAGS", "JAX_PLATFORMS")}
+    env |= {"SLURM_LOCALID": "1", "CUDA_VISIBLE_DEVICES": "4,5,6,7"}
     subprocess.run([sys.executable, "-c", code, str(blob)], env=env, check=True, timeout=300)
     record = read_model(sweep.record_path(TINY, None), Record)
     assert record.status == "ok"
     assert record.env["device_count"] == 3
+    # Task 1 of four on a node keeps the second listed GPU, set before JAX started.
+    assert record.env["env_vars"]["CUDA_VISIBLE_DEVICES"] == "5"
+    assert record.env["sweep"]["pinned"] == {"CUDA_VISIBLE_DEVICES": "5"}
+    assert record.env["sweep"]["task_started_at"] <= record.started_at
     assert record.env["env_vars"]["XLA_FLAGS"] == "--xla_force_host_platform_device_count=3"
     assert record.env["sweep"]["task"] == 0 and record.env["sweep"]["timing"] == TIMING
+
+
+def test_each_local_id_keeps_its_own_listed_gpu():
+    eight = ",".join(str(i) for i in range(8))
+    picked = {local_gpu({"SLURM_LOCALID": str(i), "CUDA_VISIBLE_DEVICES": eight})[
+        "CUDA_VISIBLE_DEVICES"] for i in range(8)}  # fmt: skip
+    assert picked == {str(i) for i in range(8)}
+    assert local_gpu({"SLURM_LOCALID": "1", "CUDA_VISIBLE_DEVICES": "4,5,6,7"}) == {
+        "CUDA_VISIBLE_DEVICES": "5"
+    }
+    assert local_gpu({"SLURM_LOCALID": "2", "SLURM_STEP_GPUS": "0,3"}) == {
+        "CUDA_VISIBLE_DEVICES": "0"
+    }
+    assert local_gpu({"CUDA_VISIBLE_DEVICES": "4,5"}) == {}  # not a Slurm task
+    assert local_gpu({"SLURM_LOCALID": "3", "CUDA_VISIBLE_DEVICES": "6"}) == {}  # one already
+    with pytest.raises(ValueError, match="SLURM_LOCALID='x'"):
+        local_gpu({"SLURM_LOCALID": "x", "CUDA_VISIBLE_DEVICES": "0,1"})
 
 
 def test_worker_refuses_to_run_after_jax_was_imported(tmp_path):
@@ -266,7 +289,7 @@ def fake_slurm(tmp_path, monkeypatch):
         "#!/bin/sh\nprintf 'cpu|(null)|infinite\\ngpu|gpu:2|1-00:00:00\\n"
         "gpu|gpu:h100:1(S:0)|1-00:00:00\\n'\n"
     )
-    for name in ("sinfo", "sbatch", "srun"):
+    for name in ("sinfo", "sbatch", "srun", "scontrol"):
         path = bin_dir / name
         if not path.exists():
             path.write_text("#!/bin/sh\nexit 1\n")
@@ -413,6 +436,98 @@ def test_each_jax_version_runs_in_its_own_environment(tmp_path):
         ("0.12.0.1", "0.12.0.1"),
     ]
     assert all(r.status == "ok" for r in records)
+    # One after the other: the second version's task started after the first one's ended.
+    first, second = sorted(records, key=lambda r: r.env["jax"])
+    (task,) = [t for t in manifest.tasks if t.jax == "0.11.2"]
+    job = submitit.LocalJob(
+        Sweep(sweep_dir).submitit_dir / "%j", manifest.latest_jobs()[task.index]
+    )
+    assert second.env["sweep"]["task_started_at"] >= job.result()["finished_at"]
+    assert first.env["sweep"]["exclusive"] is True and "in turn" in proc.stdout
+
+
+def _fake(bin_dir: Path, name: str, script: str) -> None:
+    (bin_dir / name).write_text("#!/bin/sh\n" + textwrap.dedent(script))
+    (bin_dir / name).chmod(0o755)
+
+
+def _loop_cases(n):
+    return [
+        CaseSpec(workload="loop", params={"trip": t, "body": "at_set", "mode": "plain",
+                                          "dtype": "float32"})
+        for t in range(1, n + 1)
+    ]  # fmt: skip
+
+
+def _plan(tmp_path, profile, n_cases):
+    request = dispatch.SweepRequest(
+        profile, _loop_cases(n_cases), TIMING, [], cases_per_task=1, sweeps_dir=tmp_path / "s"
+    )
+    return dispatch.plan(request)
+
+
+def test_a_version_over_max_array_size_goes_in_several_arrays(fake_slurm, tmp_path):
+    bin_dir = tmp_path / "bin"
+    _fake(bin_dir, "scontrol", "printf 'ClusterName = x\\nMaxArraySize            = 3\\n'\n")
+    _fake(
+        bin_dir,
+        "sbatch",
+        """\
+        for last; do :; done
+        n=$(cat "$0.count" 2>/dev/null || echo 100); n=$((n + 1)); echo $n > "$0.count"
+        sed -n 's/^#SBATCH --array=//p' "$last" | grep . >> "$0.log" || echo none >> "$0.log"
+        echo "Submitted batch job $n"
+        """,
+    )
+    assert preflight.max_array_size() == 3
+    sweep, manifest = _plan(tmp_path, _slurm_profile(tmp_path, partition="cpu"), 7)
+    submission = dispatch.submit(sweep, manifest)
+    arrays = (bin_dir / "sbatch.log").read_text().split()
+    assert arrays == ["0-2%3", "0-2%3", "none"], arrays  # 3 + 3 tasks, then 1 (no array)
+    ids = [submission.job_ids[t.index] for t in manifest.tasks]
+    assert [i.split("_")[0] for i in ids] == ["101"] * 3 + ["102"] * 3 + ["103"]
+    assert sweep.load().latest_jobs() == dict(enumerate(ids))
+
+
+def test_a_refused_submission_leaves_no_sweep_folder(fake_slurm, tmp_path):
+    _fake(
+        tmp_path / "bin",
+        "sbatch",
+        "echo 'sbatch: error: Invalid job array specification' >&2\nexit 1\n",
+    )
+    sweep, manifest = _plan(tmp_path, _slurm_profile(tmp_path, partition="cpu"), 2)
+    with pytest.raises(Exception, match="Invalid job array"):
+        dispatch.submit(sweep, manifest)
+    assert not sweep.root.exists()
+    assert list((tmp_path / "s").iterdir()) == []
+
+
+@pytest.mark.parametrize(
+    ("profile", "warning"),
+    [
+        ({"partition": "gpu", "gpus_per_node": 1}, "without exclusive = true"),
+        ({"partition": "gpu", "gres": "gpu:h100:1"}, "without exclusive = true"),
+        ({"partition": "gpu", "gpus_per_node": 1, "exclusive": True}, None),
+        ({"partition": "cpu"}, None),
+    ],
+)
+def test_gpu_tasks_that_may_share_a_node_are_warned_of(tmp_path, profile, warning):
+    found = preflight.sharing_warnings(_slurm_profile(tmp_path, **profile))
+    assert found == [] if warning is None else warning in found[0]
+    assert preflight.exclusive(_slurm_profile(tmp_path, **profile)) == ("exclusive" in profile)
+
+
+def test_a_concurrent_local_profile_warns_and_shares_out_its_gpus(tmp_path):
+    assert preflight.sharing_warnings(load_profile("local")) == []
+    assert preflight.exclusive(load_profile("local"))
+    path = _profile(tmp_path, 'executor = "local"\n[local]\nconcurrent = true\n'
+                    "gpus_per_node = 1\nvisible_gpus = [2, 3]\n")  # fmt: skip
+    (warning,) = preflight.sharing_warnings(load_profile(str(path)))
+    assert "concurrent = true starts every task at once" in warning
+    sweep, manifest = _plan(tmp_path, load_profile(str(path)), 3)
+    tasks = [dispatch._shard_task(sweep, manifest, t, None, False) for t in manifest.tasks]
+    assert [t.env["CUDA_VISIBLE_DEVICES"] for t in tasks] == ["2", "3", "2"]
+    assert {t.exclusive for t in tasks} == {False}
 
 
 def test_a_gpu_type_the_partition_lacks_is_refused(fake_slurm, tmp_path):

@@ -11,9 +11,9 @@ from datetime import datetime
 
 import pytest
 from conftest import ROOT, run_cli
-from slurm_local import LocalSlurm
+from slurm_local import MAX_ARRAY_SIZE, LocalSlurm
 
-from jaxbench.cluster import dispatch
+from jaxbench.cluster import dispatch, preflight
 from jaxbench.cluster.executors import sbatch_script
 from jaxbench.cluster.profile import load_profile
 from jaxbench.cluster.sweep import Sweep
@@ -78,7 +78,10 @@ def _max_overlap(intervals):
     return best
 
 
-def test_sixteen_array_tasks_return_every_record(slurm, tmp_path):
+def test_sixteen_tasks_go_in_two_arrays_under_max_array_size_and_return_every_record(
+    slurm, tmp_path
+):
+    assert preflight.max_array_size() == MAX_ARRAY_SIZE == 10
     sweep = _submit(slurm, tmp_path, *SIXTEEN_CASES, *FAST)
     manifest = sweep.load()
     assert len(manifest.tasks) == 16
@@ -88,27 +91,31 @@ def test_sixteen_array_tasks_return_every_record(slurm, tmp_path):
     assert not result.missing and not result.unreadable
     assert len(result.records) == 16 and all(r.status == "ok" for r in result.records)
     assert len({(r.benchmark, r.params["k"]) for r in result.records}) == 16
-    tasks = {r.env["slurm"]["SLURM_ARRAY_TASK_ID"] for r in result.records}
-    assert tasks == {str(i) for i in range(16)}
-
-    array_id = manifest.latest_jobs()[0].split("_")[0]
+    jobs = manifest.latest_jobs()
+    arrays = list(dict.fromkeys(jobs[t.index].split("_")[0] for t in manifest.tasks))
+    assert len(arrays) == 2  # tasks 0-9, then 10-15
+    tasks = sorted(
+        (r.env["slurm"]["SLURM_ARRAY_JOB_ID"], int(r.env["slurm"]["SLURM_ARRAY_TASK_ID"]))
+        for r in result.records
+    )
+    assert tasks == sorted([(arrays[0], i) for i in range(10)] + [(arrays[1], i) for i in range(6)])
 
     def spans():
-        out = slurm.run("sacct", "-j", array_id, "-X", "-n", "-P", "-o", "Start,End").stdout
-        return [line.split("|") for line in out.splitlines() if "Unknown" not in line]
+        out = slurm.run("sacct", "-j", ",".join(arrays), "-X", "-n", "-P", "-o", "Start,End")
+        return [line.split("|") for line in out.stdout.splitlines() if "Unknown" not in line]
 
     _wait_for(lambda: len(spans()) == 16, 60, "accounting of all 16 tasks")
     spans = [tuple(map(datetime.fromisoformat, span)) for span in spans()]
     assert len(spans) == 16
     assert _max_overlap(spans) >= 8  # they did write into one folder at the same time
 
-    submitted = (sweep.submitit_dir / array_id / f"{array_id}_submission.sh").read_text()
+    submitted = (sweep.submitit_dir / arrays[0] / f"{arrays[0]}_submission.sh").read_text()
     task = manifest.tasks[0]
     expected = sbatch_script(
         load_profile("test-cluster"),
         sweep.submitit_dir / "%j",
         task.python,
-        16,
+        10,
         task.time_limit_min,
         f"jaxbench-{manifest.sweep_id[-8:]}",
     )

@@ -5,7 +5,9 @@ the same source (jaxbench or asv), backend, device kind and count, platform vers
 machine, CPU, the CPUs the process could use (``usable_cpus``: ``taskset -c 0`` and
 ``taskset -c 0,1`` are two conditions), Python, jaxlib relative to jax, each recorded timing
 environment variable (``XLA_FLAGS``, ``OMP_NUM_THREADS``, ...), each recorded JAX flag, the
-persistent compilation cache settings, the timing settings where recorded, and for asv rows the
+persistent compilation cache settings, the timing settings where recorded, whether a sweep task
+shared its machine (``env.sweep.exclusive`` false: a concurrent local task, or a Slurm task
+without ``--exclusive``; rows that do not say are alike), and for asv rows the
 calls per sample (``asv_number``) and the benchmark's source hash (``asv_benchmark_version``;
 both :data:`NOT_RECORDED` on jaxbench rows, alike for all of them). The version under test
 (``jax``) is the axis of a comparison, never part of a condition; neither is the jaxbench commit
@@ -52,6 +54,13 @@ def _cache(row: pd.Series, key: str) -> Any:
     return cache.get(key) if isinstance(cache, dict) else None
 
 
+def _shared(row: pd.Series) -> Any:
+    sweep = _env(row).get("sweep")
+    if isinstance(sweep, dict) and sweep.get("exclusive") is False:
+        return "machine shared (sweep task not exclusive)"
+    return None
+
+
 def _metric(row: pd.Series, key: str) -> Any:
     metrics = row.get("metrics")
     return metrics.get(key) if isinstance(metrics, dict) else None
@@ -73,6 +82,7 @@ FIELD_GETTERS: dict[str, Callable[[pd.Series], Any]] = {
     "cache_dir": lambda r: _cache(r, "dir"),
     "cache_min_compile_time_s": lambda r: _cache(r, "min_compile_time_secs"),
     "timing": lambda r: _env(r).get("timing"),
+    "shared": _shared,
     "asv_number": lambda r: _metric(r, "number") if r.get("source") == "asv" else None,
     "asv_benchmark_version": lambda r: (
         _metric(r, "benchmark_version") if r.get("source") == "asv" else None

@@ -8,6 +8,7 @@ job that was killed at its time limit can read ``FINISHED``.
 from __future__ import annotations
 
 import contextlib
+import shutil
 import sys
 import time
 from collections.abc import Callable
@@ -143,8 +144,6 @@ def _over_limit(limit: int, profile: Profile, request: SweepRequest, per_task: i
     if request.time_limit_min is not None:
         return f"--time-limit {limit} is over {where}"
     fix = "use fewer --cases-per-task, or raise it" if per_task > 1 else "raise it"
-    if profile.executor == "local":
-        fix = "raise it (local tasks all start at once, so splitting them would skew timings)"
     return f"a task needs a {limit} min time limit, over {where}: {fix}"
 
 
@@ -154,12 +153,17 @@ def submit(
     only: dict[int, list[CaseSpec]] | None = None,
     on_progress: Callable[[str], None] = lambda _: None,
 ) -> Submission:
-    """Build missing ``--jax`` environments, then submit one job array per JAX version.
+    """Build missing ``--jax`` environments, then submit the tasks of each JAX version.
+
+    On Slurm each version is one job array, split into arrays of at most ``MaxArraySize``
+    tasks (``scontrol show config``: indices ``0 .. MaxArraySize - 1``). A local sweep runs its
+    tasks one after another, and this call waits for each; with ``[local] concurrent = true``
+    they all start at once.
 
     Args:
         sweep: The sweep folder (created here).
         manifest: From :func:`plan` (or loaded, for a resume); saved before, and after each
-            array is submitted.
+            array or local task is submitted.
         only: Task index -> cases to run (a resume); ``None`` runs every task whole.
         on_progress: Called with one line per step (environment built, array submitted).
 
@@ -169,10 +173,28 @@ def submit(
     Raises:
         pyenvs.PyEnvError: An environment could not be built (nothing was submitted).
         submitit.core.utils.FailedSubmissionError: ``sbatch`` refused a job.
+        When nothing was submitted, a sweep folder made by this call is removed again.
     """
     profile = Profile.model_validate(manifest.profile)
-    sweep.save(manifest)
-    sweep.records_dir.mkdir(parents=True, exist_ok=True)
+    made_here = not sweep.root.exists()
+    submission = Submission(submitted_at=utc_now(), executor=profile.executor, job_ids={})
+    try:
+        _submit_tasks(sweep, manifest, profile, submission, only, on_progress)
+    except BaseException:
+        if made_here and not submission.job_ids:
+            shutil.rmtree(sweep.root, ignore_errors=True)
+        raise
+    return submission
+
+
+def _submit_tasks(
+    sweep: Sweep,
+    manifest: SweepManifest,
+    profile: Profile,
+    submission: Submission,
+    only: dict[int, list[CaseSpec]] | None,
+    on_progress: Callable[[str], None],
+) -> None:
     todo = [t for t in manifest.tasks if only is None or t.index in only]
     versions = list(dict.fromkeys(t.jax for t in todo))
     base = pyenvs.base_python(profile.environment.base_python)
@@ -180,7 +202,11 @@ def submit(
         if version is not None:
             on_progress(f"environment for jax {version} in {manifest.env_root}")
             pyenvs.ensure_env(Path(manifest.env_root), version, base, profile.environment.jax_extra)
-    submission = Submission(submitted_at=utc_now(), executor=profile.executor, job_ids={})
+    exclusive = preflight.exclusive(profile)
+    in_turn = profile.executor == "local" and exclusive
+    array_size = (preflight.max_array_size() or 0) if profile.executor == "slurm" else 0
+    sweep.save(manifest)
+    sweep.records_dir.mkdir(parents=True, exist_ok=True)
     manifest.submissions.append(submission)
     for version in versions:
         group = [t for t in todo if t.jax == version]
@@ -191,19 +217,48 @@ def submit(
             limit_min=group[0].time_limit_min,
             job_name=f"jaxbench-{manifest.sweep_id[-8:]}",
         )
-        with executor.batch():
-            jobs = [executor.submit(_shard_task(sweep, manifest, t, only)) for t in group]
-        for task, job in zip(group, jobs, strict=True):
-            submission.job_ids[task.index] = job.job_id
-        sweep.save(manifest)  # each array's job ids, before the next array is tried
-        on_progress(f"jax {version or 'of the profile'}: {len(group)} task(s), jobs {_ids(jobs)}")
+        name = f"jax {version or 'of the profile'}"
+        if in_turn:
+            for task in group:
+                (job,) = _submit_array(
+                    executor, sweep, manifest, [task], only, submission, exclusive
+                )
+                on_progress(f"{name}: task {task.index} running (job {job.job_id}), in turn")
+                job.wait()
+            continue
+        chunk = array_size or len(group)  # indices 0 .. MaxArraySize - 1
+        for start in range(0, len(group), chunk):
+            part = group[start : start + chunk]
+            jobs = _submit_array(executor, sweep, manifest, part, only, submission, exclusive)
+            on_progress(f"{name}: {len(part)} task(s), jobs {_ids(jobs)}")
     with contextlib.suppress(OSError):  # submitit's staging folder, empty once jobs have ids
         (sweep.submitit_dir / "%j").rmdir()
-    return submission
+
+
+def _submit_array(
+    executor: submitit.Executor,
+    sweep: Sweep,
+    manifest: SweepManifest,
+    tasks: list[TaskSpec],
+    only: dict[int, list[CaseSpec]] | None,
+    submission: Submission,
+    exclusive: bool,
+) -> list[submitit.Job[Any]]:
+    """Submit ``tasks`` as one array (one job if one task); their job ids go in the manifest."""
+    with executor.batch():
+        jobs = [executor.submit(_shard_task(sweep, manifest, t, only, exclusive)) for t in tasks]
+    for task, job in zip(tasks, jobs, strict=True):
+        submission.job_ids[task.index] = job.job_id
+    sweep.save(manifest)
+    return jobs
 
 
 def _shard_task(
-    sweep: Sweep, manifest: SweepManifest, task: TaskSpec, only: dict[int, list[CaseSpec]] | None
+    sweep: Sweep,
+    manifest: SweepManifest,
+    task: TaskSpec,
+    only: dict[int, list[CaseSpec]] | None,
+    exclusive: bool,
 ) -> ShardTask:
     cls = RequeueableShardTask if task.requeueable else ShardTask
     return cls(
@@ -213,8 +268,24 @@ def _shard_task(
         jax_version=task.jax,
         backend=manifest.backend,
         timing=dict(manifest.timing),
-        env=dict(manifest.worker_env),
+        env=dict(manifest.worker_env) | _local_gpus(manifest, task),
+        exclusive=exclusive,
     )
+
+
+def _local_gpus(manifest: SweepManifest, task: TaskSpec) -> dict[str, str]:
+    """``CUDA_VISIBLE_DEVICES`` for a concurrent local GPU task: its own share, in turn.
+
+    submitit's ``LocalExecutor`` gives every job the same first ``gpus_per_node`` GPUs; tasks
+    that start at once get ``visible_gpus[i*g : (i+1)*g]`` (wrapping round) instead.
+    """
+    profile = Profile.model_validate(manifest.profile)
+    local = profile.local
+    if local is None or not local.concurrent or not local.gpus_per_node or not local.visible_gpus:
+        return {}
+    gpus, per = local.visible_gpus, local.gpus_per_node
+    mine = [gpus[(task.index * per + i) % len(gpus)] for i in range(per)]
+    return {"CUDA_VISIBLE_DEVICES": ",".join(map(str, mine))}
 
 
 def _ids(jobs: list[submitit.Job[Any]]) -> str:

@@ -165,3 +165,62 @@ def check_python(python: str) -> None:
     program = words[0] if words else ""
     if shutil.which(program) is None and not Path(program).is_file():
         raise PreflightError(f"environment.python {python!r}: no program {program!r} here")
+
+
+GPU_BACKENDS = ("gpu", "cuda", "rocm")
+
+
+def sharing_warnings(profile: Profile) -> list[str]:
+    """Why tasks of this profile may not have their machine to themselves; empty if they do.
+
+    A local profile with ``concurrent = true`` starts every task at once on one machine; a Slurm
+    profile whose tasks use GPUs (``gpus_per_node``, a ``gres`` with GPUs, or a GPU backend)
+    without ``exclusive = true`` may share its node and GPUs with other jobs.
+    """
+    where = f"profile {profile.name!r} ({profile.path or 'unsaved'})"
+    if profile.executor == "local":
+        assert profile.local is not None
+        if profile.local.concurrent:
+            return [
+                f"{where}: [local] concurrent = true starts every task at once, so on one "
+                "machine they time each other; records say env.sweep.exclusive = false"
+            ]
+        return []
+    s = profile.slurm
+    assert s is not None
+    uses_gpus = bool(s.gpus_per_node or parse_gpus(s.gres or "") or (
+        profile.worker.backend in GPU_BACKENDS))  # fmt: skip
+    if uses_gpus and not s.exclusive:
+        return [
+            f"{where}: GPU tasks without exclusive = true in [slurm] may share their node and "
+            "GPUs with other jobs, so a latency can be another job's; records say "
+            "env.sweep.exclusive = false"
+        ]
+    return []
+
+
+def exclusive(profile: Profile) -> bool:
+    """Whether each task of this profile has its machine to itself (see :func:`sharing_warnings`).
+
+    Local tasks that run one after another do; Slurm tasks do with ``exclusive = true``.
+    """
+    if profile.executor == "local":
+        assert profile.local is not None
+        return not profile.local.concurrent
+    assert profile.slurm is not None
+    return profile.slurm.exclusive
+
+
+def max_array_size() -> int | None:
+    """Slurm's ``MaxArraySize`` (``scontrol show config``): array indices must be below it.
+
+    ``None`` where ``scontrol`` is missing, fails or does not say; then arrays are not split,
+    and an ``sbatch`` that refuses one fails the submission, which removes the sweep folder.
+    """
+    if shutil.which("scontrol") is None:
+        return None
+    proc = subprocess.run(
+        ["scontrol", "show", "config"], capture_output=True, text=True, timeout=60
+    )
+    found = re.search(r"^MaxArraySize\s*=\s*(\d+)", proc.stdout, re.MULTILINE)
+    return int(found.group(1)) if proc.returncode == 0 and found else None

@@ -40,7 +40,8 @@ class SlurmSection(_Strict):
         max_time_min: Longest time limit to ask for, minutes; a shard that needs more is an
             error at submission.
         array_parallelism: Array tasks running at once (the ``%N`` of ``--array``).
-        exclusive: Whole node to one task (``--exclusive``), so no other job shares it.
+        exclusive: Whole node to one task (``--exclusive``), so no other job shares it. A GPU
+            profile without it may share its GPUs and host with other jobs: ``submit`` warns.
         account: ``--account``.
         qos: ``--qos``.
         constraint: ``--constraint`` (node features, e.g. a GPU model).
@@ -75,17 +76,21 @@ class SlurmSection(_Strict):
 
 
 class LocalSection(_Strict):
-    """Tasks as processes on this machine (submitit's ``LocalExecutor``); all start at once.
+    """Tasks as processes on this machine (submitit's ``LocalExecutor``), one after another.
 
     Attributes:
         max_time_min: Time limit of each task, minutes (the local executor kills it after).
         gpus_per_node: GPUs given to each task through ``CUDA_VISIBLE_DEVICES``.
         visible_gpus: Which GPU indices the tasks may use.
+        concurrent: Start every task (and every ``--jax`` version) at once. They then time
+            each other: ``submit`` warns, each record says ``env.sweep.exclusive: false``, and
+            concurrent GPU tasks get ``gpus_per_node`` GPUs of ``visible_gpus`` each, in turn.
     """
 
     max_time_min: int = Field(60, ge=1)
     gpus_per_node: int = Field(0, ge=0)
     visible_gpus: list[int] = Field(default_factory=list)
+    concurrent: bool = False
 
 
 class EnvironmentSection(_Strict):

@@ -18,6 +18,7 @@ import os
 import signal
 import socket
 import sys
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -50,6 +51,8 @@ class ShardTask:
         backend: Backend name (see :data:`jaxbench.backends.BACKENDS`).
         timing: :class:`jaxbench.measure.TimingConfig` fields.
         env: Variables set before JAX is imported.
+        exclusive: Whether the task has its machine to itself
+            (:func:`jaxbench.cluster.preflight.exclusive`); ``None``: not known.
     """
 
     sweep_dir: str
@@ -59,6 +62,7 @@ class ShardTask:
     backend: str
     timing: dict[str, Any]
     env: dict[str, str] = field(default_factory=dict)
+    exclusive: bool | None = None
 
     def __call__(self) -> dict[str, Any]:
         """Run the shard; returns a summary: task, host, JAX version, status per case.
@@ -73,18 +77,23 @@ class ShardTask:
                 f"jax was imported before the worker set {', '.join(sorted(self.env))}; they "
                 "would be ignored. Do not import jax in the job's setup or sitecustomize."
             )
+        started_at = utc_now()
         os.environ.update(self.env)
+        pinned = {} if "CUDA_VISIBLE_DEVICES" in self.env else local_gpu(os.environ)
+        os.environ.update(pinned)
+        placement = {"task_started_at": started_at, "exclusive": self.exclusive,
+                     "pinned": pinned or None}  # fmt: skip
         usr_sig = getattr(signal, "SIG" + os.environ.get("SUBMITIT_PREEMPT_SIGNAL", "USR2"))
         stopper = _StopOnSignal(usr_sig)
         try:
             with stopper:
-                return self._run_cases()
+                return self._run_cases(placement)
         except _Signalled as stop:
             if callable(stopper.submitit_handler):
                 stopper.submitit_handler(stop.signum, None)  # requeues and exits, or raises
             raise RuntimeError(f"task stopped by signal {stop.signum}") from None
 
-    def _run_cases(self) -> dict[str, Any]:
+    def _run_cases(self, placement: dict[str, Any]) -> dict[str, Any]:
         import jax
 
         from jaxbench.cases import Case
@@ -109,6 +118,7 @@ class ShardTask:
                 "requested_jax": self.jax_version,
                 "worker_env": dict(self.env),
                 "timing": dict(record.env["timing"]),
+                **placement,
             }
             write_json(sweep.record_path(spec, self.jax_version), record)
             statuses[spec.label] = record.status
@@ -119,6 +129,37 @@ class ShardTask:
             "finished_at": utc_now(),
             "statuses": statuses,
         }
+
+
+def local_gpu(environ: Mapping[str, str]) -> dict[str, str]:
+    """``CUDA_VISIBLE_DEVICES`` for one of several tasks on a node: GPU ``SLURM_LOCALID``.
+
+    Slurm starts every task of a step with the same list of the step's GPUs
+    (``CUDA_VISIBLE_DEVICES``, else ``SLURM_STEP_GPUS`` or ``SLURM_JOB_GPUS``), so without this
+    they would all run on the first. Task ``SLURM_LOCALID = i`` keeps entry ``i`` (modulo the
+    list's length). Set before JAX is imported: CUDA reads it once, at start-up.
+
+    Args:
+        environ: The process environment.
+
+    Returns:
+        ``{"CUDA_VISIBLE_DEVICES": <one GPU>}``; empty where no local id is set or at most one
+        GPU is listed.
+
+    Raises:
+        ValueError: ``SLURM_LOCALID`` is not a whole number.
+    """
+    local_id = environ.get("SLURM_LOCALID")
+    listed = next(
+        (environ[k] for k in ("CUDA_VISIBLE_DEVICES", "SLURM_STEP_GPUS", "SLURM_JOB_GPUS")
+         if environ.get(k)), "",
+    )  # fmt: skip
+    gpus = [g.strip() for g in listed.split(",") if g.strip()]
+    if local_id is None or len(gpus) <= 1:
+        return {}
+    if not local_id.strip().isdigit():
+        raise ValueError(f"SLURM_LOCALID={local_id!r}: expected a whole number")
+    return {"CUDA_VISIBLE_DEVICES": gpus[int(local_id) % len(gpus)]}
 
 
 @dataclass
