@@ -44,6 +44,26 @@ def test_mfu_only_for_known_devices():
     assert mfu(1e12, 1.0, None) is None
     assert mfu(None, 1.0, 2e12) is None
     assert all(v > 1e13 for kinds in PEAK_FLOPS.values() for v in kinds.values())
+    assert peak_flops("TPU v5p", "bfloat16") == peak_flops("TPU v5", "bfloat16") == 459e12
+
+
+@pytest.mark.parametrize(
+    ("flags", "variables", "peak"),
+    [
+        ({}, {}, 494.5e12),  # XLA's default: float32 dots as TF32
+        ({"jax_default_matmul_precision": "highest"}, {}, 67e12),
+        ({"jax_default_matmul_precision": "float32"}, {}, 67e12),
+        ({"jax_default_matmul_precision": "tensorfloat32"}, {}, 494.5e12),
+        ({}, {"NVIDIA_TF32_OVERRIDE": "0"}, 67e12),
+    ],
+)
+def test_a_float32_mfu_uses_the_peak_of_the_precision_it_ran_at(flags, variables, peak):
+    env = {"device_kind": "NVIDIA H200", "jax_flags": flags, "env_vars": variables}
+    rec = Record(run_id="r", benchmark="train_step", params={"dtype": "float32"}, status="ok",
+                 samples_s=[1.0], flops=1e12, env=env)  # fmt: skip
+    assert record_figures(rec)["mfu"] == pytest.approx(1e12 / peak)
+    bf16 = rec.model_copy(update={"params": {"dtype": "bfloat16"}})
+    assert record_figures(bf16)["mfu"] == pytest.approx(1e12 / 989.5e12)  # not a float32 dot
 
 
 class FakeGpu:

@@ -1,6 +1,9 @@
 """The measurement core: blocking, sample counts, compile counting, recompile detection."""
 
 import dataclasses
+import os
+import subprocess
+import sys
 
 import jax
 import jax.numpy as jnp
@@ -220,3 +223,29 @@ def test_pipelined_and_blocked_records_are_never_pooled(tmp_path):
     assert any("timing" in reason for reason in split.reasons), split.reasons
     bad = CliRunner().invoke(app, [*base, "--pipeline", "0", "-o", str(tmp_path / "x")])
     assert bad.exit_code == 2 and "pipeline must be an integer >= 1" in bad.output
+
+
+DEVICE_PROBE = """
+import jax, jax.numpy as jnp
+from jaxbench.measure import compile_targets
+from jaxbench.measure.harness import CompileTarget, _TARGET_STATS
+
+double = jax.jit(lambda x: x * 2)
+for device in jax.devices():
+    x = jax.device_put(jnp.ones(3), device)
+    first, again = (compile_targets([CompileTarget("t", ("double",), double, (x,))])
+                    for _ in range(2))
+    print(first.reused, again.reused)
+with jax.default_device(jax.devices()[1]):  # lazy arguments: the default device decides
+    print(compile_targets([CompileTarget("t", ("double",), double, lambda: (jnp.ones(3),))]).reused)
+print(len(_TARGET_STATS))
+"""
+
+
+def test_the_compile_figures_of_one_program_on_two_devices_are_two_entries():
+    env = {**os.environ, "XLA_FLAGS": "--xla_force_host_platform_device_count=2",
+           "JAX_PLATFORMS": "cpu"}  # fmt: skip
+    out = subprocess.run([sys.executable, "-c", DEVICE_PROBE], env=env, capture_output=True,
+                         text=True, timeout=120)  # fmt: skip
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.split() == ["False", "True", "False", "True", "True", "2"]

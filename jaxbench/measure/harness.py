@@ -130,7 +130,23 @@ class CompileStats:
     reused: bool
 
 
-_TARGET_STATS: dict[Hashable, TargetStats] = {}
+_TARGET_STATS: dict[tuple[Hashable, str], TargetStats] = {}
+
+
+def _device_of(args: Any) -> str:
+    """The device(s) a target compiles for: those of its first array argument.
+
+    Lazy arguments (a callable) are not built for this; then the ``jax.default_device`` in
+    force (as :func:`jaxbench.prepared.prepare` sets it), else JAX's first device.
+    """
+    import jax
+
+    if not callable(args):
+        for leaf in jax.tree.leaves(args):
+            if isinstance(leaf, jax.Array) and not leaf.is_deleted():
+                return ",".join(sorted(str(d) for d in leaf.devices()))
+    default = jax.config.jax_default_device
+    return str(default if default is not None else jax.devices()[0])
 
 
 def _compile_one(target: CompileTarget) -> TargetStats:
@@ -155,7 +171,8 @@ def _compile_one(target: CompileTarget) -> TargetStats:
 def compile_targets(targets: Sequence[CompileTarget]) -> CompileStats:
     """Lower and compile each target ahead of time (``jitted.lower(*args).compile()``).
 
-    Each program is measured once per process (by ``target.key``) and its figures reused after,
+    Each program is measured once per process and device (by ``target.key`` and the device of
+    its arguments, so a CPU and a GPU case of one program are two) and its figures reused after,
     so a caller that rebuilds its case (asv runs ``setup()`` before every sample) never re-times
     a warm compile as if it were cold. A cold figure also needs a persistent cache that is off or
     empty (:func:`jaxbench.measure.configure_compilation_cache`).
@@ -164,11 +181,14 @@ def compile_targets(targets: Sequence[CompileTarget]) -> CompileStats:
         Any error of tracing or compiling, unchanged (e.g. ``ValueError`` for a bad shape).
     """
     reused = True
-    for target in targets:
-        if target.key not in _TARGET_STATS:
-            _TARGET_STATS[target.key] = _compile_one(target)
+    keys = [(t.key, _device_of(t.args)) for t in targets]
+    for target, key in zip(targets, keys, strict=True):
+        if key not in _TARGET_STATS:
+            _TARGET_STATS[key] = _compile_one(target)
             reused = False
-    counted = [(t, _TARGET_STATS[t.key]) for t in targets if t.calls_per_unit > 0]
+    counted = [
+        (t, _TARGET_STATS[key]) for t, key in zip(targets, keys, strict=True) if t.calls_per_unit
+    ]
     flops: float | None = 0.0
     accessed: float | None = 0.0
     for target, stats in counted:
