@@ -27,7 +27,7 @@ from jaxbench.interleave import (
     estimate,
     run_interleaved,
 )
-from jaxbench.interleave.session import _run_pairs, interleave_case
+from jaxbench.interleave.session import _run_pairs, interleave_case, worker_environ
 from jaxbench.interleave.worker import serve
 from jaxbench.store import load, write_jsonl
 from jaxbench.store.live import CaseComparison, PairRun, Round, now
@@ -236,6 +236,8 @@ def test_live_interleaved_comparison_of_two_real_workers(tmp_path):
     assert all(len(r.baseline_s) == 3 for p in c.pairs for r in p.rounds)
     pids = {p.baseline.env.get("process_id") for p in c.pairs}
     assert len(pids) == 2  # fresh processes for every pair
+    # Two workers at once: each may take 45 % of a GPU's memory, not JAX's 75 % each.
+    assert c.pairs[0].baseline.env["env_vars"]["XLA_CLIENT_MEM_FRACTION"] == "0.45"
     assert c.pairs[0].rounds[0].candidate_noise["cpu_share"] > 0
     assert c.baseline.jax and c.baseline.backend == "cpu"
     assert c.candidate.flops > 1.3 * c.baseline.flops  # the wider model really ran
@@ -301,6 +303,13 @@ def test_a_side_that_cannot_prepare_is_recorded_as_failed():
         Schedule(rounds=6),
     )  # fmt: skip
     assert found[0].status == "failed" and "float64" in found[0].error
+
+
+def test_live_workers_get_a_share_of_gpu_memory_each_unless_one_is_set():
+    both = ("XLA_CLIENT_MEM_FRACTION", "XLA_PYTHON_CLIENT_MEM_FRACTION")
+    assert [worker_environ({"A": "1"})[v] for v in both] == ["0.45", "0.45"]
+    given = worker_environ({"XLA_PYTHON_CLIENT_MEM_FRACTION": "0.3"})
+    assert [given[v] for v in both] == ["0.3", "0.3"]
 
 
 def test_a_worker_that_dies_is_an_error_with_its_exit():

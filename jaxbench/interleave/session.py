@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import os
 import select
 import subprocess
 import tempfile
@@ -126,8 +127,29 @@ class Schedule:
 WORKER_TIMEOUT_S = 3600.0
 
 
+MEM_FRACTION_VARS = ("XLA_CLIENT_MEM_FRACTION", "XLA_PYTHON_CLIENT_MEM_FRACTION")
+"""The variable that caps the share of a GPU's memory JAX preallocates (default 75 %), by its
+current name and the older one (JAX docs, "GPU memory allocation")."""
+LIVE_MEM_FRACTION = "0.45"
+"""Each of the two live workers of a pair may take 45 % of one GPU, so both fit beside the
+driver's own memory; the CPU ignores it."""
+
+
+def worker_environ(environ: dict[str, str]) -> dict[str, str]:
+    """The environment a live worker starts with: ``environ`` plus a GPU memory fraction each.
+
+    A fraction the user set (either name of :data:`MEM_FRACTION_VARS`) is kept as it is, and
+    given under both names, so JAX releases that read either see it.
+    """
+    given = next((environ[v] for v in MEM_FRACTION_VARS if environ.get(v)), LIVE_MEM_FRACTION)
+    return {**environ, **dict.fromkeys(MEM_FRACTION_VARS, given)}
+
+
 class Worker:
     """A running :mod:`jaxbench.interleave.worker` process; use as a context manager.
+
+    The two workers of a pair run at once, so each starts with its own share of a GPU's memory
+    (:func:`worker_environ`), not JAX's default 75 % each.
 
     Args:
         python: Interpreter to start it with.
@@ -148,8 +170,9 @@ class Worker:
         cmd = [python, "-m", "jaxbench.interleave.worker", "--backend", backend]
         try:
             self._proc = subprocess.Popen(
-                cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self._stderr, text=True
-            )
+                cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self._stderr,
+                text=True, env=worker_environ(dict(os.environ)),
+            )  # fmt: skip
         except OSError as exc:
             raise WorkerError(f"cannot start a worker with {python}: {exc}") from exc
         self.python = python
