@@ -15,6 +15,7 @@ from typing import Any
 from jaxbench import env as env_mod
 from jaxbench.cases import Case, check_backend, resolve_device
 from jaxbench.measure.cache import cache_settings
+from jaxbench.measure.gpu import GpuWatch, device_facts
 from jaxbench.measure.harness import TimingConfig
 from jaxbench.prepared import prepare
 from jaxbench.store import Appender, Record, new_run_id
@@ -30,7 +31,9 @@ def measure_case(case: Case, backend: str, timing: TimingConfig, run_id: str) ->
     Every record's ``env`` (:func:`jaxbench.env.collect`) also has ``timing``: the fields of
     ``timing`` (``budget_s``, ``min_samples``, ``max_samples``, ``warmup_calls``, and
     ``pipeline`` when pipelined; :meth:`TimingConfig.recorded`). A timed
-    record has ``noise``, the indicators of its timed region (:mod:`jaxbench.measure.noise`).
+    record has ``noise``, the indicators of its timed region (:mod:`jaxbench.measure.noise`);
+    on an NVIDIA GPU also ``env.gpu`` and NVML's view before and after it
+    (:mod:`jaxbench.measure.gpu`; ``env.gpu`` is ``None`` where NVML cannot say).
 
     Returns:
         A :class:`Record`: ``ok``; ``recompiled``; ``failed`` (gate or error, reason in
@@ -39,7 +42,8 @@ def measure_case(case: Case, backend: str, timing: TimingConfig, run_id: str) ->
     settings = timing.recorded()
 
     def env(device: Any = None) -> dict[str, Any]:
-        return env_mod.collect(device) | {"timing": dict(settings)}
+        gpu = {"gpu": device_facts(device)} if device is not None else {}
+        return env_mod.collect(device) | {"timing": dict(settings)} | gpu
 
     workload = get_workload(case.workload)
     base: dict[str, Any] = {
@@ -57,7 +61,9 @@ def measure_case(case: Case, backend: str, timing: TimingConfig, run_id: str) ->
         prepared = prepare(
             case.workload, case.params, backend, keep=False, warmup_calls=timing.warmup_calls
         )
+        watch = GpuWatch.start(device)
         m = prepared.steady_state(timing)
+        gpu_noise = watch.stop()
     except NotApplicable as exc:
         return Record(**base, status="skipped", error=str(exc), env=env(device))
     except GateFailure as exc:
@@ -101,7 +107,7 @@ def measure_case(case: Case, backend: str, timing: TimingConfig, run_id: str) ->
         memory=stats.memory,
         gate=prepared.gate,
         metrics=prepared.built.metrics,
-        noise=m.noise,
+        noise=m.noise | gpu_noise,
         env=env(device),
     )
 

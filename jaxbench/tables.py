@@ -45,7 +45,9 @@ def records_table(records: list[Record], title: str) -> Table:
 
     A compile time marked ``*`` was measured once for a program that an earlier case of the same
     process compiled first; the caption says so. A pipelined record's benchmark reads
-    ``name (pipelined xN)``: its p50 is per call of N dispatched together, not a blocked latency.
+    ``name (pipelined xN)``: its p50 is per call of N dispatched together, not a blocked latency;
+    ``(GPU throttled)`` and ``(GPU shared)`` mark records whose GPU was slowed or shared while
+    timed (:mod:`jaxbench.measure.gpu`).
     """
     table = Table(title=title)
     figures = [record_figures(rec) for rec in records]
@@ -57,9 +59,8 @@ def records_table(records: list[Record], title: str) -> Table:
         reused = bool(rec.compilation_cache.get("compile_reused_in_process"))
         reused_any |= reused
         status = rec.status if rec.status == "ok" else f"[yellow]{rec.status}[/]"
-        pipeline = (rec.env.get("timing") or {}).get("pipeline")
         table.add_row(
-            rec.benchmark + (f" (pipelined x{pipeline})" if pipeline else ""),
+            rec.benchmark + _marks(rec),
             params_label(rec.params),
             status,
             str(s["n"]),
@@ -75,6 +76,15 @@ def records_table(records: list[Record], title: str) -> Table:
     if reused_any:
         table.caption = f"{REUSED_MARK} compiled once, by an earlier case of this run"
     return table
+
+
+def _marks(rec: Record) -> str:
+    """`` (pipelined xN)``, `` (GPU throttled)``, `` (GPU shared)``: what makes a p50 not alike."""
+    pipeline = (rec.env.get("timing") or {}).get("pipeline")
+    marks = [f"pipelined x{pipeline}"] if pipeline else []
+    gpu = {"gpu_throttled": "GPU throttled", "gpu_shared": "GPU shared"}
+    marks += [text for key, text in gpu.items() if rec.noise.get(key)]
+    return "".join(f" ({m})" for m in marks)
 
 
 def _model_cell(key: str, value: float | None) -> str:

@@ -5,9 +5,11 @@ the same source (jaxbench or asv), backend, device kind and count, platform vers
 machine, CPU, the CPUs the process could use (``usable_cpus``: ``taskset -c 0`` and
 ``taskset -c 0,1`` are two conditions), Python, jaxlib relative to jax, each recorded timing
 environment variable (``XLA_FLAGS``, ``OMP_NUM_THREADS``, ...), each recorded JAX flag, the
-persistent compilation cache settings, the timing settings where recorded, whether a sweep task
-shared its machine (``env.sweep.exclusive`` false: a concurrent local task, or a Slurm task
-without ``--exclusive``; rows that do not say are alike), and for asv rows the
+persistent compilation cache settings, the timing settings where recorded, whether the machine
+was shared (``env.sweep.exclusive`` false: a concurrent local task, or a Slurm task without
+``--exclusive``; or ``noise.gpu_shared``: another process on the GPU) and whether the GPU's clocks
+were held down (``noise.gpu_throttled``; both :mod:`jaxbench.measure.gpu`; rows that do not say
+are alike), and for asv rows the
 calls per sample (``asv_number``) and the benchmark's source hash (``asv_benchmark_version``;
 both :data:`NOT_RECORDED` on jaxbench rows, alike for all of them). The version under test
 (``jax``) is the axis of a comparison, never part of a condition; neither is the jaxbench commit
@@ -54,11 +56,19 @@ def _cache(row: pd.Series, key: str) -> Any:
     return cache.get(key) if isinstance(cache, dict) else None
 
 
+def _noise(row: pd.Series) -> dict[str, Any]:
+    noise = row.get("noise")
+    return noise if isinstance(noise, dict) else {}
+
+
 def _shared(row: pd.Series) -> Any:
     sweep = _env(row).get("sweep")
+    why = []
     if isinstance(sweep, dict) and sweep.get("exclusive") is False:
-        return "machine shared (sweep task not exclusive)"
-    return None
+        why.append("sweep task not exclusive")
+    if _noise(row).get("gpu_shared"):
+        why.append("other processes on the GPU")
+    return ", ".join(why) or None
 
 
 def _metric(row: pd.Series, key: str) -> Any:
@@ -83,6 +93,7 @@ FIELD_GETTERS: dict[str, Callable[[pd.Series], Any]] = {
     "cache_min_compile_time_s": lambda r: _cache(r, "min_compile_time_secs"),
     "timing": lambda r: _env(r).get("timing"),
     "shared": _shared,
+    "gpu_throttled": lambda r: "GPU clocks held down" if _noise(r).get("gpu_throttled") else None,
     "asv_number": lambda r: _metric(r, "number") if r.get("source") == "asv" else None,
     "asv_benchmark_version": lambda r: (
         _metric(r, "benchmark_version") if r.get("source") == "asv" else None

@@ -109,6 +109,7 @@ class TrainStep:
                 "params_count": size.params_count,
                 "params_bytes": size.params_count * dtype.itemsize,
                 "batch": size.batch,
+                "model_flops": size.train_step_flops(),
             },
         )
 
