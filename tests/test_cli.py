@@ -170,7 +170,7 @@ def test_gpu_check_script_runs_end_to_end_on_the_cpu(tmp_path):
         "KS": "2",
         "TRIPS": "8 16",
         "SCATTER_N": "64",
-        "DTYPES": "float32",
+        "DTYPES": "bfloat16",
         "BUDGET": "0",
         "MIN_SAMPLES": "3",
     }
@@ -198,3 +198,6 @@ def test_gpu_check_script_runs_end_to_end_on_the_cpu(tmp_path):
     }
     assert set(frame["status"]) == {"ok"}
     assert sorted(frame.loc[frame["benchmark"] == "loop/at_set", "param.trip"].unique()) == [8, 16]
+    for bench in ("train_step", "transformer/train_step"):  # its last lines: the MFU of each
+        assert f"{bench} size=tiny bfloat16 on cpu: p50" in out.stdout
+    assert out.stdout.count("MFU n/a (no listed peak) (XLA's FLOP)") == 2

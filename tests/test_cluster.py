@@ -517,6 +517,18 @@ def test_gpu_tasks_that_may_share_a_node_are_warned_of(tmp_path, profile, warnin
     assert preflight.exclusive(_slurm_profile(tmp_path, **profile)) == ("exclusive" in profile)
 
 
+def test_submit_warns_of_a_gpu_profile_without_exclusive_before_anything_is_sent(
+    fake_slurm, tmp_path
+):
+    profile = _profile(tmp_path, 'executor = "slurm"\n[slurm]\npartition = "gpu"\n'
+                       "gpus_per_node = 1\n")  # fmt: skip
+    proc = run_cli("submit", "-p", str(profile), "-w", "train_step", "-s", "tiny", "-d",
+                   "float32", "--sweeps-dir", str(tmp_path / "s"), "--dry-run")  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    assert "warning:" in proc.stderr and "without exclusive = true" in proc.stderr
+    assert "nothing submitted" in proc.stdout
+
+
 def test_a_concurrent_local_profile_warns_and_shares_out_its_gpus(tmp_path):
     assert preflight.sharing_warnings(load_profile("local")) == []
     assert preflight.exclusive(load_profile("local"))
