@@ -196,7 +196,9 @@ def show_cmd(
     strict: Annotated[
         bool,
         typer.Option(
-            "--strict", help="Stop at the first line that is not a valid record (exit 2)."
+            "--strict",
+            metavar="",
+            help="Stop at the first line that is not a valid record (exit 2).",
         ),
     ] = False,
 ) -> None:

@@ -20,12 +20,28 @@ def fail(message: str, code: int = 2) -> typer.Exit:
     return typer.Exit(code)
 
 
+def _whole(value: str) -> int:
+    try:
+        return int(value)
+    except ValueError:
+        raise typer.BadParameter(f"{value!r} is not a whole number") from None
+
+
+def _number(value: str) -> float:
+    try:
+        return float(value)
+    except ValueError:
+        raise typer.BadParameter(f"{value!r} is not a number") from None
+
+
 Workloads = Annotated[
     list[str] | None, typer.Option("--workload", "-w", help="Workload(s); default all.")
 ]
 Sizes = Annotated[list[str] | None, typer.Option("--size", "-s", help="Model size(s): see `list`.")]
 Dtypes = Annotated[list[str] | None, typer.Option("--dtype", "-d", help="float32 and/or bfloat16.")]
-Ks = Annotated[list[int] | None, typer.Option("--k", "-k", help="Tangents (forward).")]
+Ks = Annotated[
+    list[int] | None, typer.Option("--k", "-k", parser=_whole, help="Tangents (forward).")
+]
 Strategies = Annotated[
     list[str] | None, typer.Option("--strategy", help="Forward strategy(ies): see `list`.")
 ]
@@ -43,15 +59,16 @@ Params = Annotated[
         ),
     ),
 ]
-Full = Annotated[bool, typer.Option("--full", help="Full grid instead of quick.")]
-Budget = Annotated[float, typer.Option(help="Timed seconds per case.")]
-MinSamples = Annotated[int, typer.Option(help="Samples per case, at least.")]
-Warmup = Annotated[int, typer.Option(help="Warm-up calls per case.")]
+Full = Annotated[bool, typer.Option("--full", metavar="", help="Full grid instead of quick.")]
+Budget = Annotated[float, typer.Option(parser=_number, help="Timed seconds per case.")]
+MinSamples = Annotated[int, typer.Option(parser=_whole, help="Samples per case, at least.")]
+Warmup = Annotated[int, typer.Option(parser=_whole, help="Warm-up calls per case.")]
 Pipeline = Annotated[
     int,
     typer.Option(
+        parser=_whole,
         help="Calls per sample: 1 times each call blocked (latency); N > 1 dispatches N calls "
-        "and blocks once (pipelined throughput, per-call time = total / N)."
+        "and blocks once (pipelined throughput, per-call time = total / N).",
     ),
 ]
 
@@ -89,18 +106,33 @@ def timing_fields(budget: float, min_samples: int, warmup: int, pipeline: int = 
     """:class:`jaxbench.measure.TimingConfig` fields, validated, as records hold them.
 
     Raises:
-        ValueError: A value out of range (named in the message).
+        ValueError: A value out of range; the message names the option (``--budget``, ...).
     """
     from jaxbench.measure import TimingConfig
 
-    timing = TimingConfig(
-        budget_s=budget,
-        min_samples=min_samples,
-        max_samples=max(100_000, min_samples),
-        warmup_calls=warmup,
-        pipeline=pipeline,
-    )
+    try:
+        timing = TimingConfig(
+            budget_s=budget,
+            min_samples=min_samples,
+            max_samples=max(100_000, min_samples),
+            warmup_calls=warmup,
+            pipeline=pipeline,
+        )
+    except ValueError as exc:  # its messages begin with the field: name the option instead
+        message = str(exc)
+        for field, option in TIMING_OPTIONS.items():
+            message = message.replace(field, option, 1) if message.startswith(field) else message
+        raise ValueError(message) from None
     return timing.recorded()
+
+
+TIMING_OPTIONS = {
+    "budget_s": "--budget",
+    "min_samples": "--min-samples",
+    "warmup_calls": "--warmup",
+    "pipeline": "--pipeline",
+}
+"""The ``TimingConfig`` field each timing option sets."""
 
 
 def writable_folder(out: str) -> Path:

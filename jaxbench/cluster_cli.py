@@ -77,10 +77,12 @@ def submit_cmd(
         typer.Option(help="Sweep folder: submit again only its cases without an ok record."),
     ] = None,
     wait: Annotated[
-        bool, typer.Option("--wait", help="Wait for the tasks, then collect the records.")
+        bool,
+        typer.Option("--wait", metavar="", help="Wait for the tasks, then collect the records."),
     ] = False,
     dry_run: Annotated[
-        bool, typer.Option("--dry-run", help="Check and print the plan; submit nothing.")
+        bool,
+        typer.Option("--dry-run", metavar="", help="Check and print the plan; submit nothing."),
     ] = False,
 ) -> None:
     """Send the selected cases to a cluster as job arrays; print the job ids and return.

@@ -283,11 +283,16 @@ def register(app: typer.Typer) -> None:
             typer.Option("--results", "-r", help="Where to find versions (default results/)."),
         ] = None,
         interleave: Annotated[
-            bool, typer.Option("--interleave", help="Live: two workers in alternating blocks.")
+            bool,
+            typer.Option(
+                "--interleave", metavar="", help="Live: two workers in alternating blocks."
+            ),
         ] = False,
         back_to_back: Annotated[
             bool,
-            typer.Option("--back-to-back", help="Live, but one worker after the other."),
+            typer.Option(
+                "--back-to-back", metavar="", help="Live, but one worker after the other."
+            ),
         ] = False,
         set_a: Annotated[
             list[str] | None, typer.Option("--set-a", help="Live: NAME=VALUE for the baseline.")

@@ -32,11 +32,14 @@ def drift_cmd(
     save_reference: Annotated[
         bool,
         typer.Option(
-            "--save-reference", help="Compute every set now and save it as the reference."
+            "--save-reference",
+            metavar="",
+            help="Compute every set now and save it as the reference.",
         ),
     ] = False,
     force: Annotated[
-        bool, typer.Option("--force", help="With --save-reference: overwrite a reference.")
+        bool,
+        typer.Option("--force", metavar="", help="With --save-reference: overwrite a reference."),
     ] = False,
     reference: Annotated[
         Path, typer.Option("--reference", help="Reference folder (reference.json and .npz).")

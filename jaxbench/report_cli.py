@@ -18,10 +18,17 @@ def report_cmd(
     out: Annotated[str, typer.Option("--out", "-o", help="Folder of report.md and figures/.")],
     baseline: Annotated[
         str | None,
-        typer.Option(help="Baseline JAX version (default: each version's predecessor)."),
+        typer.Option(
+            help="Baseline JAX version (default: each version's predecessor; with --candidate "
+            "alone, the version before it)."
+        ),
     ] = None,
     candidate: Annotated[
-        str | None, typer.Option(help="Candidate JAX version (default: every version).")
+        str | None,
+        typer.Option(
+            help="Candidate JAX version (default: every version but the oldest, each against "
+            "its predecessor; with --baseline alone, the newest only)."
+        ),
     ] = None,
     threshold: Annotated[
         float, typer.Option(help="Smallest steady-state change that counts (0.02 = 2 %).")

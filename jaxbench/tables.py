@@ -7,6 +7,7 @@ from typing import Any
 
 from rich.table import Table
 
+from jaxbench.analysis.conditions import CONDITION
 from jaxbench.analysis.derived import record_figures
 from jaxbench.analysis.units import fmt_bytes, fmt_rate, fmt_seconds
 from jaxbench.store import Record
@@ -25,6 +26,9 @@ COLUMNS = (
     "MFU",
     "device peak",
 )
+#: Left out where every record has ``n/a`` (a CPU: no listed peak, no device memory figures).
+OPTIONAL_COLUMNS = ("MFU", "device peak")
+LEFT_COLUMNS = ("benchmark", "jax", "params", "status")
 #: Shown only where some record has them: per-call tokens and formula FLOP of the workload.
 MODEL_COLUMNS = {"tokens/s": "tokens_per_s", "MFU (formula)": "model_mfu"}
 REUSED_MARK = "*"
@@ -41,7 +45,10 @@ def records_table(records: list[Record], title: str) -> Table:
     """One row per record: status, p50, p95, IQR, compile s, FLOP/s, MFU, device peak.
 
     FLOP/s and MFU use XLA's counted FLOP. Where a workload gives tokens or formula FLOP per
-    call (:data:`MODEL_COLUMNS`), ``tokens/s`` and ``MFU (formula)`` follow.
+    call (:data:`MODEL_COLUMNS`), ``tokens/s`` and ``MFU (formula)`` follow. Records of more
+    than one JAX version get a ``jax`` column. ``MFU`` and ``device peak`` are left out where
+    they are ``n/a`` for every record (a CPU has no listed peak and no device memory
+    statistics), and the caption says so once.
 
     A compile time marked ``*`` was measured once for a program that an earlier case of the same
     process compiled first; the caption says so. A pipelined record's benchmark reads
@@ -49,32 +56,41 @@ def records_table(records: list[Record], title: str) -> Table:
     ``(GPU throttled)`` and ``(GPU shared)`` mark records whose GPU was slowed or shared while
     timed (:mod:`jaxbench.measure.gpu`).
     """
-    table = Table(title=title)
     figures = [record_figures(rec) for rec in records]
-    extra = [col for col, key in MODEL_COLUMNS.items() if any(f[key] is not None for f in figures)]
-    for col in (*COLUMNS, *extra):
-        table.add_column(col, justify="left" if col in COLUMNS[:3] else "right")
-    reused_any = False
+    rows = []
     for rec, s in zip(records, figures, strict=True):
         reused = bool(rec.compilation_cache.get("compile_reused_in_process"))
-        reused_any |= reused
-        status = rec.status if rec.status == "ok" else f"[yellow]{rec.status}[/]"
-        table.add_row(
-            rec.benchmark + _marks(rec),
-            params_label(rec.params),
-            status,
-            str(s["n"]),
-            fmt_seconds(s["p50_s"]),
-            fmt_seconds(s["p95_s"]),
-            fmt_seconds(s["iqr_s"]),
-            fmt_seconds(rec.compile_s) + (REUSED_MARK if reused else ""),
-            fmt_rate(s["flops_per_s"]),
-            "n/a" if s["mfu"] is None else f"{100 * s['mfu']:.1f}%",
-            fmt_bytes(rec.device_peak_bytes),
-            *(_model_cell(MODEL_COLUMNS[col], s[MODEL_COLUMNS[col]]) for col in extra),
-        )
-    if reused_any:
-        table.caption = f"{REUSED_MARK} compiled once, by an earlier case of this run"
+        row = {
+            "benchmark": rec.benchmark + _marks(rec),
+            "jax": str(rec.env.get("jax") or "?"),
+            "params": params_label(rec.params),
+            "status": rec.status if rec.status == "ok" else f"[yellow]{rec.status}[/]",
+            "n": str(s["n"]),
+            "p50": fmt_seconds(s["p50_s"]),
+            "p95": fmt_seconds(s["p95_s"]),
+            "IQR": fmt_seconds(s["iqr_s"]),
+            "compile": fmt_seconds(rec.compile_s) + (REUSED_MARK if reused else ""),
+            "FLOP/s": fmt_rate(s["flops_per_s"]),
+            "MFU": "n/a" if s["mfu"] is None else f"{100 * s['mfu']:.1f}%",
+            "device peak": fmt_bytes(rec.device_peak_bytes),
+        }
+        rows.append(row | {col: _model_cell(key, s[key]) for col, key in MODEL_COLUMNS.items()})
+    shown = [c for c in COLUMNS if c not in OPTIONAL_COLUMNS or any(r[c] != "n/a" for r in rows)]
+    if len({r["jax"] for r in rows}) > 1:
+        shown.insert(1, "jax")
+    shown += [c for c in MODEL_COLUMNS if any(r[c] != "n/a" for r in rows)]
+    table = Table(title=title)
+    for col in shown:
+        table.add_column(col, justify="left" if col in LEFT_COLUMNS else "right")
+    for row in rows:
+        table.add_row(*(row[c] for c in shown))
+    notes = []
+    if any(REUSED_MARK in r["compile"] for r in rows):
+        notes.append(f"{REUSED_MARK} compiled once, by an earlier case of this run")
+    hidden = [c for c in OPTIONAL_COLUMNS if c not in shown]
+    if rows and hidden:
+        notes.append(f"{' and '.join(hidden)}: n/a for every record here, left out")
+    table.caption = "; ".join(notes) or None
     return table
 
 
@@ -141,30 +157,36 @@ def comparison_table(result: Any) -> Table:
 
     Ratios are candidate / baseline (above 1: slower) with their interval over processes;
     ``processes`` is baseline+candidate; ``detectable`` the smallest slowdown this design
-    calls ``slower`` at 80 % power.
+    calls ``slower`` at 80 % power. Where a case was measured under more than one condition
+    (:mod:`jaxbench.analysis.conditions`), a ``condition`` column tells its rows apart.
     """
     level = 1 - result.alpha
     table = Table(
         title=f"{result.candidate} vs {result.baseline} (threshold {result.threshold:.0%}, "
         f"compile {result.compile_threshold:.0%}, {level:.0%} intervals over processes)"
     )
-    cols = ("metric", "case", "processes", "baseline", "candidate", "ratio", f"{level:.0%} CI",
-            "detectable", "verdict")  # fmt: skip
+    frame = result.table
+    several = not frame.empty and (frame.groupby(["metric", "case"])[CONDITION].nunique() > 1).any()
+    cols = ("metric", "case", *(["condition"] if several else []), "processes", "baseline",
+            "candidate", "ratio", f"{level:.0%} CI", "detectable", "verdict")  # fmt: skip
     for col in cols:
         table.add_column(col, justify="right" if col in ("ratio", "detectable") else "left")
-    for row in result.table.itertuples():
-        ratio, ci = _ratio(row.ratio, row.ci_low, row.ci_high)
+    for row in frame.to_dict("records"):
+        ratio, ci = _ratio(row["ratio"], row["ci_low"], row["ci_high"])
         table.add_row(
-            row.metric,
-            row.case,
-            f"{row.n_baseline}+{row.n_candidate}",
-            fmt_seconds(row.baseline_median_s),
-            fmt_seconds(row.candidate_median_s),
+            row["metric"],
+            row["case"],
+            *([row[CONDITION]] if several else []),
+            f"{row['n_baseline']}+{row['n_candidate']}",
+            fmt_seconds(row["baseline_median_s"]),
+            fmt_seconds(row["candidate_median_s"]),
             ratio,
             ci,
-            _detectable(row.detectable),
-            _verdict(row.verdict),
+            _detectable(row["detectable"]),
+            _verdict(row["verdict"]),
         )
+    if several:
+        table.caption = "a case under two conditions is two rows, never pooled: see kept apart"
     return table
 
 

@@ -568,3 +568,15 @@ def test_calibration_of_the_machine_is_cited_or_asked_for(two_versions, tmp_path
     cal = section(write_report([two_versions], out).read_text(), "Calibration")
     assert "`box` (2026-01-01, JAX 0.12.0.1" in cal and "of 2 A/A comparisons" in cal
     assert "other" not in cal
+
+
+def test_one_version_with_a_case_under_two_conditions_says_what_kept_them_apart(tmp_path):
+    quiet = record("0.12.0.1", [1e-3] * 5, run_id="a")
+    flagged = record("0.12.0.1", [1e-3] * 5, run_id="b", env={"env_vars": {"XLA_FLAGS": "--x"}})
+    write(tmp_path / "results" / "a.jsonl", [quiet])
+    write(tmp_path / "results" / "b.jsonl", [flagged])
+    review = load_review(tmp_path / "results")
+    assert review.comparisons == []
+    text = render_report(review, tmp_path / "out", [report_tables.kept_apart_section]).read_text()
+    kept = section(text, "Kept apart")
+    assert "kept apart from" in kept and "env.XLA_FLAGS '--x'" in kept

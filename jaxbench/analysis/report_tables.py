@@ -12,6 +12,7 @@ import pandas as pd
 
 from jaxbench.analysis import markdown as md
 from jaxbench.analysis.compare import COMPILE, STEADY_STATE
+from jaxbench.analysis.conditions import split_series
 from jaxbench.analysis.drift import drift_by_version, sorted_findings
 from jaxbench.analysis.report_context import ReportContext
 from jaxbench.analysis.review import Review
@@ -390,7 +391,8 @@ def not_timed_section(ctx: ReportContext) -> str:
 def kept_apart_section(ctx: ReportContext) -> str:
     """Why rows of one case were not pooled, and the cases that had no counterpart."""
     review = ctx.review
-    reasons = list(dict.fromkeys(r for c in review.comparisons for r in c.kept_apart))
+    within = split_series(review.frame).reasons if "case" in review.frame else []
+    reasons = list(dict.fromkeys([*within, *(r for c in review.comparisons for r in c.kept_apart)]))
     parts = [
         "## Kept apart",
         "Rows of one case are pooled and compared only under one measurement condition (same "
