@@ -8,7 +8,15 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-from jaxbench import calibrate_cli, cluster_cli, compare_cli, drift_cli, report_cli
+from jaxbench import (
+    calibrate_cli,
+    cluster_cli,
+    compare_cli,
+    drift_cli,
+    notebook_cli,
+    report_cli,
+    steps_cli,
+)
 from jaxbench.cli_options import (
     Budget,
     Dtypes,
@@ -230,6 +238,8 @@ compare_cli.register(app)
 calibrate_cli.register(app)
 drift_cli.register(app)
 report_cli.register(app)
+notebook_cli.register(app)
+steps_cli.register(app)
 
 
 def main() -> None:

@@ -5,24 +5,18 @@ known regressions), and against the committed ``results/versions`` (real runs of
 versions).
 """
 
-import json
 import re
-import sys
 from pathlib import Path
 
 import jupytext
 import pytest
 from analysis_data import PROCESSES, REVIEW_VERSIONS, SLOWER_CASE, write_versions
-from jupyter_client.kernelspec import KernelSpecManager
-from jupyter_client.manager import KernelManager
-from nbclient import NotebookClient
 
 from jaxbench.analysis.notebook import DEFAULT_RESULTS, RESULTS_ENV, repo_root, results_dir
+from jaxbench.analysis.notebook_run import NOTEBOOKS, NotebookError, execute_notebook
 
 ROOT = Path(__file__).resolve().parent.parent
 NOTEBOOK_DIR = ROOT / "analysis"
-NOTEBOOKS = ("latency_distributions", "upgrade_review", "forward_crossover")
-KERNEL = "jaxbench-test-python"
 COMMITTED = ROOT / DEFAULT_RESULTS
 
 
@@ -31,30 +25,9 @@ def synthetic_results(tmp_path_factory):
     return write_versions(tmp_path_factory.mktemp("results") / "versions", n=40)
 
 
-@pytest.fixture(scope="module")
-def kernel_dirs(tmp_path_factory):
-    """A kernel spec running this very interpreter (the test venv's), not whatever is installed."""
-    kernels = tmp_path_factory.mktemp("kernels")
-    spec = kernels / KERNEL
-    spec.mkdir()
-    argv = [sys.executable, "-m", "ipykernel_launcher", "-f", "{connection_file}"]
-    (spec / "kernel.json").write_text(
-        json.dumps({"argv": argv, "display_name": "jaxbench tests", "language": "python"})
-    )
-    return [str(kernels)]
-
-
-def execute(name, kernel_dirs):
-    """Run ``analysis/<name>.py`` as a notebook from ``analysis/``; return the executed notebook."""
-    nb = jupytext.read(NOTEBOOK_DIR / f"{name}.py")
-    specs = KernelSpecManager(kernel_dirs=kernel_dirs, ensure_native_kernel=False)
-    km = KernelManager(kernel_name=KERNEL, kernel_spec_manager=specs)
-    client = NotebookClient(
-        nb, km=km, timeout=120, resources={"metadata": {"path": str(NOTEBOOK_DIR)}}
-    )
-    client.execute()
-    assert km.kernel_spec.argv[0] == sys.executable
-    return nb
+def execute(name):
+    """Run ``analysis/<name>.py`` as ``jaxbench notebook`` does; return the executed notebook."""
+    return execute_notebook(name)
 
 
 def outputs(nb):
@@ -89,9 +62,9 @@ def test_notebooks_are_percent_scripts_paired_with_ipynb():
 
 
 @pytest.mark.parametrize("name", NOTEBOOKS)
-def test_notebook_runs_on_synthetic_results(name, synthetic_results, kernel_dirs, monkeypatch):
+def test_notebook_runs_on_synthetic_results(name, synthetic_results, monkeypatch):
     monkeypatch.setenv(RESULTS_ENV, str(synthetic_results))
-    nb = execute(name, kernel_dirs)
+    nb = execute(name)
     assert not [o for o in outputs(nb) if o.output_type == "error"]
     assert any("image/png" in o.get("data", {}) for o in outputs(nb)), "no figure shown"
     text = text_of(nb)
@@ -112,9 +85,9 @@ def test_notebook_runs_on_synthetic_results(name, synthetic_results, kernel_dirs
 
 # Against the committed real results (three JAX versions): mandatory.
 @pytest.mark.parametrize("name", NOTEBOOKS)
-def test_notebook_runs_on_committed_results(name, kernel_dirs, monkeypatch):
+def test_notebook_runs_on_committed_results(name, monkeypatch):
     monkeypatch.delenv(RESULTS_ENV, raising=False)
-    nb = execute(name, kernel_dirs)
+    nb = execute(name)
     assert not [o for o in outputs(nb) if o.output_type == "error"]
     assert str(COMMITTED) in text_of(nb)
 
@@ -128,3 +101,22 @@ def test_results_folder_is_found_from_any_working_directory(tmp_path, monkeypatc
     monkeypatch.setenv(RESULTS_ENV, str(tmp_path / "nope"))
     with pytest.raises(FileNotFoundError, match=f"nope.*{RESULTS_ENV}"):
         results_dir()
+
+
+def test_the_notebook_command_saves_the_executed_notebook_and_names_bad_input(tmp_path):
+    import nbformat
+
+    from tests.conftest import run_cli
+
+    results = write_versions(tmp_path / "versions", n=20)
+    out = run_cli("notebook", "latency_distributions", "-r", str(results), "-o",
+                  str(tmp_path / "nb.ipynb"))  # fmt: skip
+    assert out.returncode == 0, out.stderr
+    nb = nbformat.read(tmp_path / "nb.ipynb", as_version=4)
+    assert str(results) in text_of(nb)
+    bad = run_cli("notebook", "nope")
+    assert bad.returncode == 2 and "unknown notebook 'nope'" in bad.stderr
+    missing = run_cli("notebook", "upgrade_review", "-r", str(tmp_path / "none"))
+    assert missing.returncode == 2 and "--results" in missing.stderr
+    with pytest.raises(NotebookError, match="choose from latency_distributions"):
+        execute_notebook("nope")

@@ -1,0 +1,91 @@
+"""Run an analysis notebook (``analysis/<name>.py``) top to bottom, as ``jaxbench notebook`` does.
+
+The notebooks are jupytext percent scripts; :func:`execute_notebook` reads one with jupytext and
+runs it with nbclient on a Jupyter kernel of *this* interpreter (a kernel spec written for the
+run, so the notebook sees the same jaxbench and JAX as the command), from ``analysis/``, with
+:data:`jaxbench.analysis.notebook.RESULTS_ENV` pointing at the results. Needs the ``notebooks``
+extra (``jupytext``, ``nbclient``, ``ipykernel``).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import sys
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from jaxbench.analysis.notebook import RESULTS_ENV, repo_root
+
+NOTEBOOKS = ("latency_distributions", "upgrade_review", "forward_crossover")
+KERNEL = "jaxbench-python"
+
+
+class NotebookError(RuntimeError):
+    """A notebook could not be run: unknown name, a missing extra, or a cell that failed."""
+
+
+@contextlib.contextmanager
+def _results_env(results: Path | None) -> Iterator[None]:
+    before = os.environ.get(RESULTS_ENV)
+    if results is not None:
+        os.environ[RESULTS_ENV] = str(Path(results).resolve())
+    try:
+        yield
+    finally:
+        if before is None:
+            os.environ.pop(RESULTS_ENV, None)
+        else:
+            os.environ[RESULTS_ENV] = before
+
+
+def execute_notebook(name: str, results: Path | None = None, timeout_s: float = 600.0) -> Any:
+    """Run ``analysis/<name>.py`` on this interpreter and return the executed notebook.
+
+    Args:
+        name: One of :data:`NOTEBOOKS`.
+        results: Results folder for the notebook (default: its own default,
+            ``results/versions``, or :data:`RESULTS_ENV` if set).
+        timeout_s: Seconds any one cell may take.
+
+    Returns:
+        The executed ``nbformat`` notebook (outputs filled in).
+
+    Raises:
+        NotebookError: ``name`` is unknown, the ``notebooks`` extra is missing, or a cell raised
+            (the message has the cell's error).
+    """
+    if name not in NOTEBOOKS:
+        raise NotebookError(f"unknown notebook {name!r}; choose from {', '.join(NOTEBOOKS)}")
+    try:
+        import jupytext
+        from jupyter_client.kernelspec import KernelSpecManager
+        from jupyter_client.manager import KernelManager
+        from nbclient import NotebookClient
+        from nbclient.exceptions import CellExecutionError
+    except ImportError as exc:
+        raise NotebookError(
+            f"{exc.name} is missing: install the notebooks extra (bash scripts/setup.sh notebooks)"
+        ) from None
+    folder = repo_root() / "analysis"
+    nb = jupytext.read(folder / f"{name}.py")
+    with tempfile.TemporaryDirectory() as kernels, _results_env(results):
+        spec = Path(kernels) / KERNEL
+        spec.mkdir()
+        argv = [sys.executable, "-m", "ipykernel_launcher", "-f", "{connection_file}"]
+        (spec / "kernel.json").write_text(
+            json.dumps({"argv": argv, "display_name": "jaxbench", "language": "python"})
+        )
+        specs = KernelSpecManager(kernel_dirs=[kernels], ensure_native_kernel=False)
+        km = KernelManager(kernel_name=KERNEL, kernel_spec_manager=specs)
+        client = NotebookClient(
+            nb, km=km, timeout=timeout_s, resources={"metadata": {"path": str(folder)}}
+        )
+        try:
+            client.execute()
+        except CellExecutionError as exc:
+            raise NotebookError(f"analysis/{name}.py failed: {str(exc).strip()[-2000:]}") from None
+    return nb

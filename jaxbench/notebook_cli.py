@@ -1,0 +1,53 @@
+"""``jaxbench notebook``: run an analysis notebook and save it with its outputs."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from jaxbench.cli_options import console, fail
+
+
+def notebook_cmd(
+    name: Annotated[
+        str,
+        typer.Argument(help="latency_distributions, upgrade_review or forward_crossover."),
+    ],
+    results: Annotated[
+        Path | None,
+        typer.Option("--results", "-r", help="Results folder (default: results/versions)."),
+    ] = None,
+    out: Annotated[
+        Path | None,
+        typer.Option("--out", "-o", help="Executed notebook (default: analysis/<name>.ipynb)."),
+    ] = None,
+) -> None:
+    """Run analysis/<name>.py top to bottom on this Python and save the .ipynb with its outputs.
+
+    Needs the notebooks extra (bash scripts/setup.sh notebooks). Open the .ipynb in Jupyter or
+    VS Code; analysis/*.ipynb are not kept in git.
+    """
+    from jaxbench.analysis.notebook import repo_root
+    from jaxbench.analysis.notebook_run import NotebookError, execute_notebook
+
+    if results is not None and not results.is_dir():
+        raise fail(f"--results {results}: no such folder")
+    target = out or repo_root() / "analysis" / f"{name}.ipynb"
+    if target.suffix != ".ipynb":
+        raise fail(f"--out {target}: expected a .ipynb file")
+    try:
+        nb = execute_notebook(name, results)
+    except NotebookError as exc:
+        raise fail(str(exc)) from None
+    import nbformat
+
+    target.parent.mkdir(parents=True, exist_ok=True)
+    nbformat.write(nb, target)
+    console.print(f"notebook: {target}", highlight=False, soft_wrap=True)
+
+
+def register(app: typer.Typer) -> None:
+    """Add ``notebook`` to the ``jaxbench`` command."""
+    app.command("notebook")(notebook_cmd)
