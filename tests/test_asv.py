@@ -457,3 +457,22 @@ def test_asv_run_script_always_records_samples():
     assert ignored == 0
     for version in ("0.10.2", "0.11.2", "0.12.0.1"):
         assert f'"{version}"' in conf
+
+
+@pytest.mark.slow
+def test_a_documented_run_files_its_results_outside_git_and_jax_picks_one_environment(tmp_path):
+    status = ["git", "-C", str(ROOT), "status", "--porcelain"]
+    before = subprocess.run(status, capture_output=True, text=True).stdout
+    out = _asv(tmp_path, "run", "-E", "existing:same", "--quick", "--set-commit-hash", _head(),
+               "--bench", ONE_STEP, script=True)  # fmt: skip
+    assert out.returncode == 0, (out.stdout + out.stderr)[-3000:]
+    saved = list((ROOT / ".asv" / "results" / "testbox").glob(f"{_head()[:8]}-existing-*.json"))
+    assert saved, "the run saved no results under .asv/results"
+    assert subprocess.run(status, capture_output=True, text=True).stdout == before
+    conf = json.loads((ROOT / ".asv" / "asv.run.json").read_text())
+    assert conf["results_dir"] == str(ROOT / ".asv" / "results")
+    out = _asv(tmp_path, "show", "--jax", "0.12.0.1", script=True)  # writes the config, reads
+    assert out.returncode == 0, out.stderr
+    conf = json.loads((ROOT / ".asv" / "asv.run.json").read_text())
+    assert conf["matrix"] == {"req": {"jax": ["0.12.0.1"], "jaxlib": ["0.12.0.1"]}}
+    assert conf["exclude"] == []

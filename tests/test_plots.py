@@ -146,6 +146,13 @@ def test_forward_crossover_marks_the_crossover_and_plots_held_memory(tmp_path):
     assert len(marks) == 1 and marks[0].get_xdata()[0] == pytest.approx(k_x)
     held = {tuple(ln.get_ydata()) for ln in ax_m.lines if len(ln.get_ydata()) == 4}
     assert (1.0, 1.0, 1.0, 1.0) in held and (0.0, 0.0, 0.0, 0.0) in held
+    # One legend, and it covers neither the crossover's note nor any plotted point.
+    fig.canvas.draw()
+    (note,) = ax_t.texts
+    legend = ax_t.get_legend().get_window_extent()
+    assert ax_m.get_legend() is None
+    assert not legend.overlaps(note.get_window_extent())
+    assert not legend.overlaps(ax_t.get_window_extent())
 
 
 def test_forward_crossover_draws_into_given_axes(tmp_path):

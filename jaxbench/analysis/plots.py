@@ -235,6 +235,10 @@ def forward_crossover(
         data=table, x="k", y="held_mib", hue="benchmark", hue_order=order, marker="o", ax=ax_m
     )
     ax_m.set(xscale="log", xlabel="K (tangents)", ylabel="held memory, MiB")
+    # One legend for both panels (same colours), below the time panel, clear of the annotation.
+    ax_m.get_legend().remove()
+    sns.move_legend(ax_t, "upper left", bbox_to_anchor=(0.0, -0.16), ncol=min(3, len(order)),
+                    frameon=False, title=None, fontsize="small")  # fmt: skip
     first = table.iloc[0]
     title = (
         f"forward mode: {first['param.size']} {first['param.dtype']} wrt={first['param.wrt']}, "
