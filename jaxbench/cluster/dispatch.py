@@ -158,7 +158,8 @@ def submit(
     On Slurm each version is one job array, split into arrays of at most ``MaxArraySize``
     tasks (``scontrol show config``: indices ``0 .. MaxArraySize - 1``). A local sweep runs its
     tasks one after another, and this call waits for each; with ``[local] concurrent = true``
-    they all start at once.
+    they all start at once. A submission that fails before any job was submitted removes the
+    sweep folder it made, so a refused submission leaves nothing behind.
 
     Args:
         sweep: The sweep folder (created here).
@@ -173,7 +174,6 @@ def submit(
     Raises:
         pyenvs.PyEnvError: An environment could not be built (nothing was submitted).
         submitit.core.utils.FailedSubmissionError: ``sbatch`` refused a job.
-        When nothing was submitted, a sweep folder made by this call is removed again.
     """
     profile = Profile.model_validate(manifest.profile)
     made_here = not sweep.root.exists()

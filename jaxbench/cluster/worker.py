@@ -2,9 +2,10 @@
 
 submitit pickles a :class:`ShardTask` and unpickles it in the job's Python, which imports this
 module; neither imports JAX. :meth:`ShardTask.__call__` sets the variables JAX reads at start-up
-(``XLA_FLAGS``, allocator settings, ``JAX_PLATFORMS``, ...) and only then imports the runner,
-and with it JAX. Each finished case's record is written atomically into the sweep's ``records/``
-at once, so a task that is killed, cancelled or timed out keeps every case it finished.
+(``XLA_FLAGS``, allocator settings, ``JAX_PLATFORMS``, ...), keeps one GPU per task where
+several share a node (:func:`local_gpu`), and only then imports the runner, and with it JAX.
+Each finished case's record is written atomically into the sweep's ``records/`` at once, so a
+task that is killed, cancelled or timed out keeps every case it finished.
 
 When the scheduler signals the end of the time limit (or a pre-emption), the case being timed is
 abandoned, not recorded, and submitit decides what follows: a requeue of a
