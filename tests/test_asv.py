@@ -393,6 +393,23 @@ def test_publish_html_opens_in_headless_chromium(tmp_path):
     assert out.returncode == 0, out.stderr
     html = tmp_path / "html"
     assert (html / "index.html").is_file()
+    # Points, not empty thumbnails: asv plots a branch along its first parents, so the
+    # committed results of a commit on main's first-parent line have graphs with values.
+    hashes = json.loads((html / "index.json").read_text())["revision_to_hash"].values()
+    rev_list = ["git", "-C", str(ROOT), "rev-list", "--first-parent", "HEAD"]
+    first_parent = subprocess.run(
+        rev_list, capture_output=True, text=True, check=True
+    ).stdout.split()
+    committed = {p.name[:8] for p in (ROOT / "results" / "asv").glob("*/*-virtualenv-*.json")}
+    plotted = {h[:8] for h in hashes} & committed & {h[:8] for h in first_parent}
+    assert plotted, (committed, list(hashes)[:5])
+    points = [
+        point
+        for graph in (html / "graphs").rglob("*.json")
+        for point in json.loads(graph.read_text())
+        if isinstance(point, list) and len(point) == 2 and point[1] is not None
+    ]
+    assert len(points) > 50, len(points)
     # No internet here: serve asv's CDN scripts from local copies (npm registry).
     vend = subprocess.run(
         [str(ROOT / "scripts" / "asv-offline-html"), str(html)],
