@@ -37,6 +37,8 @@ LAYERS: dict[str, int] = {
     "calibrate_cli": 7,
     "drift_cli": 7,
     "report_cli": 7,
+    "notebook_cli": 7,
+    "steps_cli": 7,
     "__main__": 7,
     "__init__": 7,
 }
