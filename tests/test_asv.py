@@ -466,7 +466,7 @@ def test_publish_html_opens_in_headless_chromium(tmp_path):
 def test_asv_run_script_always_records_samples():
     text = (ROOT / "scripts" / "asv-run").read_text()
     assert re.search(r'run\) exec "\$asv" run .*--record-samples', text)
-    assert re.search(r'continuous\) exec "\$asv" continuous .*--record-samples', text)
+    assert 'exec "$asv" continuous "${config[@]}" --record-samples' in text
     conf = (ROOT / "asv.conf.json").read_text()
     assert '"results_dir": "results/asv"' in conf
     ignored = subprocess.run(
