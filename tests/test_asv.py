@@ -293,11 +293,12 @@ def test_matrix_reports_an_uninstallable_version_and_runs_the_rest(tmp_path):
 
 ONE_STEP = r"TrainStep\.time_step\('tiny', 'float32', 'cpu'\)"
 """``--bench`` regex: one parameter set of one benchmark (asv matches ``name(params)``)."""
-SLOW_LINE = "        __import__('time').sleep(0.005)  # a deliberate regression (test_asv)\n"
+SLOW_LINE = "        __import__('time').sleep(0.02)  # a deliberate regression (test_asv)\n"
 
 
 def _clone_with_a_regression(tmp_path: Path) -> tuple[Path, str, str]:
-    """A throwaway clone of HEAD plus two commits: a no-op comment, then a 5 ms slower step.
+    """A throwaway clone of HEAD plus two commits: a no-op comment, then a 20 ms slower step
+    (far above the few milliseconds a tiny step takes on a busy 2-core machine).
 
     Returns the clone and the full hashes of the two new commits (HEAD~1, HEAD).
     """
@@ -350,7 +351,7 @@ def test_run_two_commits_then_compare_and_continuous_catch_a_regression(tmp_path
     assert set(ok["param.size"]) == {"tiny"} and set(ok["param.backend"]) == {"cpu"}
     assert (ok["samples_s"].map(len) == 10).all()  # --record-samples: every raw sample
     median = {r.commit: sorted(r.samples_s)[5] for r in ok.itertuples()}
-    assert median[slow] - median[base] > 0.004  # the 5 ms sleep is measured
+    assert median[slow] - median[base] > 0.015  # the 20 ms sleep is measured
 
     # `asv compare` reads the saved results; it exits 0 even on a regression.
     out = _asv(tmp_path, "compare", *cfg, "HEAD~1", "HEAD", script=True)
