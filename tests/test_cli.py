@@ -101,10 +101,23 @@ def _cache_entries(folder):
 @pytest.mark.alone
 def test_persistent_cache_thresholds_and_hits(tmp_path):
     cache = tmp_path / "cache"
-    # Default thresholds: a small program compiles in well under 1 s and is not written.
-    out = run_cli("run", "-o", str(tmp_path / "r0"), *TINY, "--compilation-cache", str(cache))
+    # A threshold no compile reaches: nothing is written, whatever the machine's load.
+    out = run_cli(
+        "run",
+        "-o",
+        str(tmp_path / "r0"),
+        *TINY,
+        "--compilation-cache",
+        str(cache),
+        "--cache-min-compile-time",
+        "3600",
+    )
     assert out.returncode == 0, out.stderr
     assert _cache_entries(cache) == []
+    assert (
+        load_results(tmp_path / "r0")[0].iloc[0]["compilation_cache"]["min_compile_time_secs"]
+        == 3600
+    )
     # Threshold lowered: the first process writes entries, the second one hits them.
     args = [*TINY, "--compilation-cache", str(cache), "--cache-min-compile-time", "0"]
     assert run_cli("run", "-o", str(tmp_path / "r1"), *args).returncode == 0
