@@ -3,6 +3,7 @@ import fcntl
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -36,7 +37,9 @@ def run_cli(*args: str, cwd: Path | None = None, env: dict | None = None, timeou
 # A test file runs on one worker, in file order (test_slurm.py's module fixture starts one real
 # Slurm cluster and checks its one queue). Files are handed out longest first, so that no worker
 # is left with a long one at the end: seconds each on the 2-core VM (``--durations=0``, serial).
+# The ``alone`` tests' file goes before them all: its tests run while nothing else has started.
 LONGEST_FIRST = (
+    "test_quiet_machine.py",
     "test_slurm.py",  # 270
     "test_asv.py",  # 200
     "test_cluster.py",  # 190
@@ -65,6 +68,17 @@ def pytest_collection_modifyitems(config, items):
     items.sort(key=_file_rank)  # stable: tests keep their order within a file
 
 
+def pytest_collection_finish(session):
+    """Note the last ``alone`` test this session runs (``None`` when there is none)."""
+    alone = [item.nodeid for item in session.items if item.get_closest_marker("alone")]
+    session.config.stash[_LAST_ALONE] = alone[-1] if alone else None
+
+
+_LAST_ALONE = pytest.StashKey[str | None]()
+# How long any other test waits for the ``alone`` tests before it starts anyway (seconds).
+ALONE_FIRST_WAIT_S = 600.0
+
+
 @contextlib.contextmanager
 def _flock(path: Path, mode: int):
     with path.open("a") as f:
@@ -75,21 +89,40 @@ def _flock(path: Path, mode: int):
             fcntl.flock(f, fcntl.LOCK_UN)
 
 
+def _wait_for_alone_tests(done: Path, item: pytest.Item) -> None:
+    """Wait until the ``alone`` tests have run, so that they never wait for others to drain."""
+    deadline = time.monotonic() + ALONE_FIRST_WAIT_S
+    while not done.exists():
+        if time.monotonic() > deadline:
+            item.warn(pytest.PytestWarning(f"alone tests still run after {ALONE_FIRST_WAIT_S} s"))
+            return
+        time.sleep(0.2)
+
+
 @pytest.hookimpl(wrapper=True)
 def pytest_runtest_protocol(item, nextitem):
-    """Under xdist, an ``alone`` test waits until no other test runs, and holds the others off.
+    """Under xdist, ``alone`` tests run first, while no other test runs.
 
-    A readers-writer lock on files in the run's shared temporary folder: every test holds
-    ``run.lock`` shared (its fixtures' setup and teardown included), an ``alone`` test holds it
-    exclusive. The ``gate.lock`` turnstile keeps new tests from starving a waiting ``alone`` one.
+    The other tests start once ``alone.done`` exists in the run's shared temporary folder (the
+    worker that runs the last ``alone`` test writes it). Should an ``alone`` test still come
+    later, a readers-writer lock holds it apart: every test holds ``run.lock`` shared (its
+    fixtures' setup and teardown included), an ``alone`` test holds it exclusive, and the
+    ``gate.lock`` turnstile keeps new tests from starving a waiting ``alone`` one.
     """
     if not os.environ.get("PYTEST_XDIST_WORKER"):
         return (yield)
     shared = Path(item.config.option.basetemp).parent  # xdist gives each worker a subfolder
-    gate, run = shared / "gate.lock", shared / "run.lock"
+    gate, run, done = shared / "gate.lock", shared / "run.lock", shared / "alone.done"
+    last_alone = item.config.stash[_LAST_ALONE]
     if item.get_closest_marker("alone"):
-        with _flock(gate, fcntl.LOCK_EX), _flock(run, fcntl.LOCK_EX):
-            return (yield)
+        try:
+            with _flock(gate, fcntl.LOCK_EX), _flock(run, fcntl.LOCK_EX):
+                return (yield)
+        finally:
+            if item.nodeid == last_alone:
+                done.touch()
+    if last_alone is not None:
+        _wait_for_alone_tests(done, item)
     with _flock(gate, fcntl.LOCK_EX):
         pass
     with _flock(run, fcntl.LOCK_SH):

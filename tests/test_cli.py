@@ -98,7 +98,6 @@ def _cache_entries(folder):
     return [p for p in folder.rglob("*") if p.is_file()]
 
 
-@pytest.mark.alone
 def test_persistent_cache_thresholds_and_hits(tmp_path):
     cache = tmp_path / "cache"
     # A threshold no compile reaches: nothing is written, whatever the machine's load.

@@ -7,7 +7,6 @@ import sys
 
 import jax
 import jax.numpy as jnp
-import numpy as np
 import pytest
 
 from jaxbench.measure import TimingConfig, compile_events, compile_targets, measure
@@ -42,34 +41,6 @@ def test_every_sample_blocks_on_the_whole_output_pytree():
     m = measure(call, None, cfg)
     assert all(leaf.blocked for leaf in leaves)
     assert min(m.samples_s) >= 0.02  # time.sleep sleeps at least this long
-
-
-@pytest.mark.alone
-def test_blocked_latency_covers_the_work_of_a_large_matmul():
-    a = jnp.ones((1024, 1024), jnp.float32)
-    f = jax.jit(lambda a: a @ a @ a)
-    f(a).block_until_ready()
-    cfg = TimingConfig(budget_s=0.0, min_samples=15, max_samples=15, warmup_calls=1)
-    ours = np.median(measure(f, a, cfg).samples_s)
-    # Reference: each call forced all the way to host memory, so it cannot end early.
-    import time
-
-    forced = []
-    for _ in range(15):
-        t0 = time.perf_counter_ns()
-        np.asarray(f(a))
-        forced.append((time.perf_counter_ns() - t0) / 1e9)
-    unblocked = []
-    for _ in range(15):
-        t0 = time.perf_counter_ns()
-        out = f(a)
-        unblocked.append((time.perf_counter_ns() - t0) / 1e9)
-        out.block_until_ready()
-    # The relation, not a speed: ours matches the forced time, far above a dispatch-only time.
-    # Dispatch sometimes waits for the runtime (0.14 ms or 3 ms on a 2-core VM), so the
-    # dispatch-only reference is the fastest call, not the median.
-    assert ours >= 0.5 * np.median(forced)
-    assert ours > 20 * np.min(unblocked)
 
 
 def test_sample_count_has_a_floor_and_a_ceiling():

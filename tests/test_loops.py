@@ -1,16 +1,12 @@
-"""The loop family: gated against a float64 recurrence, and its scaling over the trip count."""
+"""The loop family: gated against a float64 recurrence (its scaling: test_quiet_machine.py)."""
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
 
-from jaxbench.inference.scaling import fit_exponent
-from jaxbench.measure import TimingConfig
 from jaxbench.prepared import prepare
 from jaxbench.workloads import GateFailure, get_workload, loops
-
-TIMING = TimingConfig(budget_s=0.0, min_samples=15, max_samples=15, warmup_calls=2)
 
 
 def _case(body, mode="plain", trip=64):
@@ -70,19 +66,3 @@ def test_bad_loop_parameters_are_named():
             spec.validate(_case("at_set") | bad)
     with pytest.raises(ValueError, match="--param trip='many': expected an integer"):
         spec.parse_param("trip", "many")
-
-
-def _exponent(body, mode, trips):
-    medians = []
-    for trip in trips:
-        case = prepare("loop", _case(body, mode, trip), "cpu", keep=False)
-        medians.append(float(np.median(case.steady_state(TIMING).samples_s)))
-    return fit_exponent({"this process": (list(trips), medians)})
-
-
-@pytest.mark.alone
-def test_in_place_updates_scale_linearly_and_a_full_copy_per_step_quadratically():
-    linear = _exponent("at_set", "plain", (1024, 4096, 16384))
-    assert 0.8 <= linear.exponent <= 1.25, linear
-    quadratic = _exponent("shift", "plain", (256, 512, 1024))
-    assert 1.7 <= quadratic.exponent <= 2.3, quadratic

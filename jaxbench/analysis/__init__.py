@@ -15,63 +15,50 @@ does the version-upgrade report, :func:`jaxbench.analysis.report.write_report` (
 PNG figures; the ``jaxbench report`` command).
 """
 
-from jaxbench.analysis.compare import Comparison, compare_to_previous, compare_versions
-from jaxbench.analysis.conditions import (
-    DEFAULT_FIELDS,
-    SeriesSplit,
-    add_conditions,
-    condition_fields,
-    split_series,
-)
-from jaxbench.analysis.forward import crossover_k, forward_table
-from jaxbench.analysis.frames import (
-    Problem,
-    case_label,
-    compile_times,
-    load_results,
-    steady_state_samples,
-)
-from jaxbench.analysis.stats import case_summary, process_interval, summarize_samples
-from jaxbench.analysis.versions import (
-    previous_version,
-    sort_versions,
-    version_categorical,
-    version_key,
-)
-from jaxbench.inference.verdicts import (
-    VERDICTS,
-    Estimate,
-    decide,
-    estimate_independent,
-    estimate_paired,
-)
+import importlib
 
-__all__ = [
-    "DEFAULT_FIELDS",
-    "VERDICTS",
-    "Comparison",
-    "Estimate",
-    "Problem",
-    "SeriesSplit",
-    "add_conditions",
-    "case_label",
-    "case_summary",
-    "compare_to_previous",
-    "compare_versions",
-    "compile_times",
-    "condition_fields",
-    "crossover_k",
-    "decide",
-    "estimate_independent",
-    "estimate_paired",
-    "forward_table",
-    "load_results",
-    "previous_version",
-    "process_interval",
-    "sort_versions",
-    "split_series",
-    "steady_state_samples",
-    "summarize_samples",
-    "version_categorical",
-    "version_key",
-]
+# Names load on first use (PEP 562), so importing one submodule, e.g. the record tables'
+# ``jaxbench.analysis.conditions``, does not import scipy.stats and the rest.
+_SOURCES = {
+    "Comparison": "jaxbench.analysis.compare",
+    "compare_to_previous": "jaxbench.analysis.compare",
+    "compare_versions": "jaxbench.analysis.compare",
+    "DEFAULT_FIELDS": "jaxbench.analysis.conditions",
+    "SeriesSplit": "jaxbench.analysis.conditions",
+    "add_conditions": "jaxbench.analysis.conditions",
+    "condition_fields": "jaxbench.analysis.conditions",
+    "split_series": "jaxbench.analysis.conditions",
+    "crossover_k": "jaxbench.analysis.forward",
+    "forward_table": "jaxbench.analysis.forward",
+    "Problem": "jaxbench.analysis.frames",
+    "case_label": "jaxbench.analysis.frames",
+    "compile_times": "jaxbench.analysis.frames",
+    "load_results": "jaxbench.analysis.frames",
+    "steady_state_samples": "jaxbench.analysis.frames",
+    "case_summary": "jaxbench.analysis.stats",
+    "process_interval": "jaxbench.analysis.stats",
+    "summarize_samples": "jaxbench.analysis.stats",
+    "previous_version": "jaxbench.analysis.versions",
+    "sort_versions": "jaxbench.analysis.versions",
+    "version_categorical": "jaxbench.analysis.versions",
+    "version_key": "jaxbench.analysis.versions",
+    "VERDICTS": "jaxbench.inference.verdicts",
+    "Estimate": "jaxbench.inference.verdicts",
+    "decide": "jaxbench.inference.verdicts",
+    "estimate_independent": "jaxbench.inference.verdicts",
+    "estimate_paired": "jaxbench.inference.verdicts",
+}
+__all__ = sorted(_SOURCES)
+
+
+def __getattr__(name: str):
+    """Import the submodule that defines ``name`` (an entry of ``__all__``) when first asked."""
+    if name not in _SOURCES:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(_SOURCES[name]), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted([*globals(), *_SOURCES])
