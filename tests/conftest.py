@@ -69,9 +69,20 @@ def pytest_collection_modifyitems(config, items):
 
 
 def pytest_collection_finish(session):
-    """Note the last ``alone`` test this session runs (``None`` when there is none)."""
+    """Note the last ``alone`` test this session runs (``None`` when there is none).
+
+    Under xdist, also leave ``collected-<worker>`` in the shared folder: the ``alone`` tests
+    start once every worker has collected (imports of JAX and the rest load the CPUs).
+    """
     alone = [item.nodeid for item in session.items if item.get_closest_marker("alone")]
     session.config.stash[_LAST_ALONE] = alone[-1] if alone else None
+    if worker := os.environ.get("PYTEST_XDIST_WORKER"):
+        (_shared_folder(session.config) / f"collected-{worker}").touch()
+
+
+def _shared_folder(config: pytest.Config) -> Path:
+    """The run's temporary folder that every xdist worker sees (each gets a subfolder of it)."""
+    return Path(config.option.basetemp).parent
 
 
 _LAST_ALONE = pytest.StashKey[str | None]()
@@ -89,12 +100,12 @@ def _flock(path: Path, mode: int):
             fcntl.flock(f, fcntl.LOCK_UN)
 
 
-def _wait_for_alone_tests(done: Path, item: pytest.Item) -> None:
-    """Wait until the ``alone`` tests have run, so that they never wait for others to drain."""
-    deadline = time.monotonic() + ALONE_FIRST_WAIT_S
-    while not done.exists():
+def _wait_until(ready, timeout_s: float, item: pytest.Item, what: str) -> None:
+    """Poll ``ready()`` until it is true, or warn after ``timeout_s`` seconds and go on."""
+    deadline = time.monotonic() + timeout_s
+    while not ready():
         if time.monotonic() > deadline:
-            item.warn(pytest.PytestWarning(f"alone tests still run after {ALONE_FIRST_WAIT_S} s"))
+            item.warn(pytest.PytestWarning(f"{what} after {timeout_s} s: going on"))
             return
         time.sleep(0.2)
 
@@ -103,18 +114,25 @@ def _wait_for_alone_tests(done: Path, item: pytest.Item) -> None:
 def pytest_runtest_protocol(item, nextitem):
     """Under xdist, ``alone`` tests run first, while no other test runs.
 
-    The other tests start once ``alone.done`` exists in the run's shared temporary folder (the
-    worker that runs the last ``alone`` test writes it). Should an ``alone`` test still come
-    later, a readers-writer lock holds it apart: every test holds ``run.lock`` shared (its
-    fixtures' setup and teardown included), an ``alone`` test holds it exclusive, and the
-    ``gate.lock`` turnstile keeps new tests from starving a waiting ``alone`` one.
+    They start once every worker has collected; the other tests start once ``alone.done``
+    exists in the run's shared temporary folder (the worker that runs the last ``alone`` test
+    writes it). Should an ``alone`` test still come later, a readers-writer lock holds it apart:
+    every test holds ``run.lock`` shared (its fixtures' setup and teardown included), an
+    ``alone`` test holds it exclusive, and the ``gate.lock`` turnstile keeps new tests from
+    starving a waiting ``alone`` one.
     """
     if not os.environ.get("PYTEST_XDIST_WORKER"):
         return (yield)
-    shared = Path(item.config.option.basetemp).parent  # xdist gives each worker a subfolder
+    shared = _shared_folder(item.config)
     gate, run, done = shared / "gate.lock", shared / "run.lock", shared / "alone.done"
     last_alone = item.config.stash[_LAST_ALONE]
     if item.get_closest_marker("alone"):
+        workers = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1"))
+
+        def all_collected() -> bool:
+            return len(list(shared.glob("collected-*"))) >= workers
+
+        _wait_until(all_collected, ALONE_FIRST_WAIT_S, item, "not every worker has collected")
         try:
             with _flock(gate, fcntl.LOCK_EX), _flock(run, fcntl.LOCK_EX):
                 return (yield)
@@ -122,7 +140,7 @@ def pytest_runtest_protocol(item, nextitem):
             if item.nodeid == last_alone:
                 done.touch()
     if last_alone is not None:
-        _wait_for_alone_tests(done, item)
+        _wait_until(done.exists, ALONE_FIRST_WAIT_S, item, "the alone tests are still running")
     with _flock(gate, fcntl.LOCK_EX):
         pass
     with _flock(run, fcntl.LOCK_SH):
