@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import itertools
+import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -82,12 +83,33 @@ def select_cases(
             try:
                 workload.validate(params)
             except ValueError as exc:
-                message = str(exc)
+                message = _name_the_option(str(exc), params, overrides, texts)
                 if len(names) > 1 and not message.startswith("workload "):
                     message = f"{workload.name}: {message}"  # which family rejected it
                 raise ValueError(message) from None
             cases.append(Case(workload.name, params))
     return cases
+
+
+def _name_the_option(
+    message: str,
+    params: Mapping[str, Any],
+    overrides: Mapping[str, list[Any]],
+    texts: Mapping[str, list[str]],
+) -> str:
+    """Prefix a workload's error with the option and value the user gave, e.g. ``--param trip=0``.
+
+    The one parameter the user set (by ``--param`` or by its own option) that the message names
+    is the one it is about; with none or several, the message is returned as it is.
+    """
+    named = [p for p in (*texts, *overrides) if re.search(rf"\b{re.escape(p)}\b", message)]
+    if len(named) != 1:
+        return message
+    (param,) = named
+    option = "--param " if param in texts else "--" + param.replace("_", "-") + " "
+    value = params[param]
+    given = f"{option}{param}={value}" if param in texts else f"{option}{value}"
+    return message if message.startswith(given) else f"{given}: {message}"
 
 
 def resolve_device(backend: str) -> Any:

@@ -268,6 +268,18 @@ def test_a_ten_percent_shift_is_slower_with_an_interval_holding_1_10(tmp_path):
     assert back["ci_low"] <= 1 / 1.10 <= back["ci_high"] < 1 / 1.02
 
 
+def test_cases_are_listed_with_their_numbers_in_numeric_order(tmp_path):
+    recs = []
+    for i, k in enumerate((16, 2, 256)):
+        params = {"size": "tiny", "dtype": "float32", "k": k}
+        for version in ("0.4.30", "0.4.31"):
+            recs += processes(version, 1e-3, seed=20 + i, params=params, benchmark="forward")
+    frame = load(tmp_path, recs)
+    table = analysis.compare_versions(frame, "0.4.30", "0.4.31").table
+    steady = table[table["metric"] == STEADY_STATE]
+    assert [c.split()[2] for c in steady["case"]] == ["k=2", "k=16", "k=256"]
+
+
 def test_many_calls_in_one_process_a_side_settle_nothing(tmp_path):
     """The process is the unit: 4000 calls in one process a side give no interval."""
     recs = [

@@ -28,9 +28,10 @@ def test_list_shows_workloads_and_sizes():
     ("args", "message"),
     [
         (["-w", "nope"], "unknown workload 'nope'"),
-        (["-s", "huge"], "unknown size 'huge'"),
+        (["-s", "huge"], "--size huge: unknown size 'huge'"),
         (["-b", "quantum"], "unknown backend 'quantum'"),
-        (["-w", "forward", "-k", "0"], "k (number of tangents) must be"),
+        (["-w", "forward", "-k", "0"], "--k 0: k (number of tangents) must be"),
+        (["-w", "loop", "--param", "trip=0"], "--param trip=0: trip must be an integer"),
         (["--min-samples", "0"], "--min-samples must be >= 1"),
         (["--budget", "inf"], "--budget must be a finite number"),
         (["--compilation-cache", ""], "compilation cache must be"),

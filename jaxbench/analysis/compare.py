@@ -26,7 +26,7 @@ import numpy as np
 import pandas as pd
 
 from jaxbench.analysis.conditions import CONDITION, DEFAULT_FIELDS, split_series
-from jaxbench.analysis.frames import compile_times, steady_state_samples
+from jaxbench.analysis.frames import case_sort_key, compile_times, steady_state_samples
 from jaxbench.analysis.versions import previous_version, version_categorical
 from jaxbench.inference import stability, verdicts
 
@@ -126,7 +126,9 @@ def _metric_rows(
 ) -> tuple[list[dict[str, object]], list[str]]:
     rows, unmatched = [], []
     side = values[by].astype(str)
-    for case, group in values.groupby("case", sort=True):
+    cases = values["case"].drop_duplicates()
+    for case in cases.iloc[np.argsort(case_sort_key(cases).to_numpy(), kind="stable")]:
+        group = values[values["case"] == case]
         g_side = side[group.index]
         conds = {s: set(group.loc[g_side == s, CONDITION]) for s in sides}
         both = sorted(conds[sides[0]] & conds[sides[1]])

@@ -45,6 +45,14 @@ __all__ = [
 ]
 
 
+def case_sort_key(labels: pd.Series) -> pd.Series:
+    """Keys that order case labels with their numbers as numbers (``k=2`` before ``k=16``).
+
+    For ``DataFrame.sort_values(key=...)``: every run of digits is zero-padded to 20 places.
+    """
+    return labels.astype(str).str.replace(r"\d+", lambda m: m.group().zfill(20), regex=True)
+
+
 def record_row(rec: Record, file: str | os.PathLike[str]) -> dict[str, Any]:
     """One row of the :func:`load_results` frame: the record's fields plus spread columns.
 

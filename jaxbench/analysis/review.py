@@ -31,7 +31,7 @@ from jaxbench.analysis.compare import (
     compare_versions,
 )
 from jaxbench.analysis.drift import validate_drift_frame
-from jaxbench.analysis.frames import Problem
+from jaxbench.analysis.frames import Problem, case_sort_key
 from jaxbench.analysis.versions import previous_version, sort_versions, version_categorical
 from jaxbench.inference import verdicts
 
@@ -157,7 +157,9 @@ class Review:
             return pd.DataFrame(columns=columns)
         out = pd.concat(tables, ignore_index=True)
         out = out.assign(metric_order=out["metric"].map(METRIC_ORDER.index))
-        out = out.sort_values(["pair", "metric_order", "case", "condition"], ignore_index=True)
+        out = out.sort_values(
+            ["pair", "metric_order", "case", "condition"], ignore_index=True, key=_by_case
+        )
         return out[columns]
 
     def verdict_rows(self, verdict: str, worst_first: bool = True) -> pd.DataFrame:
@@ -196,7 +198,7 @@ class Review:
         moved = -np.abs(np.log(pd.to_numeric(rows["ratio"], errors="coerce")))
         return (
             rows.assign(metric_order=rows["metric"].map(METRIC_ORDER.index), moved=moved)
-            .sort_values(["metric_order", "moved", "case"], na_position="last")
+            .sort_values(["metric_order", "moved", "case"], na_position="last", key=_by_case)
             .drop(columns=["metric_order", "moved"])
             .reset_index(drop=True)
         )
@@ -219,7 +221,12 @@ class Review:
         """
         rows = self.frame[self.frame["status"] != "ok"]
         cols = ["version", "case", "status", "error"]
-        return rows[cols].sort_values(["version", "case"], ignore_index=True)
+        return rows[cols].sort_values(["version", "case"], ignore_index=True, key=_by_case)
+
+
+def _by_case(column: pd.Series) -> pd.Series:
+    """``sort_values`` key: case labels with their numbers as numbers; other columns as they are."""
+    return case_sort_key(column) if column.name == "case" else column
 
 
 def version_pairs(
