@@ -13,6 +13,7 @@ from jaxbench import (
     cluster_cli,
     compare_cli,
     drift_cli,
+    explain_cli,
     notebook_cli,
     report_cli,
     steps_cli,
@@ -240,6 +241,7 @@ drift_cli.register(app)
 report_cli.register(app)
 notebook_cli.register(app)
 steps_cli.register(app)
+explain_cli.register(app)
 
 
 def main() -> None:

@@ -37,7 +37,12 @@ BASELINE_HELP = (
 )
 
 
-def _assignments(values: list[str] | None, option: str) -> dict[str, Any]:
+def assignments(values: list[str] | None, option: str) -> dict[str, Any]:
+    """``--set-a``/``--set-b`` texts ``NAME=VALUE`` as a dict (digits -> int, true/false -> bool).
+
+    Raises:
+        typer.Exit: A text without ``=`` or a name (one line naming ``option``, exit 2).
+    """
     out: dict[str, Any] = {}
     for item in values or []:
         name, eq, value = item.partition("=")
@@ -177,8 +182,15 @@ def _print_problems(problems: list) -> None:
         err_console.print(f"warning: {p.path}: {p.reason}", highlight=False)
 
 
-def _python_for(side: str, spec: str, env_root: Path) -> str:
-    """``current``, a path to an interpreter, or a JAX version (its venv, built once)."""
+def python_for(side: str, spec: str, env_root: Path) -> str:
+    """The interpreter of one side: ``current``, a path to a python, or a JAX version.
+
+    A version's environment is built once under ``env_root``
+    (:func:`jaxbench.cluster.pyenvs.ensure_env`).
+
+    Raises:
+        typer.Exit: No such interpreter, or a version the index lacks or that does not build.
+    """
     from jaxbench.cluster import pyenvs
 
     if spec == CURRENT:
@@ -227,8 +239,8 @@ def _live(
         schedule = Schedule(**schedule_fields)
     except ValueError as exc:
         raise fail(str(exc)) from None
-    a = Variant(_label(baseline, set_a), _python_for("baseline", baseline, env_root), set_a)
-    b = Variant(_label(candidate, set_b), _python_for("candidate", candidate, env_root), set_b)
+    a = Variant(_label(baseline, set_a), python_for("baseline", baseline, env_root), set_a)
+    b = Variant(_label(candidate, set_b), python_for("candidate", candidate, env_root), set_b)
     run = run_back_to_back if back_to_back else run_interleaved
     pairs = [(c.workload, dict(c.params)) for c in cases]
     path = out / f"interleave-{new_run_id()}.jsonl"
@@ -376,9 +388,9 @@ def register(app: typer.Typer) -> None:
             check_backend(backend)
         except ValueError as exc:
             raise fail(str(exc)) from None
-        a, b = _assignments(set_a, "--set-a"), _assignments(set_b, "--set-b")
-        _check_overrides(cases, a, "--set-a")
-        _check_overrides(cases, b, "--set-b")
+        a, b = assignments(set_a, "--set-a"), assignments(set_b, "--set-b")
+        check_overrides(cases, a, "--set-a")
+        check_overrides(cases, b, "--set-b")
         schedule = {"pairs": pairs, "max_pairs": max_pairs, "pairs_step": pairs_step,
                     "rounds": rounds, "calls_per_block": calls_per_block,
                     "warmup_rounds": warmup_rounds, "seed": seed}  # fmt: skip
@@ -386,7 +398,12 @@ def register(app: typer.Typer) -> None:
               env_root, writable_folder(out), opts)  # fmt: skip
 
 
-def _check_overrides(cases: list, overrides: dict[str, Any], option: str) -> None:
+def check_overrides(cases: list, overrides: dict[str, Any], option: str) -> None:
+    """Check one side's overrides against every selected case's workload.
+
+    Raises:
+        typer.Exit: A parameter the workload lacks, or a value it refuses (exit 2).
+    """
     from jaxbench.workloads import get_workload
 
     for case in cases:

@@ -25,6 +25,7 @@ LAYERS: dict[str, int] = {
     "prepared": 3,
     "runner": 4,
     "drift": 4,
+    "explain": 4,
     "cluster": 5,
     "interleave": 5,
     "calibrate": 5,
@@ -39,6 +40,7 @@ LAYERS: dict[str, int] = {
     "report_cli": 7,
     "notebook_cli": 7,
     "steps_cli": 7,
+    "explain_cli": 7,
     "__main__": 7,
     "__init__": 7,
 }

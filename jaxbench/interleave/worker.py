@@ -15,6 +15,9 @@ one JSON request per line on stdin and answers each with one JSON line:
   collections, load average, steal, usable CPUs). Blocks do not collect garbage first (a
   ``gc.collect`` costs 25-40 ms with JAX loaded; preparation did one); collections that happen
   inside a block are counted in its noise;
+- ``{"op": "programs"}``: the prepared case's programs at each level (jaxpr, StableHLO,
+  optimized HLO, XLA's cost and memory figures; :func:`jaxbench.explain.capture`), for
+  ``jaxbench explain``;
 - ``{"op": "quit"}``.
 
 Every answer has ``ok``; a failed request answers ``{"ok": false, "error": "..."}`` and the
@@ -76,6 +79,13 @@ class _Case:
             "noise": m.noise,
         }
 
+    def programs(self, request: dict[str, Any]) -> dict[str, Any]:
+        from jaxbench.explain import capture
+
+        if self.prepared is None:
+            raise RuntimeError("programs before prepare: send a prepare request first")
+        return {"programs": capture(self.prepared.built.targets)}
+
 
 def _benchmark(workload: str, params: dict[str, Any]) -> str:
     from jaxbench.workloads import get_workload
@@ -94,8 +104,8 @@ def serve(requests: IO[str], answers: IO[str]) -> None:
             op = request["op"]
             if op == "quit":
                 return
-            if op not in ("prepare", "block"):
-                raise ValueError(f"unknown op {op!r}; expected prepare, block or quit")
+            if op not in ("prepare", "block", "programs"):
+                raise ValueError(f"unknown op {op!r}; expected prepare, block, programs or quit")
             answer = {"ok": True, **getattr(case, op)(request)}
         except Exception as exc:
             answer = {"ok": False, "error": f"{type(exc).__name__}: {exc}"}

@@ -1,0 +1,166 @@
+"""What changed between two captures of one case's programs, and what that says about its time.
+
+:func:`diff_programs` compares the programs of a baseline and a candidate target by target: at
+each level (jaxpr, StableHLO, optimized HLO; names and metadata set aside by
+:mod:`jaxbench.explain.normalize`) identical or not, the HLO counts that changed, XLA's FLOP,
+bytes accessed and memory figures, and a bounded unified diff of the normalised optimized HLO.
+:func:`explain_lines` turns that into text. When every level is identical but the time differs,
+the cause is below HLO (the runtime or code generation), and the text says so rather than
+pointing at the program.
+"""
+
+from __future__ import annotations
+
+import difflib
+from dataclasses import dataclass, field
+from typing import Any
+
+from jaxbench.explain.normalize import NORMALIZERS, hlo_counts, normalize_hlo
+from jaxbench.explain.program import LEVELS
+
+#: Most lines of the unified diff of optimized HLO that are kept per target.
+MAX_DIFF_LINES = 60
+LEVEL_NAMES = {"jaxpr": "jaxpr", "stablehlo": "StableHLO", "hlo": "optimized HLO"}
+#: What the first differing level says about where the change was made.
+WHERE = {
+    "jaxpr": "JAX traced a different program (a change above XLA: the library, its rules, or "
+    "the workload's code)",
+    "stablehlo": "the same jaxpr lowered to a different StableHLO (JAX's lowering rules)",
+    "hlo": "the same StableHLO was optimized differently (XLA's passes)",
+}
+BELOW_HLO = (
+    "the programs are identical at every level, so the cause is below HLO: the runtime or code "
+    "generation. Next: set XLA_FLAGS=--xla_dump_to=DIR on both sides and compare the buffer "
+    "assignment and the generated code XLA writes there for the module (on the CPU, an object "
+    "file per kernel), or profile both runs."
+)
+COST_KEYS = ("flops", "bytes accessed", "transcendentals")
+
+
+@dataclass
+class TargetDiff:
+    """The comparison of one compile target (e.g. ``train_step``) between two captures.
+
+    Attributes:
+        name: The target's name.
+        identical: Level (:data:`jaxbench.explain.program.LEVELS`) -> normalised texts equal.
+        counts: Count name -> ``(baseline, candidate)``, only those that changed
+            (:func:`jaxbench.explain.normalize.hlo_counts`).
+        cost: :data:`COST_KEYS` -> ``(baseline, candidate)`` (FLOP, bytes), only those that
+            changed; ``None`` where a side lacks the figure.
+        memory: Memory-analysis field -> ``(baseline, candidate)`` bytes, only those changed.
+        hlo_diff: Unified diff lines of the normalised optimized HLO, at most
+            :data:`MAX_DIFF_LINES`.
+        diff_lines_left_out: Diff lines beyond :data:`MAX_DIFF_LINES`.
+        truncated: Levels cut on either side at capture (their comparison is of the kept part).
+    """
+
+    name: str
+    identical: dict[str, bool]
+    counts: dict[str, tuple[int, int]] = field(default_factory=dict)
+    cost: dict[str, tuple[float | None, float | None]] = field(default_factory=dict)
+    memory: dict[str, tuple[int | None, int | None]] = field(default_factory=dict)
+    hlo_diff: list[str] = field(default_factory=list)
+    diff_lines_left_out: int = 0
+    truncated: list[str] = field(default_factory=list)
+
+    @property
+    def first_difference(self) -> str | None:
+        """The first level, in :data:`LEVELS` order, whose texts differ; ``None`` if none."""
+        return next((level for level in LEVELS if not self.identical[level]), None)
+
+
+def _changed(a: dict[str, Any], b: dict[str, Any], keys: Any = None) -> dict[str, tuple]:
+    names = keys if keys is not None else sorted(set(a) | set(b))
+    return {k: (a.get(k), b.get(k)) for k in names if a.get(k) != b.get(k)}
+
+
+def diff_target(baseline: dict[str, Any], candidate: dict[str, Any]) -> TargetDiff:
+    """Compare one target's captures (:func:`jaxbench.explain.program.capture` dicts)."""
+    identical = {
+        level: normalize(baseline.get(level, "")) == normalize(candidate.get(level, ""))
+        for level, normalize in NORMALIZERS.items()
+    }
+    counts_a, counts_b = hlo_counts(baseline["hlo"]), hlo_counts(candidate["hlo"])
+    counts = {k: (counts_a.get(k, 0), counts_b.get(k, 0)) for k in set(counts_a) | set(counts_b)}
+    lines: list[str] = []
+    if not identical["hlo"]:
+        lines = list(
+            difflib.unified_diff(
+                normalize_hlo(baseline["hlo"]).splitlines(),
+                normalize_hlo(candidate["hlo"]).splitlines(),
+                "baseline",
+                "candidate",
+                n=2,
+                lineterm="",
+            )
+        )
+    return TargetDiff(
+        name=baseline["name"],
+        identical=identical,
+        counts={k: v for k, v in sorted(counts.items()) if v[0] != v[1]},
+        cost=_changed(baseline.get("cost", {}), candidate.get("cost", {}), COST_KEYS),
+        memory=_changed(baseline.get("memory", {}), candidate.get("memory", {})),
+        hlo_diff=lines[:MAX_DIFF_LINES],
+        diff_lines_left_out=max(0, len(lines) - MAX_DIFF_LINES),
+        truncated=sorted(set(baseline.get("truncated", [])) | set(candidate.get("truncated", []))),
+    )
+
+
+def diff_programs(
+    baseline: list[dict[str, Any]], candidate: list[dict[str, Any]]
+) -> list[TargetDiff]:
+    """Compare two captures of one case, target by target (matched by name).
+
+    Raises:
+        ValueError: The two sides do not have the same target names (the message lists both).
+    """
+    names_a, names_b = [p["name"] for p in baseline], [p["name"] for p in candidate]
+    if sorted(names_a) != sorted(names_b):
+        raise ValueError(f"the sides compile different programs: {names_a} vs {names_b}")
+    by_name = {p["name"]: p for p in candidate}
+    return [diff_target(p, by_name[p["name"]]) for p in baseline]
+
+
+def _fmt(value: float | None) -> str:
+    return "n/a" if value is None else f"{value:,.0f}"
+
+
+def explain_lines(diffs: list[TargetDiff], verdict: str | None = None) -> list[str]:
+    """A readable account of :func:`diff_programs`' result.
+
+    Args:
+        diffs: The targets of one case.
+        verdict: The timing verdict of the case, when there is one (``slower``, ``faster``,
+            ``same``, ...); with ``slower`` or ``faster`` and identical programs, the text says
+            the cause is below HLO (:data:`BELOW_HLO`).
+    """
+    out = []
+    for d in diffs:
+        first = d.first_difference
+        if first is None:
+            out.append(f"{d.name}: identical programs (jaxpr, StableHLO and optimized HLO, names "
+                       "and metadata set aside)")  # fmt: skip
+        else:
+            same = [LEVEL_NAMES[lv] for lv in d.identical if d.identical[lv]]
+            kept = f"; identical: {', '.join(same)}" if same else ""
+            differ = [LEVEL_NAMES[lv] for lv in d.identical if not d.identical[lv]]
+            out.append(f"{d.name}: {', '.join(differ)} differ{kept}. First at "
+                       f"{LEVEL_NAMES[first]}: {WHERE[first]}.")  # fmt: skip
+        for key, (a, b) in d.counts.items():
+            out.append(f"  {key}: {a} -> {b} ({b - a:+d})")
+        for key, (a, b) in d.cost.items():
+            out.append(f"  XLA {key}: {_fmt(a)} -> {_fmt(b)}")
+        for key, (a, b) in d.memory.items():
+            out.append(f"  {key.removesuffix('_in_bytes').replace('_', ' ')} bytes: "
+                       f"{_fmt(a)} -> {_fmt(b)}")  # fmt: skip
+        if d.truncated:
+            out.append(f"  cut at capture (compared as kept): {', '.join(d.truncated)}")
+        if d.hlo_diff:
+            out.append("  optimized HLO, normalised (unified diff):")
+            out += [f"    {line}" for line in d.hlo_diff]
+            if d.diff_lines_left_out:
+                out.append(f"    ... {d.diff_lines_left_out} more diff lines")
+    if verdict in ("slower", "faster") and all(d.first_difference is None for d in diffs):
+        out.append(f"The case is {verdict}, yet {BELOW_HLO}")
+    return out

@@ -1,0 +1,170 @@
+"""``jaxbench explain``: programs compared level by level, names and metadata set aside."""
+
+from __future__ import annotations
+
+import gzip
+import hashlib
+import io
+import json
+
+import jax
+import jax.numpy as jnp
+import pytest
+
+from jaxbench.explain import BELOW_HLO, capture, diff_programs, explain_lines, hlo_counts
+from jaxbench.explain import program as program_module
+from jaxbench.explain.normalize import normalize_hlo
+from jaxbench.interleave.worker import serve
+from jaxbench.measure.harness import CompileTarget
+from tests.conftest import run_cli
+
+X = jnp.ones((8, 16), jnp.float32)
+W = jnp.ones((16, 4), jnp.float32)
+
+
+def _capture(fn, name="step"):
+    return capture([CompileTarget(name, fn, jax.jit(fn), (X, W))])
+
+
+def plain(x, w):
+    return x @ w
+
+
+def plain_again(x, w):  # the same body, another name and source line
+    return x @ w
+
+
+def test_a_changed_expression_differs_and_the_new_fusion_is_named():
+    diffs = diff_programs(_capture(plain), _capture(lambda x, w: jnp.tanh(x) @ w))
+    (d,) = diffs
+    assert d.identical == {"jaxpr": False, "stablehlo": False, "hlo": False}
+    assert d.first_difference == "jaxpr"
+    assert d.counts["fusion:kLoop"] == (0, 1) and d.counts["op:tanh"] == (0, 1)
+    text = "\n".join(explain_lines(diffs))
+    assert "fusion:kLoop: 0 -> 1 (+1)" in text
+    assert any(line.strip().startswith("+") and "tanh" in line for line in d.hlo_diff)
+
+
+def test_the_same_program_under_another_name_and_line_is_identical():
+    a, b = _capture(plain), _capture(plain_again, name="step")
+    assert a[0]["hlo"] != b[0]["hlo"]  # the metadata names the function and its line
+    (d,) = diff_programs(a, b)
+    assert d.first_difference is None and not d.counts and not d.hlo_diff
+    assert explain_lines([d])[0].endswith("identical programs (jaxpr, StableHLO and optimized "
+                                          "HLO, names and metadata set aside)")  # fmt: skip
+
+
+def test_identical_programs_that_time_differently_point_below_hlo_never_at_it():
+    lines = explain_lines(diff_programs(_capture(plain), _capture(plain_again)), "slower")
+    assert lines[-1] == f"The case is slower, yet {BELOW_HLO}"
+    assert not any("differ" in line for line in lines)
+    assert (
+        explain_lines(diff_programs(_capture(plain), _capture(plain_again)), "same")[-1]
+        != (lines[-1])
+    )
+
+
+def test_a_change_made_by_xla_alone_is_put_down_to_its_passes():
+    a = _capture(lambda x, w: jnp.tanh(x) @ w)
+    b = json.loads(json.dumps(a))
+    b[0]["hlo"] = b[0]["hlo"].replace(" tanh(", " exponential(")  # as if XLA rewrote it
+    (d,) = diff_programs(a, b)
+    assert d.identical == {"jaxpr": True, "stablehlo": True, "hlo": False}
+    assert d.counts["op:tanh"] == (1, 0) and d.counts["op:exponential"] == (0, 1)
+    assert (
+        "First at optimized HLO: the same StableHLO was optimized differently"
+        in (explain_lines([d])[0])
+    )
+
+
+def test_normalising_drops_metadata_stack_frames_and_names_and_keeps_the_program():
+    text = """HloModule jit_f, entry_computation_layout={(f32[2]{0})->f32[2]{0}}
+
+FileNames
+1 "a.py"
+
+StackFrames
+1 {file_location_id=1 parent_frame_id=1}
+
+%fused_add (param_0.1: f32[2]) -> f32[2] {
+  %param_0.1 = f32[2]{0} parameter(0)
+  ROOT %add.3 = f32[2]{0} add(%param_0.1, %param_0.1), metadata={op_name="jit(f)/add" a="}"}
+}
+
+ENTRY %main.7 (x.1: f32[2]) -> f32[2] {
+  %x.1 = f32[2]{0} parameter(0), metadata={op_name="x"}
+  ROOT %fusion = f32[2]{0} fusion(%x.1), kind=kLoop, calls=%fused_add
+}
+"""
+    assert normalize_hlo(text).splitlines() == [
+        "HloModule _, entry_computation_layout={(f32[2]{0})->f32[2]{0}}",
+        "%c0 (f32[2]) -> f32[2] {",
+        "  %0 = f32[2]{0} parameter(0)",
+        "  ROOT %1 = f32[2]{0} add(%0, %0)",
+        "}",
+        "ENTRY %c1 (f32[2]) -> f32[2] {",
+        "  %0 = f32[2]{0} parameter(0)",
+        "  ROOT %1 = f32[2]{0} fusion(%0), kind=kLoop, calls=%c0",
+        "}",
+    ]
+    counts = hlo_counts(text)
+    assert counts["instructions"] == 4 and counts["fusion:kLoop"] == 1 and counts["op:add"] == 1
+
+
+def test_ops_inside_a_while_body_are_counted():
+    def loop(x, w):
+        return jax.lax.fori_loop(0, 5, lambda i, c: jnp.tanh(c) * 1.01, x)
+
+    counts = hlo_counts(_capture(loop)[0]["hlo"])
+    assert counts["op:while"] == 1 and counts["in while bodies"] > 0
+
+
+def test_a_text_over_the_limit_is_cut_and_says_so(monkeypatch):
+    monkeypatch.setattr(program_module, "MAX_TEXT_CHARS", 200)
+    (p,) = _capture(plain)
+    assert {"stablehlo", "hlo"} <= set(p["truncated"])  # each is over 200 characters
+    assert all(len(p[level]) <= 200 for level in ("jaxpr", "stablehlo", "hlo"))
+    assert p["cost"]["flops"] > 0 and p["memory"]["argument_size_in_bytes"] == (8 * 16 + 16 * 4) * 4
+
+
+def test_a_worker_asked_for_programs_before_a_case_answers_an_error():
+    answers = io.StringIO()
+    serve(io.StringIO('{"op": "programs"}\n{"op": "quit"}\n'), answers)
+    answer = json.loads(answers.getvalue())
+    assert answer == {"ok": False, "error": "RuntimeError: programs before prepare: send a "
+                      "prepare request first"}  # fmt: skip
+
+
+def test_a_wider_candidate_is_explained_from_two_real_workers(tmp_path):
+    out = run_cli("explain", "current", "current", "-w", "train_step", "-s", "tiny", "-d",
+                  "float32", "--optimizer", "sgd", "--set-b", "size=tiny*1.5", "-o",
+                  str(tmp_path))  # fmt: skip
+    assert out.returncode == 0, out.stderr
+    head = "train_step size=tiny dtype=float32 optimizer=sgd donate=True: current (JAX "
+    assert head in out.stdout
+    assert "train_step: jaxpr, StableHLO, optimized HLO differ. First at jaxpr" in out.stdout
+    assert "XLA flops: " in out.stdout and "optimized HLO, normalised (unified diff):" in out.stdout
+    (report,) = tmp_path.glob("explain-*.md")
+    assert head in report.read_text() and "XLA flops: " in report.read_text()
+    sides = sorted(tmp_path.glob("programs/*.json.gz"))
+    assert len(sides) == 2  # the sides differ, so two contents
+    for path in sides:
+        data = gzip.decompress(path.read_bytes())
+        assert hashlib.sha256(data).hexdigest() == path.name.removesuffix(".json.gz")
+        assert f"`programs/{path.name}`" in report.read_text()
+        assert [p["name"] for p in json.loads(data)] == ["train_step"]
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["-w", "nope"], "unknown workload 'nope'"),
+        (["--verdict", "worse"], "--verdict 'worse': expected slower, faster, same"),
+        (["--set-b", "size"], "--set-b 'size': expected NAME=VALUE"),
+        (["-w", "train_step", "--set-b", "trip=3"], "--set-b 'trip': train_step has no such"),
+    ],
+)
+def test_bad_explain_input_is_one_line_and_exit_2(args, message):
+    out = run_cli("explain", "current", "current", *args)
+    assert out.returncode == 2, out.stdout + out.stderr
+    assert message in out.stderr and len(out.stderr.strip().splitlines()) == 1
