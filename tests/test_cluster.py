@@ -584,3 +584,29 @@ def test_resume_takes_no_selection_or_profile():
     proc = run_cli("submit", "--resume", "/nonexistent", "-w", "forward", "--budget", "3")
     assert proc.returncode == 2
     assert "drop --workload, --budget" in proc.stderr
+
+
+def test_an_environment_built_before_the_dependencies_changed_is_rebuilt(tmp_path, monkeypatch):
+    from jaxbench.cluster import pyenvs
+
+    ran = []
+
+    def fake_run(cmd, what):
+        ran.append(what)
+        if cmd[1:3] == ["-m", "venv"]:
+            Path(cmd[3]).mkdir(parents=True)
+        return {"import jax": "0.11.2", "python": "3.13"}.get(what, "")
+
+    monkeypatch.setattr(pyenvs, "_run", fake_run)
+    build = ["python", "python -m venv", "pip install jax==0.11.2", "import jax"]
+    python = pyenvs.ensure_env(tmp_path, "0.11.2", "/usr/bin/python3")
+    assert ran == build
+    marker = python.parent.parent / pyenvs.MARKER
+    assert json.loads(marker.read_text())["dependencies"] == pyenvs.dependencies_digest()
+    ran.clear()
+    pyenvs.ensure_env(tmp_path, "0.11.2", "/usr/bin/python3")
+    assert ran == ["python"]  # built for these dependencies: used as it is
+    marker.write_text(json.dumps({"jax": "0.11.2", "extra": None}))  # an older build's marker
+    ran.clear()
+    pyenvs.ensure_env(tmp_path, "0.11.2", "/usr/bin/python3")
+    assert ran == build

@@ -4,17 +4,21 @@
 ``<env_root>/jax-<version>[-<extra>]-py<X.Y>/``: a ``venv`` with this checkout installed in
 editable mode (so every version runs the same jaxbench code) plus ``jax==<version>`` and
 ``jaxlib==<version>``. An environment is complete once its ``jaxbench-env.json`` exists; a build
-cut short is wiped and redone; concurrent builders of one environment wait on a lock file.
+cut short is wiped and redone; concurrent builders of one environment wait on a lock file. The
+marker holds a digest of the checkout's declared dependencies: an environment built before they
+changed (a new dependency, a new bound) is rebuilt, not used without it.
 """
 
 from __future__ import annotations
 
 import fcntl
+import hashlib
 import json
 import re
 import shutil
 import subprocess
 import sys
+import tomllib
 from collections.abc import Iterable
 from pathlib import Path
 
@@ -46,6 +50,23 @@ def env_dir(env_root: Path, jax_version: str, extra: str | None, py_tag: str) ->
     """Folder of the environment for one JAX version."""
     suffix = f"-{extra}" if extra else ""
     return env_root / f"jax-{jax_version}{suffix}-py{py_tag}"
+
+
+def dependencies_digest(pyproject: Path = REPO_ROOT / "pyproject.toml") -> str:
+    """SHA-256 (first 16 hex digits) of the project's ``dependencies`` and optional ones."""
+    project = tomllib.loads(pyproject.read_text(encoding="utf-8"))["project"]
+    declared = {"dependencies": project.get("dependencies", []),
+                "optional": project.get("optional-dependencies", {})}  # fmt: skip
+    return hashlib.sha256(json.dumps(declared, sort_keys=True).encode()).hexdigest()[:16]
+
+
+def _is_current(folder: Path) -> bool:
+    """Whether ``folder`` is a finished environment of the dependencies declared now."""
+    try:
+        marker = json.loads((folder / MARKER).read_text())
+    except (OSError, ValueError):
+        return False
+    return isinstance(marker, dict) and marker.get("dependencies") == dependencies_digest()
 
 
 def env_python(folder: Path) -> Path:
@@ -99,7 +120,7 @@ def ensure_env(env_root: Path, jax_version: str, python: str, extra: str | None 
     lock_path = folder.parent / f".{folder.name}.lock"
     with open(lock_path, "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
-        if (folder / MARKER).is_file():
+        if _is_current(folder):
             return env_python(folder)
         shutil.rmtree(folder, ignore_errors=True)
         _run([python, "-m", "venv", str(folder)], "python -m venv")
@@ -117,9 +138,9 @@ def ensure_env(env_root: Path, jax_version: str, python: str, extra: str | None 
         ).strip()
         if imported != jax_version:
             raise PyEnvError(f"{folder}: imports jax {imported}, not {jax_version}")
-        (folder / MARKER).write_text(
-            json.dumps({"jax": jax_version, "extra": extra, "base_python": python}, indent=2)
-        )
+        marker = {"jax": jax_version, "extra": extra, "base_python": python,
+                  "dependencies": dependencies_digest()}  # fmt: skip
+        (folder / MARKER).write_text(json.dumps(marker, indent=2))
     return env_python(folder)
 
 
