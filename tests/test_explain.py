@@ -43,6 +43,8 @@ def test_a_changed_expression_differs_and_the_new_fusion_is_named():
     text = "\n".join(explain_lines(diffs))
     assert "fusion:kLoop: 0 -> 1 (+1)" in text
     assert any(line.strip().startswith("+") and "tanh" in line for line in d.hlo_diff)
+    assert "  jaxpr, normalised (unified diff):" in text  # the first level's diff, then HLO's
+    assert any(line.startswith("+") and "tanh" in line for line in d.first_diff)
 
 
 def test_the_same_program_under_another_name_and_line_is_identical():

@@ -15,7 +15,7 @@ import difflib
 from dataclasses import dataclass, field
 from typing import Any
 
-from jaxbench.explain.normalize import NORMALIZERS, hlo_counts, normalize_hlo
+from jaxbench.explain.normalize import NORMALIZERS, hlo_counts
 from jaxbench.explain.program import LEVELS
 
 #: Most lines of the unified diff of optimized HLO that are kept per target.
@@ -52,6 +52,9 @@ class TargetDiff:
         hlo_diff: Unified diff lines of the normalised optimized HLO, at most
             :data:`MAX_DIFF_LINES`.
         diff_lines_left_out: Diff lines beyond :data:`MAX_DIFF_LINES`.
+        first_diff: Where the first differing level is the jaxpr or StableHLO, the unified
+            diff of its normalised text (at most :data:`MAX_DIFF_LINES`), else empty.
+        first_diff_left_out: Its lines beyond :data:`MAX_DIFF_LINES`.
         truncated: Levels cut on either side at capture (their comparison is of the kept part).
     """
 
@@ -62,6 +65,8 @@ class TargetDiff:
     memory: dict[str, tuple[int | None, int | None]] = field(default_factory=dict)
     hlo_diff: list[str] = field(default_factory=list)
     diff_lines_left_out: int = 0
+    first_diff: list[str] = field(default_factory=list)
+    first_diff_left_out: int = 0
     truncated: list[str] = field(default_factory=list)
 
     @property
@@ -75,6 +80,13 @@ def _changed(a: dict[str, Any], b: dict[str, Any], keys: Any = None) -> dict[str
     return {k: (a.get(k), b.get(k)) for k in names if a.get(k) != b.get(k)}
 
 
+def _unified(level: str, baseline: dict[str, Any], candidate: dict[str, Any]) -> list[str]:
+    normalize = NORMALIZERS[level]
+    a, b = normalize(baseline.get(level, "")), normalize(candidate.get(level, ""))
+    return list(difflib.unified_diff(a.splitlines(), b.splitlines(), "baseline", "candidate",
+                                     n=2, lineterm=""))  # fmt: skip
+
+
 def diff_target(baseline: dict[str, Any], candidate: dict[str, Any]) -> TargetDiff:
     """Compare one target's captures (:func:`jaxbench.explain.program.capture` dicts)."""
     identical = {
@@ -83,26 +95,19 @@ def diff_target(baseline: dict[str, Any], candidate: dict[str, Any]) -> TargetDi
     }
     counts_a, counts_b = hlo_counts(baseline["hlo"]), hlo_counts(candidate["hlo"])
     counts = {k: (counts_a.get(k, 0), counts_b.get(k, 0)) for k in set(counts_a) | set(counts_b)}
-    lines: list[str] = []
-    if not identical["hlo"]:
-        lines = list(
-            difflib.unified_diff(
-                normalize_hlo(baseline["hlo"]).splitlines(),
-                normalize_hlo(candidate["hlo"]).splitlines(),
-                "baseline",
-                "candidate",
-                n=2,
-                lineterm="",
-            )
-        )
+    hlo = _unified("hlo", baseline, candidate) if not identical["hlo"] else []
+    first = next((level for level in LEVELS if not identical[level]), None)
+    above = _unified(first, baseline, candidate) if first in ("jaxpr", "stablehlo") else []
     return TargetDiff(
         name=baseline["name"],
         identical=identical,
         counts={k: v for k, v in sorted(counts.items()) if v[0] != v[1]},
         cost=_changed(baseline.get("cost", {}), candidate.get("cost", {}), COST_KEYS),
         memory=_changed(baseline.get("memory", {}), candidate.get("memory", {})),
-        hlo_diff=lines[:MAX_DIFF_LINES],
-        diff_lines_left_out=max(0, len(lines) - MAX_DIFF_LINES),
+        hlo_diff=hlo[:MAX_DIFF_LINES],
+        diff_lines_left_out=max(0, len(hlo) - MAX_DIFF_LINES),
+        first_diff=above[:MAX_DIFF_LINES],
+        first_diff_left_out=max(0, len(above) - MAX_DIFF_LINES),
         truncated=sorted(set(baseline.get("truncated", [])) | set(candidate.get("truncated", []))),
     )
 
@@ -156,11 +161,13 @@ def explain_lines(diffs: list[TargetDiff], verdict: str | None = None) -> list[s
                        f"{_fmt(a)} -> {_fmt(b)}")  # fmt: skip
         if d.truncated:
             out.append(f"  cut at capture (compared as kept): {', '.join(d.truncated)}")
-        if d.hlo_diff:
-            out.append("  optimized HLO, normalised (unified diff):")
-            out += [f"    {line}" for line in d.hlo_diff]
-            if d.diff_lines_left_out:
-                out.append(f"    ... {d.diff_lines_left_out} more diff lines")
+        for level, lines, left_out in ((first, d.first_diff, d.first_diff_left_out),
+                                       ("hlo", d.hlo_diff, d.diff_lines_left_out)):  # fmt: skip
+            if lines:
+                out.append(f"  {LEVEL_NAMES[level]}, normalised (unified diff):")
+                out += [f"    {line}" for line in lines]
+                if left_out:
+                    out.append(f"    ... {left_out} more diff lines")
     if verdict in ("slower", "faster") and all(d.first_difference is None for d in diffs):
         out.append(f"The case is {verdict}, yet {BELOW_HLO}")
     return out
