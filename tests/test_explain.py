@@ -10,7 +10,9 @@ import json
 import jax
 import jax.numpy as jnp
 import pytest
+from typer.testing import CliRunner
 
+from jaxbench.cli import app
 from jaxbench.explain import BELOW_HLO, capture, diff_programs, explain_lines, hlo_counts
 from jaxbench.explain import program as program_module
 from jaxbench.explain.normalize import normalize_hlo
@@ -167,6 +169,6 @@ def test_a_wider_candidate_is_explained_from_two_real_workers(tmp_path):
     ],
 )
 def test_bad_explain_input_is_one_line_and_exit_2(args, message):
-    out = run_cli("explain", "current", "current", *args)
-    assert out.returncode == 2, out.stdout + out.stderr
-    assert message in out.stderr and len(out.stderr.strip().splitlines()) == 1
+    result = CliRunner().invoke(app, ["explain", "current", "current", *args])
+    assert result.exit_code == 2, result.output
+    assert message in result.output and len(result.output.strip().splitlines()) == 1
