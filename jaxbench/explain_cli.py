@@ -122,9 +122,9 @@ def register(app: typer.Typer) -> None:
         a, b = assignments(set_a, "--set-a"), assignments(set_b, "--set-b")
         check_overrides(cases, a, "--set-a")
         check_overrides(cases, b, "--set-b")
+        folder = writable_folder(out) if out else None  # before any environment is built
         python_a = python_for("baseline", baseline, env_root)
         python_b = python_for("candidate", candidate, env_root)
-        folder = writable_folder(out) if out else None
         path = folder / f"explain-{new_run_id()}.md" if folder else None
         sections = []
         for case in cases:

@@ -172,3 +172,12 @@ def test_bad_explain_input_is_one_line_and_exit_2(args, message):
     result = CliRunner().invoke(app, ["explain", "current", "current", *args])
     assert result.exit_code == 2, result.output
     assert message in result.output and len(result.output.strip().splitlines()) == 1
+
+
+def test_an_unwritable_out_folder_is_refused_before_any_environment_is_built(tmp_path):
+    args = ["explain", "0.11.2", "current", "-w", "train_step", "-o", "/proc/x",
+            "--env-root", str(tmp_path)]  # fmt: skip
+    result = CliRunner().invoke(app, args)
+    assert result.exit_code == 2, result.output
+    assert "results folder '/proc/x' is not writable" in result.output
+    assert not list(tmp_path.iterdir())  # no environment was started
