@@ -123,7 +123,9 @@ def _loop_exponent(body, mode, trips):
 @pytest.mark.alone
 def test_in_place_updates_scale_linearly_and_a_full_copy_per_step_quadratically():
     linear = _loop_exponent("at_set", "plain", (1024, 4096, 16384))
-    assert 0.8 <= linear.exponent <= 1.25, linear
+    # Linear, not quadratic: at 16384 steps the 4 MiB buffer leaves the cache, which bent the
+    # fit to 1.25 once on this VM (nothing else running); a copy per step gives about 2.
+    assert 0.8 <= linear.exponent <= 1.5, linear
     quadratic = _loop_exponent("shift", "plain", (256, 512, 1024))
     assert 1.7 <= quadratic.exponent <= 2.3, quadratic
 
