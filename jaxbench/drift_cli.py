@@ -10,7 +10,7 @@ import typer
 from rich.markup import escape
 from rich.table import Table
 
-from jaxbench.cli_options import console, fail, writable_folder
+from jaxbench.cli_options import Params, console, fail, writable_folder
 from jaxbench.drift.reference import DEFAULT_REFERENCE
 
 if TYPE_CHECKING:
@@ -50,22 +50,67 @@ def drift_cmd(
     backend: Annotated[
         str, typer.Option("--backend", "-b", help="default, cpu, gpu, cuda, rocm or tpu.")
     ] = "default",
+    workload: Annotated[
+        str | None,
+        typer.Option(
+            "--workload",
+            "-w",
+            help="A user workload (package.module:factory or an entry point's name) instead of "
+            "the built-in sets; its reference defaults to results/drift/<name>.",
+        ),
+    ] = None,
+    param: Params = None,
 ) -> None:
     """Check numerical drift against a saved reference; exit 1 on drift or a missing raise.
 
     Recomputes the regression sets and compares each output with the reference by rtol and atol.
     """
+    if param and workload is None:
+        raise fail("--param needs --workload: the built-in sets have fixed inputs")
+    if workload is not None and ctx.get_parameter_source("reference").name != "COMMANDLINE":
+        from jaxbench.drift.user import reference_folder
+
+        reference = reference_folder(workload)
     if save_reference:
         if ctx.get_parameter_source("out").name == "COMMANDLINE":
             raise fail("--out is for a check; --save-reference writes to --reference")
-        _save(reference, force, backend)
+        sets = None if workload is None else _user_sets(workload, param)
+        _save(reference, force, backend, sets)
         return
     if force:
         raise fail("--force only applies with --save-reference")
-    _check(reference, out, backend)
+    _check(reference, out, backend, workload)
 
 
-def _save(folder: Path, force: bool, backend: str) -> None:
+def _user_sets(name: str, params: list[str] | None) -> list:
+    """The sets of user workload ``name`` at each ``--param`` case; one line and exit 2 if bad."""
+    from jaxbench.cli_options import selection
+    from jaxbench.drift.tolerance import BASE_REDUCTION
+    from jaxbench.drift.user import user_sets
+    from jaxbench.workloads import UserWorkload, get_workload
+
+    try:
+        cases = selection([name], False, params)
+        found = get_workload(name)
+        if not isinstance(found, UserWorkload):
+            raise ValueError(
+                f"--workload {name}: a built-in family; `jaxbench drift` without --workload "
+                "checks the built-in sets"
+            )
+        sets = user_sets(found, [c.params for c in cases])
+    except ValueError as exc:
+        raise fail(str(exc)) from None
+    if any(found.step(c.params).reduction_length is None for c in cases):
+        console.print(
+            f"note: {name} gives no Step.reduction_length: its tolerance assumes sums of at most "
+            f"{BASE_REDUCTION} terms behind each output",
+            highlight=False,
+            soft_wrap=True,
+        )
+    return sets
+
+
+def _save(folder: Path, force: bool, backend: str, sets: list | None = None) -> None:
     from jaxbench.drift.check import DriftComputeError
     from jaxbench.drift.check import save_reference as save
     from jaxbench.drift.reference import DriftReferenceError, manifest_path
@@ -77,7 +122,7 @@ def _save(folder: Path, force: bool, backend: str) -> None:
         )
     device = _device(backend)
     try:
-        path = save(folder, force=force, device=device)
+        path = save(folder, force=force, device=device, sets=sets)
     except DriftReferenceError as exc:
         raise fail(str(exc)) from None
     except DriftComputeError as exc:
@@ -98,14 +143,17 @@ def _jax_version() -> str:
     return jax.__version__
 
 
-def _check(folder: Path, out: str, backend: str) -> None:
+def _check(folder: Path, out: str, backend: str, workload: str | None = None) -> None:
     from jaxbench.drift.check import check_drift
     from jaxbench.drift.reference import DriftReferenceError, read_reference
 
     try:
         ref = read_reference(folder)
     except DriftReferenceError as exc:
-        raise fail(str(exc)) from None
+        hint = f" --workload {workload}" if workload else ""
+        raise fail(str(exc).replace("--save-reference", f"--save-reference{hint}")) from None
+    if workload is not None and all(s.workload != workload for s in ref.manifest.sets):
+        raise fail(f"--workload {workload}: the reference in {folder} holds no set of it")
     out_dir = writable_folder(out)
     device = _device(backend)
     try:

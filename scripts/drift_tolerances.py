@@ -7,19 +7,24 @@ error over all valid sets in units of the dtype's epsilon: absolute (over ``scal
 max |float64 result|)``) and relative (elements at least 0.1 of the largest), and the share of
 the drift bound that 2E uses (``2E/bound``; below 1 means two such implementations agree).
 
-Usage: ``.venv/bin/python scripts/drift_tolerances.py`` (CPU, about 20 s).
+The transformer's float64 computation widens its norms, softmax and logits too
+(:data:`jaxbench.workloads.lm.WIDE`). Each set's bound is the one a check applies: its dtype at
+its workload's reduction length and bfloat16 floor (:func:`jaxbench.drift.check.set_method`).
+
+Usage: ``.venv/bin/python scripts/drift_tolerances.py`` (CPU, about a minute).
 """
 
 import jax
 
 jax.config.update("jax_enable_x64", True)
 
+import jax.numpy as jnp  # noqa: E402
 import ml_dtypes  # noqa: E402
 import numpy as np  # noqa: E402
 
-from jaxbench.drift.outputs import COMPUTE  # noqa: E402
+from jaxbench.drift.check import set_method  # noqa: E402
 from jaxbench.drift.sets import regression_sets  # noqa: E402
-from jaxbench.drift.tolerance import tolerance  # noqa: E402
+from jaxbench.workloads import lm  # noqa: E402
 
 
 def main() -> None:
@@ -27,12 +32,15 @@ def main() -> None:
     for s in regression_sets():
         if s.expect_error is not None:
             continue
-        low = COMPUTE[s.workload](s.inputs)
+        method = set_method(s.workload, s.params)
+        lm.WIDE = jnp.float32
+        low = method.compute(s.inputs, s.dtype)
         wide = {k: v.astype(np.float64) if v.dtype.kind == "f" or v.dtype.name == "bfloat16"
                 else v for k, v in s.inputs.items()}  # fmt: skip
-        high = COMPUTE[s.workload](wide)
+        lm.WIDE = jnp.float64
+        high = method.compute(wide, "float64")
         eps = float(ml_dtypes.finfo(np.dtype(s.dtype)).eps)
-        tol = tolerance(s.dtype)
+        tol = method.tolerance(s.dtype)
         for name, got in low.items():
             a = np.asarray(got, np.float64)
             b = np.asarray(high[name], np.float64)
@@ -45,9 +53,9 @@ def main() -> None:
             old = worst.get(key, [0.0, 0.0, 0.0])
             worst[key] = [max(old[0], diff.max() / scale / eps), max(old[1], rel / eps),
                           max(old[2], share)]  # fmt: skip
-    print(f"{'workload':11} {'dtype':9} {'output':13} {'abs/scale':>10} {'rel':>8} {'2E/bound':>9}")
+    print(f"{'workload':12} {'dtype':9} {'output':13} {'abs/scale':>10} {'rel':>8} {'2E/bound':>9}")
     for (workload, dtype, name), (ab, rel, share) in worst.items():
-        print(f"{workload:11} {dtype:9} {name:13} {ab:9.2f}e {rel:7.2f}e {share:9.3f}")
+        print(f"{workload:12} {dtype:9} {name:13} {ab:9.2f}e {rel:7.2f}e {share:9.3f}")
     print(f"jax {jax.__version__}, {jax.devices()[0].device_kind}; e = the dtype's epsilon")
 
 

@@ -17,14 +17,16 @@ from jaxbench.analysis.drift import drift_findings, load_drift
 from jaxbench.cli import app
 from jaxbench.drift import DRIFT_TOLERANCES, compare
 from jaxbench.drift import outputs as drift_outputs
+from jaxbench.drift.check import set_method
 from jaxbench.drift.reference import read_reference
 from jaxbench.drift.sets import SET_NAMES, WORKLOAD_DTYPES, boundary_rows
+from jaxbench.drift.tolerance import tolerance
 from jaxbench.store import Appender, Record, read_file
 from jaxbench.store.drift import DriftRow, ReferenceManifest
 from jaxbench.store.scan import store_files
 from jaxbench.workloads import mlp
 
-WORKLOADS = ("train_step", "forward", "loop", "scatter")
+WORKLOADS = ("train_step", "forward", "loop", "scatter", "transformer")
 DTYPES = ("float32", "bfloat16")
 ALL_SETS = {(w, d, s) for w in WORKLOADS for d in WORKLOAD_DTYPES[w] for s in SET_NAMES}
 
@@ -86,6 +88,16 @@ def test_manifest_records_env_tolerances_and_every_set(saved):
     assert {o.name: o.shape for o in scat.outputs} == {
         "scatter_add": [16, 64], "segment_sum": [16, 64], "gather": [64, 64],
         "embedding_grad": [16, 64]}  # fmt: skip
+    lm_set = by_key[("transformer", "bfloat16", "boundary")]
+    lm_in = {i.name: i for i in lm_set.inputs}
+    assert lm_in["tokens"].shape == [4, 65] and lm_in["tokens"].dtype == "int32"
+    assert lm_in["params.layers.1.qkv"].shape == [64, 192]
+    assert lm_in["params.embed"].dtype == "float32"  # master weights in either compute dtype
+    lm_out = {o.name: o for o in lm_set.outputs}
+    assert lm_out["logits"].shape == [4, 64, 512] and lm_out["loss"].shape == []
+    assert lm_out["grad.layers.0.down"].shape == [256, 64]
+    assert lm_out["grad.embed"].dtype == "float32" and lm_set.reduction_length == 512
+    assert by_key[("train_step", "float32", "zeros")].reduction_length == 64
     fwd = {o.name: o for o in by_key[("forward", "float32", "single")].outputs}
     assert fwd["primal"].shape == [1, 8]
     assert fwd["jvp"].shape == fwd["linearize"].shape == [3, 1, 8]
@@ -102,7 +114,7 @@ def test_saving_then_checking_here_is_within_tolerance_with_errors_recorded(clea
     assert {(r.workload, r.dtype, r.set) for r in rows} == ALL_SETS
     assert all(r.within_tolerance and r.finding is None for r in rows)
     for r in rows:
-        assert (r.rtol, r.atol) == tuple(DRIFT_TOLERANCES[r.dtype].values())
+        assert {"rtol": r.rtol, "atol": r.atol} == set_method(r.workload, {}).tolerance(r.dtype)
         assert r.env["jax"] == jax.__version__ and r.env["backend"] == "cpu"
         assert {"jaxlib", "device_kind", "platform_version"} <= set(r.env)
         assert r.reference.jax == jax.__version__
@@ -110,7 +122,7 @@ def test_saving_then_checking_here_is_within_tolerance_with_errors_recorded(clea
             assert r.max_abs_err is not None and r.max_abs_err <= 1e-6  # same env: ~equal
             assert r.worst_ratio is not None and r.worst_ratio <= 1
     losses = [r for r in rows if r.output == "loss"]
-    assert len(losses) == 2 * 4  # two dtypes x four valid sets
+    assert len(losses) == 2 * 2 * 4  # two workloads x two dtypes x four valid sets
     assert all(r.reference_value is not None and r.current_value is not None for r in losses)
     assert all(r.current_value == pytest.approx(r.reference_value, rel=1e-6) for r in losses)
 
@@ -118,9 +130,10 @@ def test_saving_then_checking_here_is_within_tolerance_with_errors_recorded(clea
 def test_every_invalid_shape_set_raises_the_workloads_own_error(clean_check):
     _, path = clean_check
     raises = [r for r in rows_of(path) if r.set == "invalid_shape"]
-    assert len(raises) == 6 and all(r.output == "raises" and r.raised for r in raises)
+    assert len(raises) == 8 and all(r.output == "raises" and r.raised for r in raises)
     want = {"train_step": "mlp.BatchShapeError", "forward": "forward_mode.TangentShapeError",
-            "loop": "loops.LoopShapeError", "scatter": "scatter.ScatterShapeError"}  # fmt: skip
+            "loop": "loops.LoopShapeError", "scatter": "scatter.ScatterShapeError",
+            "transformer": "lm.TokenShapeError"}  # fmt: skip
     for r in raises:
         assert r.error_type.endswith(want[r.workload]) and r.expected_error == r.error_type
         assert "expected" in r.error_message
@@ -145,7 +158,8 @@ def test_a_perturbed_reference_loss_is_drift_only_beyond_the_tolerance(
 
     result = drift("--reference", str(ref), "-o", str(tmp_path / "out"))
     rows = rows_of(the_drift_file(tmp_path / "out"))
-    (row,) = [r for r in rows if (r.dtype, r.set, r.output) == (dtype, "standard", "loss")]
+    key = ("train_step", dtype, "standard", "loss")
+    (row,) = [r for r in rows if (r.workload, r.dtype, r.set, r.output) == key]
     assert row.reference_value == pytest.approx(loss + delta)
     assert row.max_abs_err == pytest.approx(delta, rel=1e-4)
     assert row.worst_ratio == pytest.approx(times_bound, rel=0.02)
@@ -162,12 +176,12 @@ def test_a_perturbed_reference_loss_is_drift_only_beyond_the_tolerance(
         assert row.finding is None
 
 
-def _no_raise(inputs, device=None):
+def _no_raise(inputs, dtype, device=None):
     """A stand-in workload that accepts the wrong-shape batch (and computes nothing)."""
     return {}
 
 
-def _wrong_error(inputs, device=None):
+def _wrong_error(inputs, dtype, device=None):
     raise TypeError("dot_general requires contracting dimensions to have the same shape")
 
 
@@ -219,10 +233,10 @@ def test_an_edited_manifest_cannot_loosen_the_tolerance(ref, tmp_path):
 def test_a_changed_output_dtype_or_a_failing_set_is_a_finding(saved, tmp_path, monkeypatch):
     original = drift_outputs.COMPUTE["train_step"]
 
-    def widened(inputs, device=None):
+    def widened(inputs, dtype, device=None):
         if inputs["x"].shape[0] == 1:  # the single sets fail, with brackets in the message
             raise RuntimeError("XLA [internal] broke")
-        return {k: np.asarray(v, np.float32) for k, v in original(inputs, device).items()}
+        return {k: np.asarray(v, np.float32) for k, v in original(inputs, dtype, device).items()}
 
     monkeypatch.setitem(drift_outputs.COMPUTE, "train_step", widened)
     result = drift("--reference", str(saved), "-o", str(tmp_path))
@@ -410,17 +424,31 @@ def test_compare_judges_by_tolerance_not_identity():
     tol = DRIFT_TOLERANCES["float32"]
     scale = 2.0
     at_bound = ref + (tol["atol"] * scale + tol["rtol"] * np.abs(ref)) * 0.999
-    c = compare(at_bound, ref, "float32")
+    c = compare(at_bound, ref, tol)
     assert c.within_tolerance and c.scale == scale and c.worst_ratio <= 1
     assert c.max_rel_err is not None and c.max_rel_err > tol["rtol"]  # the 1e-9 element
-    c = compare(ref + 4 * tol["atol"] * scale, ref, "float32")
+    c = compare(ref + 4 * tol["atol"] * scale, ref, tol)
     assert not c.within_tolerance and "exceeds rtol" in c.finding
-    c = compare(ref[:3], ref, "float32")
+    c = compare(ref[:3], ref, tol)
     assert not c.within_tolerance and "shape (3,), reference (4,)" in c.finding
-    c = compare(np.array([1.0, np.nan, 0.0, 0.0]), ref, "float32")
+    c = compare(np.array([1.0, np.nan, 0.0, 0.0]), ref, tol)
     assert not c.within_tolerance and "current has 1 non-finite values" in c.finding
+
+
+def test_the_tolerance_grows_with_the_reduction_length_from_its_64_term_values():
+    at_64 = {"rtol": 2.0**-16, "atol": 2.0**-18}
+    assert tolerance("float32") == DRIFT_TOLERANCES["float32"] == at_64
+    assert tolerance("float32", 512) == {"rtol": 2.0**-13, "atol": 2.0**-15}  # 4 n u and n u
+    assert tolerance("bfloat16", 512) == {"rtol": 2.0**-5, "atol": 2.0**-5}  # the floor holds
+    assert tolerance("bfloat16", 2**20) == {"rtol": 2.0**-2, "atol": 2.0**-4}  # float32 rule
+    assert tolerance("bfloat16", 64, 2.0**-3) == {"rtol": 2.0**-3, "atol": 2.0**-3}
+    assert set_method("transformer", {}).tolerance("bfloat16") == {"rtol": 0.125, "atol": 0.125}
+    assert set_method("transformer", {}).tolerance("float32") == tolerance("float32", 512)
     with pytest.raises(ValueError, match="no drift tolerance for dtype 'int8'"):
-        compare(ref, ref, "int8")
+        tolerance("int8")
+    for bad in (0, 2.5, True):
+        with pytest.raises(ValueError, match="reduction_length must be a whole number >= 1"):
+            tolerance("float32", bad)
 
 
 def test_an_unreadable_drift_file_is_named(tmp_path):

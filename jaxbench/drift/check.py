@@ -13,10 +13,10 @@ check: each of its outputs becomes a finding with the error.
 from __future__ import annotations
 
 import datetime as _dt
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -32,15 +32,19 @@ from jaxbench.drift.reference import (
     write_reference,
 )
 from jaxbench.drift.sets import (
+    BFLOAT16_FLOORS,
     EXPECTED_ERRORS,
+    REDUCTION_LENGTH,
     SET_NAMES,
     SIZE,
     WORKLOAD_DTYPES,
     WORKLOADS,
+    RegressionSet,
     qualified_name,
     regression_sets,
 )
-from jaxbench.drift.tolerance import DRIFT_TOLERANCES, compare, tolerance
+from jaxbench.drift.tolerance import BFLOAT16_FLOOR, DRIFT_TOLERANCES, compare, tolerance
+from jaxbench.drift.user import reduction_length, user_compute
 from jaxbench.store import write_jsonl
 from jaxbench.store.drift import (
     DRIFT_FILE_PREFIX,
@@ -94,12 +98,55 @@ def _error_text(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}".rstrip(": ")
 
 
+class SetMethod(NamedTuple):
+    """How a set is computed, and what its tolerance is derived from.
+
+    Attributes:
+        compute: ``(inputs, dtype, device) -> outputs``, as :data:`~jaxbench.drift.outputs.
+            COMPUTE`'s functions.
+        reduction_length: The most terms summed into one element of an output.
+        bfloat16_floor: The least bfloat16 tolerance.
+    """
+
+    compute: Callable[..., dict[str, np.ndarray]]
+    reduction_length: int
+    bfloat16_floor: float = BFLOAT16_FLOOR
+
+    def tolerance(self, dtype: str) -> dict[str, float]:
+        """:func:`jaxbench.drift.tolerance.tolerance` of ``dtype`` on this basis."""
+        return tolerance(dtype, self.reduction_length, self.bfloat16_floor)
+
+
+def set_method(workload: str, params: Mapping[str, Any]) -> SetMethod:
+    """How a set of ``workload`` is computed and the basis of its tolerance.
+
+    Built-in families: :data:`~jaxbench.drift.outputs.COMPUTE`,
+    :data:`~jaxbench.drift.sets.REDUCTION_LENGTH` and :data:`~jaxbench.drift.sets.
+    BFLOAT16_FLOORS`; a user workload (a name with a ``:`` or an installed entry point): its
+    step rebuilt from ``params`` (:mod:`jaxbench.drift.user`) and its reduction length.
+
+    Raises:
+        ValueError: Neither a built-in family nor a user workload that builds (the message names
+            it, or is the factory's).
+    """
+    if workload in COMPUTE:
+        floor = BFLOAT16_FLOORS.get(workload, BFLOAT16_FLOOR)
+        return SetMethod(COMPUTE[workload], REDUCTION_LENGTH[workload], floor)
+    from jaxbench.workloads.user import find, installed
+
+    if ":" not in workload and workload not in installed():
+        raise ValueError(f"unknown workload {workload!r}")
+    found = find(workload)
+    return SetMethod(user_compute(found, params), reduction_length(found.step(params)))
+
+
 def save_reference(
     folder: str | Path,
     force: bool = False,
     device: Any | None = None,
     workloads: tuple[str, ...] = WORKLOADS,
     dtypes: tuple[str, ...] = DTYPES,
+    sets: list[RegressionSet] | None = None,
 ) -> Path:
     """Compute every regression set now and save it as the drift reference.
 
@@ -107,8 +154,10 @@ def save_reference(
         folder: The reference folder (e.g. ``results/drift/reference``).
         force: Overwrite an existing reference.
         device: The ``jax.Device`` to compute on; ``None`` for the default.
-        workloads: Workloads to include (default all of WORKLOADS).
+        workloads: Built-in workloads to include (default all of WORKLOADS).
         dtypes: Dtypes to include (default both).
+        sets: Instead of the built-in sets, these (a user workload's,
+            :func:`jaxbench.drift.user.user_sets`).
 
     Returns:
         The path of the manifest written.
@@ -118,7 +167,8 @@ def save_reference(
             work; nothing is written).
         DriftComputeError: A valid set raised or gave a non-finite output, or an
             ``invalid_shape`` set did not raise its workload's error; nothing is written.
-        ValueError: An unknown workload or dtype.
+        ValueError: An unknown workload or dtype, or a user factory that refuses its
+            parameters.
         OSError: The folder cannot be written.
     """
     if manifest_path(folder).exists() and not force:
@@ -128,11 +178,12 @@ def save_reference(
         )
     device = _resolve(device)
     saved = []
-    for s in regression_sets(workloads, dtypes):
-        compute = COMPUTE[s.workload]
+    for s in regression_sets(workloads, dtypes) if sets is None else sets:
+        method = set_method(s.workload, s.params)
+        compute, length = method.compute, method.reduction_length
         if s.expect_error is not None:
             try:
-                compute(s.inputs, device)
+                compute(s.inputs, s.dtype, device)
             except s.expect_error as exc:
                 raised = _error_text(exc)
             except Exception as exc:
@@ -147,11 +198,11 @@ def save_reference(
                 )
             saved.append(
                 SavedSet(s.workload, s.dtype, s.name, s.inputs, {},
-                         qualified_name(s.expect_error), raised)
+                         qualified_name(s.expect_error), raised, s.params, length)
             )  # fmt: skip
             continue
         try:
-            outputs = compute(s.inputs, device)
+            outputs = compute(s.inputs, s.dtype, device)
         except Exception as exc:
             raise DriftComputeError(f"{s.label}: {_error_text(exc)}; no reference written") from exc
         bad = [k for k, v in outputs.items() if not np.isfinite(np.asarray(v, np.float64)).all()]
@@ -159,13 +210,16 @@ def save_reference(
             raise DriftComputeError(
                 f"{s.label}: output(s) {', '.join(bad)} not finite; no reference written"
             )
-        saved.append(SavedSet(s.workload, s.dtype, s.name, s.inputs, outputs))
+        saved.append(
+            SavedSet(s.workload, s.dtype, s.name, s.inputs, outputs, params=s.params,
+                     reduction_length=length)
+        )  # fmt: skip
     return write_reference(
         folder,
         saved,
         env=env_mod.collect(device),
         tolerances={d: tolerance(d) for d in dtypes},
-        size=SIZE,
+        size=SIZE if sets is None else None,
         created_at=_now(),
         force=force,
     )
@@ -192,7 +246,7 @@ def _invalid_row(loaded: LoadedSet, compute: Callable, device: Any, base: dict) 
     expected = EXPECTED_ERRORS[entry.workload]
     fields: dict[str, Any] = {"output": RAISES_OUTPUT, "expected_error": qualified_name(expected)}
     try:
-        compute(loaded.inputs, device)
+        compute(loaded.inputs, entry.dtype, device)
     except Exception as exc:
         ok = isinstance(exc, expected)
         fields |= {
@@ -213,7 +267,7 @@ def _invalid_row(loaded: LoadedSet, compute: Callable, device: Any, base: dict) 
 
 def _output_rows(loaded: LoadedSet, compute: Callable, device: Any, base: dict) -> list[DriftRow]:
     try:
-        current = compute(loaded.inputs, device)
+        current = compute(loaded.inputs, loaded.entry.dtype, device)
     except Exception as exc:
         current, failure = {}, f"computing the set raised {_error_text(exc)}"
     else:
@@ -227,7 +281,7 @@ def _output_rows(loaded: LoadedSet, compute: Callable, device: Any, base: dict) 
             fields |= {"within_tolerance": False, "finding": failure or "output not computed"}
             rows.append(DriftRow(**base, **fields))
             continue
-        c = compare(got, ref, loaded.entry.dtype)
+        c = compare(got, ref, {"rtol": base["rtol"], "atol": base["atol"]})
         dtype = np.asarray(got).dtype.name
         finding = c.finding
         if dtype != ref_dtypes[name]:
@@ -268,10 +322,12 @@ def check_set(loaded: LoadedSet, device: Any, common: dict[str, Any]) -> list[Dr
     """
     entry = loaded.entry
     base = common | {"workload": entry.workload, "dtype": entry.dtype, "set": entry.set}
-    base |= tolerance(entry.dtype)
-    compute = COMPUTE.get(entry.workload)
-    if compute is None:
-        return _unknown_rows(loaded, base, f"unknown workload {entry.workload!r}")
+    try:
+        method = set_method(entry.workload, entry.params)
+    except ValueError as exc:
+        return _unknown_rows(loaded, base | tolerance(entry.dtype), str(exc))
+    base |= method.tolerance(entry.dtype)
+    compute = method.compute
     if entry.expect_error is not None:
         return [_invalid_row(loaded, compute, device, base)]
     return _output_rows(loaded, compute, device, base)
@@ -287,6 +343,8 @@ def _notes(ref: Reference) -> list[str]:
                 f"this check applies {tol}"
             )
     have = {(e.workload, e.dtype, e.set) for e in ref.manifest.sets}
+    if not {w for w, _, _ in have} & set(WORKLOADS):
+        return notes  # a user workload's reference
     missing = [
         f"{w} {d} {s}"
         for w in WORKLOADS

@@ -16,10 +16,11 @@ removes the old manifest, so an interrupted overwrite reads as "no reference", n
 from __future__ import annotations
 
 import io
+import re
 import zipfile
 import zlib
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -56,13 +57,15 @@ class SavedSet:
     """What :func:`write_reference` saves of one regression set.
 
     Attributes:
-        workload: ``train_step`` or ``forward``.
+        workload: A built-in family or a user workload's name.
         dtype: Workload dtype.
         set: Set name.
         inputs: Input arrays by name, in their own dtype.
         outputs: Reference outputs by name (empty for ``invalid_shape``).
         expect_error: Qualified name of the error the set must raise (``invalid_shape``).
         raised: ``"<type>: <message>"`` raised when saving (``invalid_shape``), else ``None``.
+        params: A user workload's factory parameters (empty for the built-in families).
+        reduction_length: What the set's tolerance was derived for.
     """
 
     workload: str
@@ -72,11 +75,14 @@ class SavedSet:
     outputs: Mapping[str, np.ndarray]
     expect_error: str | None = None
     raised: str | None = None
+    params: Mapping[str, Any] = field(default_factory=dict)
+    reduction_length: int | None = None
 
     @property
     def file(self) -> str:
-        """``<workload>-<dtype>-<set>.npz``."""
-        return f"{self.workload}-{self.dtype}-{self.set}.npz"
+        """``<workload>-<dtype>-<set>.npz``, characters other than ``A-Za-z0-9_.=-`` as ``-``."""
+        name = f"{self.workload}-{self.dtype}-{self.set}"
+        return re.sub(r"[^A-Za-z0-9_.=-]+", "-", name) + ".npz"
 
 
 @dataclass(frozen=True)
@@ -143,7 +149,7 @@ def write_reference(
     saved: list[SavedSet],
     env: dict[str, Any],
     tolerances: dict[str, dict[str, float]],
-    size: str,
+    size: str | None,
     created_at: str,
     force: bool = False,
 ) -> Path:
@@ -154,7 +160,7 @@ def write_reference(
         saved: The sets with their inputs and outputs.
         env: :func:`jaxbench.env.collect` of the generating process.
         tolerances: ``{dtype: {"rtol", "atol"}}`` in force.
-        size: The MLP size name of the sets.
+        size: The MLP size name of the built-in sets; ``None`` for a user workload's.
         created_at: ISO-8601 UTC time.
         force: Overwrite an existing reference (its files not in the new one are removed).
 
@@ -170,6 +176,9 @@ def write_reference(
     path = manifest_path(folder)
     if folder.exists() and not folder.is_dir():
         raise DriftReferenceError(f"reference folder {folder} is a file, not a folder")
+    files = [s.file for s in saved]
+    if len(set(files)) != len(files):
+        raise DriftReferenceError(f"two sets would share a file name: {sorted(files)}")
     old_files: set[str] = set()
     if path.exists():
         if not force:
@@ -196,6 +205,8 @@ def write_reference(
                 outputs=[_info(k, np.asarray(v)) for k, v in s.outputs.items()],
                 expect_error=s.expect_error,
                 raised=s.raised,
+                params=dict(s.params),
+                reduction_length=s.reduction_length,
             )
         )
     for stale in old_files - {s.file for s in saved}:

@@ -34,6 +34,18 @@ updates, ``boundary`` the boundary rows as the first 8 updates (a row that recei
 the last feature of the updates (must raise
 :class:`~jaxbench.workloads.scatter.ScatterShapeError`).
 
+The ``transformer`` sets (float32 and bfloat16 compute, float32 master weights) are the
+workload's own seeded ``tiny`` params (``params.<path>``: ``params.embed`` ``(V, d)``,
+``params.layers.<i>.qkv`` ``(d, 3d)``, ...) and its token batch ``tokens`` ``(B, T + 1)`` int32
+(:meth:`Transformer.build`); ``single`` is its first sequence, ``zeros`` every token 0 (every
+key alike: uniform attention), ``boundary`` the edges of the vocabulary as the first two
+sequences (all ``V - 1``; ``0`` and ``V - 1`` alternating), and ``invalid_shape`` one position
+more than the position table holds (must raise :class:`~jaxbench.workloads.lm.TokenShapeError`).
+
+Each workload's sets have a reduction length (:data:`REDUCTION_LENGTH`), the most terms summed
+into one element of any output, from which the drift tolerance is derived
+(:func:`jaxbench.drift.tolerance.tolerance`).
+
 Inputs are returned as numpy arrays in the workload dtype and saved with the reference, so a
 check recomputes from exactly the saved inputs: a change in JAX's random number generation
 between versions is not mistaken for drift of the computation.
@@ -41,31 +53,50 @@ between versions is not mistaken for drift of the computation.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from typing import Any
 
 import ml_dtypes
 import numpy as np
 
-from jaxbench.workloads import forward_mode, loops, mlp, scatter
+from jaxbench.drift.trees import flatten_tree
+from jaxbench.workloads import forward_mode, lm, loops, mlp, scatter
 from jaxbench.workloads.forward_mode import ForwardMode
 from jaxbench.workloads.scatter import Scatter
 from jaxbench.workloads.sizes import DTYPES, get_size
 from jaxbench.workloads.train_step import TrainStep
+from jaxbench.workloads.transformer import Transformer, get_lm_size
 
 SIZE = "tiny"
-WORKLOADS = ("train_step", "forward", "loop", "scatter")
+WORKLOADS = ("train_step", "forward", "loop", "scatter", "transformer")
 #: The dtypes each workload's sets are computed in.
 WORKLOAD_DTYPES: dict[str, tuple[str, ...]] = {
     "train_step": DTYPES,
     "forward": DTYPES,
     "loop": ("float32",),
     "scatter": ("float32",),
+    "transformer": DTYPES,
 }
 #: Steps of the loop sets: a recurrence of 64 steps and a gradient summed over 64 terms, the
 #: reduction length the float32 drift tolerance is derived for (:mod:`jaxbench.drift.tolerance`).
 LOOP_TRIP = 64
 #: Table rows and updates of the scatter sets (no more terms in one row's sum than the loop's).
 SCATTER_ROWS, SCATTER_N = 16, 64
+#: The transformer size of its sets.
+LM_SIZE = "tiny"
+#: The most terms summed into one element of any output of a workload's sets: what its drift
+#: tolerance is derived for (the MLP's widest layer; the loop's steps; the most updates into
+#: one scatter row; the transformer's :attr:`~jaxbench.workloads.lm.LMSize.longest_reduction`).
+REDUCTION_LENGTH: dict[str, int] = {
+    "train_step": 64,
+    "forward": 64,
+    "loop": LOOP_TRIP,
+    "scatter": SCATTER_N,
+    "transformer": get_lm_size(LM_SIZE).longest_reduction,
+}
+#: A wider bfloat16 floor where the measured rounding error needs it (default
+#: :data:`jaxbench.drift.tolerance.BFLOAT16_FLOOR`; the reason is in that module's docstring).
+BFLOAT16_FLOORS: dict[str, float] = {"transformer": 2.0**-3}
 SET_NAMES = ("standard", "single", "zeros", "boundary", "invalid_shape")
 K_TANGENTS = 3
 #: The workload's own error that a wrong-shape input must raise.
@@ -74,6 +105,7 @@ EXPECTED_ERRORS: dict[str, type[Exception]] = {
     "forward": forward_mode.TangentShapeError,
     "loop": loops.LoopShapeError,
     "scatter": scatter.ScatterShapeError,
+    "transformer": lm.TokenShapeError,
 }
 #: Finite magnitudes that saturate tanh after the first layer (|w x| >> 9 for any row).
 HUGE = 2.0**100
@@ -91,8 +123,11 @@ class RegressionSet:
         inputs: Arrays by name, in ``dtype``: ``params.<layer>.w`` ``(m, n)``,
             ``params.<layer>.b`` ``(n,)``, ``x`` ``(B, d_in)``, and ``y`` ``(B, d_out)``
             (``train_step``) or ``tangents`` ``(K, B, d_in)`` (``forward``); ``x``, ``w`` and
-            ``v`` for ``loop``; ``table``, ``idx`` (int32) and ``updates`` for ``scatter``.
+            ``v`` for ``loop``; ``table``, ``idx`` (int32) and ``updates`` for ``scatter``;
+            float32 ``params.<path>`` and int32 ``tokens`` ``(B, T + 1)`` for ``transformer``.
         expect_error: The error class that must be raised (``invalid_shape`` only).
+        params: A user workload's factory parameters (:mod:`jaxbench.drift.user`); empty for
+            the built-in families.
     """
 
     workload: str
@@ -100,6 +135,7 @@ class RegressionSet:
     name: str
     inputs: dict[str, np.ndarray]
     expect_error: type[Exception] | None = None
+    params: dict[str, Any] = field(default_factory=dict)
 
     @property
     def label(self) -> str:
@@ -110,15 +146,6 @@ class RegressionSet:
 def qualified_name(cls: type) -> str:
     """``module.QualName`` of a class, e.g. ``jaxbench.workloads.mlp.BatchShapeError``."""
     return f"{cls.__module__}.{cls.__qualname__}"
-
-
-def flatten_params(params: mlp.Params) -> dict[str, np.ndarray]:
-    """``{"params.<layer>.w": (m, n), "params.<layer>.b": (n,)}`` as numpy arrays."""
-    return {
-        f"params.{i}.{key}": np.asarray(layer[key])
-        for i, layer in enumerate(params)
-        for key in ("w", "b")
-    }
 
 
 def unflatten_params(flat: dict[str, np.ndarray], prefix: str = "params") -> list[dict]:
@@ -165,6 +192,9 @@ def boundary_rows(d_in: int, dtype: str) -> np.ndarray:
 
 
 def _standard_inputs(workload: str, dtype: str) -> dict[str, np.ndarray]:
+    if workload == "transformer":
+        state, tokens = Transformer().build({"size": LM_SIZE, "dtype": dtype}).make_state()
+        return flatten_tree(state.params, "params") | {"tokens": np.asarray(tokens)}
     if workload == "scatter":
         params = {"rows": SCATTER_ROWS, "n": SCATTER_N, "contention": "zipf",
                   "op": "scatter_add", "dtype": dtype}  # fmt: skip
@@ -178,12 +208,12 @@ def _standard_inputs(workload: str, dtype: str) -> dict[str, np.ndarray]:
             {"size": SIZE, "dtype": dtype, "optimizer": "sgd", "donate": False}
         )
         params, (x, y) = built.make_state()
-        return flatten_params(params) | {"x": np.asarray(x), "y": np.asarray(y)}
+        return flatten_tree(params, "params") | {"x": np.asarray(x), "y": np.asarray(y)}
     built = ForwardMode().build(
         {"size": SIZE, "dtype": dtype, "k": K_TANGENTS, "strategy": "vmap_jvp", "wrt": "input"}
     )
     params, x, tangents = built.make_state()
-    return flatten_params(params) | {"x": np.asarray(x), "tangents": np.asarray(tangents)}
+    return flatten_tree(params, "params") | {"x": np.asarray(x), "tangents": np.asarray(tangents)}
 
 
 def _scatter_variant(name: str, std: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
@@ -201,9 +231,27 @@ def _scatter_variant(name: str, std: dict[str, np.ndarray]) -> dict[str, np.ndar
     return out
 
 
+def _transformer_variant(name: str, std: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+    tokens = std["tokens"]
+    out = dict(std)
+    if name == "single":
+        out["tokens"] = tokens[:1]
+    elif name == "zeros":
+        out["tokens"] = np.zeros_like(tokens)
+    elif name == "boundary":
+        last = std["params.embed"].shape[0] - 1
+        edges = np.stack([np.full(tokens.shape[1], last), np.arange(tokens.shape[1]) % 2 * last])
+        out["tokens"] = np.concatenate([edges.astype(tokens.dtype), tokens[len(edges) :]])
+    elif name == "invalid_shape":
+        out["tokens"] = np.concatenate([tokens, tokens[:, :1]], axis=1)
+    return out
+
+
 def _variant(workload: str, name: str, std: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
     if workload == "scatter":
         return _scatter_variant(name, std)
+    if workload == "transformer":
+        return _transformer_variant(name, std)
     x = std["x"]
     out = dict(std)
     if name == "single":

@@ -25,7 +25,9 @@ __all__ = [
     "SetEntry",
 ]
 
-DRIFT_SCHEMA_VERSION = 1
+#: Version 2: a set's ``params`` and ``reduction_length``, the manifest's ``size`` optional
+#: (user workloads); version-1 references still load.
+DRIFT_SCHEMA_VERSION = 2
 #: Name prefix of the JSON Lines files of ``jaxbench drift`` (:mod:`jaxbench.drift`).
 DRIFT_FILE_PREFIX = "drift-"
 MANIFEST_NAME = "reference.json"
@@ -64,7 +66,8 @@ class SetEntry(BaseModel):
     """One regression set of a reference.
 
     Attributes:
-        workload: One of :data:`jaxbench.drift.sets.WORKLOADS` (``train_step``, ``loop``, ...).
+        workload: One of :data:`jaxbench.drift.sets.WORKLOADS` (``train_step``, ``loop``, ...)
+            or a user workload's name (``package.module:factory`` or an entry point's).
         dtype: The workload dtype, ``float32`` or ``bfloat16``; picks the tolerance.
         set: ``standard``, ``single``, ``zeros``, ``boundary`` or ``invalid_shape``.
         file: The ``.npz`` file name, relative to the reference folder.
@@ -74,6 +77,11 @@ class SetEntry(BaseModel):
             e.g. ``jaxbench.workloads.mlp.BatchShapeError``; ``None`` otherwise.
         raised: For ``invalid_shape``: what was raised when the reference was saved,
             ``"<type>: <message>"``, or ``None`` if nothing was.
+        params: A user workload's factory parameters, from which a check rebuilds its step;
+            empty for the built-in families.
+        reduction_length: The most terms summed into one element of an output when saved
+            (what the tolerance was derived for); ``None`` in version-1 references. A check
+            takes it from the workload's code, not from here.
     """
 
     model_config = ConfigDict(extra="forbid")
@@ -86,6 +94,8 @@ class SetEntry(BaseModel):
     outputs: list[ArrayInfo] = Field(default_factory=list)
     expect_error: str | None = None
     raised: str | None = None
+    params: dict[str, Any] = Field(default_factory=dict)
+    reduction_length: int | None = None
 
 
 class ReferenceManifest(BaseModel):
@@ -95,21 +105,22 @@ class ReferenceManifest(BaseModel):
         kind: Always ``jaxbench-drift-reference``; tells this file from other JSON.
         schema_version: :data:`DRIFT_SCHEMA_VERSION`.
         created_at: ISO-8601 UTC time of saving.
-        size: The MLP size of every set (``tiny``).
+        size: The MLP size of the built-in sets (``tiny``); ``None`` for a user workload's.
         env: :func:`jaxbench.env.collect` of the generating process: ``jax``, ``jaxlib``,
             ``backend``, ``device_kind``, ``platform_version``, host, git commit, ...
-        tolerances: ``{dtype: {"rtol", "atol"}}`` in force when saved. A check applies the
-            tolerances of its own code (:data:`jaxbench.drift.tolerance.DRIFT_TOLERANCES`), so an
-            edited manifest cannot loosen it; rows record the ones applied.
+        tolerances: ``{dtype: {"rtol", "atol"}}`` in force when saved, at 64 terms. A check
+            applies the tolerances of its own code (:func:`jaxbench.drift.tolerance.tolerance`
+            of each set's dtype and its workload's reduction length), so an edited manifest
+            cannot loosen it; rows record the ones applied.
         sets: One :class:`SetEntry` per regression set.
     """
 
     model_config = ConfigDict(extra="forbid")
 
     kind: Literal["jaxbench-drift-reference"] = "jaxbench-drift-reference"
-    schema_version: Literal[1] = DRIFT_SCHEMA_VERSION
+    schema_version: Literal[1, 2] = DRIFT_SCHEMA_VERSION
     created_at: str
-    size: str
+    size: str | None
     env: dict[str, Any]
     tolerances: dict[str, dict[str, float]]
     sets: list[SetEntry]
@@ -149,9 +160,10 @@ class DriftRow(BaseModel):
         schema_version: :data:`DRIFT_SCHEMA_VERSION`.
         run_id: Shared by the rows of one check.
         checked_at: ISO-8601 UTC time of the check.
-        workload: ``train_step`` or ``forward``.
-        dtype: Workload dtype; picks ``rtol`` and ``atol``.
-        set: Regression set name.
+        workload: A built-in family (``train_step``, ``forward``, ``loop``, ``scatter``,
+            ``transformer``) or a user workload's name.
+        dtype: Workload dtype; with the workload's reduction length, picks ``rtol`` and ``atol``.
+        set: Regression set name (a user workload's: ``standard`` and its parameters).
         output: Output name (``loss``, ``grad.0.w``, ``params.1.b``, ``primal``, ``jvp``,
             ``linearize``), or :data:`RAISES_OUTPUT` for ``invalid_shape``.
         shape: Shape of the reference output (``None`` for ``raises``).
@@ -179,7 +191,7 @@ class DriftRow(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     kind: Literal["jaxbench-drift"] = "jaxbench-drift"
-    schema_version: Literal[1] = DRIFT_SCHEMA_VERSION
+    schema_version: Literal[1, 2] = DRIFT_SCHEMA_VERSION
     run_id: str
     checked_at: str
     workload: str

@@ -27,6 +27,9 @@ LEARNING_RATE = 1e-3
 WEIGHT_DECAY = 0.1
 #: Initial weights ~ N(0, 0.02^2), as GPT-2.
 INIT_STD = 0.02
+#: The dtype of the norms, the attention softmax and the logits whatever the compute dtype.
+#: Read at trace time: ``scripts/drift_tolerances.py`` sets it to float64 for its exact reference.
+WIDE: Any = jnp.float32
 
 
 @dataclass(frozen=True)
@@ -71,6 +74,17 @@ class LMSize:
         """Every parameter: :attr:`matmul_params`, token and position embeddings, norm gains."""
         d = self.d_model
         return self.matmul_params + (self.vocab + self.seq_len) * d + (2 * self.n_layers + 1) * d
+
+    @property
+    def longest_reduction(self) -> int:
+        """The most terms summed into one element of a train step's loss, logits or gradients.
+
+        The widest of: the matmul inputs (``d_model``, ``d_ff``), the attention over the
+        sequence, the softmax over the vocabulary, and the gradients' sums over the step's
+        tokens (and their ``3 d_model``, ``d_ff`` and vocabulary back-projections).
+        """
+        d = self.d_model
+        return max(3 * d, self.d_ff, self.seq_len, self.vocab, self.tokens)
 
     @property
     def tokens(self) -> int:
@@ -158,18 +172,18 @@ def check_tokens(params: Params, tokens: jax.Array) -> None:
 
 
 def rms_norm(x: jax.Array, gain: jax.Array, eps: float = 1e-6) -> jax.Array:
-    """RMSNorm (Zhang and Sennrich, 2019) over the last axis, in float32, cast back to ``x``'s."""
-    x32 = x.astype(jnp.float32)
+    """RMSNorm (Zhang and Sennrich, 2019) over the last axis in :data:`WIDE`, cast back."""
+    x32 = x.astype(WIDE)
     scaled = x32 * jax.lax.rsqrt(jnp.mean(x32 * x32, axis=-1, keepdims=True) + eps)
     return (scaled * gain).astype(x.dtype)
 
 
 def attention(x: jax.Array, layer: Params, n_heads: int) -> jax.Array:
-    """Causal multi-head self-attention of ``x`` ``(B, T, d)``; softmax in float32."""
+    """Causal multi-head self-attention of ``x`` ``(B, T, d)``; softmax in :data:`WIDE`."""
     b, t, d = x.shape
     q, k, v = jnp.split(x @ layer["qkv"].astype(x.dtype), 3, axis=-1)
     q, k, v = (a.reshape(b, t, n_heads, d // n_heads) for a in (q, k, v))
-    scores = jnp.einsum("bthq,bshq->bhts", q, k).astype(jnp.float32) / jnp.sqrt(d // n_heads)
+    scores = jnp.einsum("bthq,bshq->bhts", q, k).astype(WIDE) / jnp.sqrt(d // n_heads)
     causal = jnp.tril(jnp.ones((t, t), dtype=bool))
     weights = jax.nn.softmax(jnp.where(causal, scores, -jnp.inf), axis=-1).astype(x.dtype)
     mixed = jnp.einsum("bhts,bshq->bthq", weights, v).reshape(b, t, d)
@@ -177,7 +191,7 @@ def attention(x: jax.Array, layer: Params, n_heads: int) -> jax.Array:
 
 
 def forward(params: Params, tokens: jax.Array, n_heads: int, dtype: Any) -> jax.Array:
-    """Float32 logits ``(B, T, V)`` of ``tokens`` ``(B, T)`` (int), computing in ``dtype``."""
+    """Logits ``(B, T, V)`` in :data:`WIDE` of int ``tokens`` ``(B, T)``, computing in ``dtype``."""
     t = tokens.shape[1]
     x = (params["embed"][tokens] + params["pos"][:t]).astype(dtype)
     for layer in params["layers"]:
@@ -185,7 +199,7 @@ def forward(params: Params, tokens: jax.Array, n_heads: int, dtype: Any) -> jax.
         h = jax.nn.gelu(rms_norm(x, layer["norm2"]) @ layer["up"].astype(dtype))
         x = x + h @ layer["down"].astype(dtype)
     x = rms_norm(x, params["norm"])
-    return (x @ params["unembed"].astype(dtype)).astype(jnp.float32)
+    return (x @ params["unembed"].astype(dtype)).astype(WIDE)
 
 
 def loss(params: Params, tokens: jax.Array, n_heads: int, dtype: Any) -> jax.Array:

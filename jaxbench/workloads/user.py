@@ -59,6 +59,10 @@ class Step:
             "float32"``), else the MFU columns read n/a.
         tokens: Tokens (or items) per call, for throughput; ``None`` when not meaningful.
         seed: Seed of the synthetic arguments.
+        reduction_length: The most terms summed into one element of any output (a matmul's
+            inner dimension, a softmax's width, a mean over the batch; the widest of them), for
+            ``jaxbench drift --workload``: its float32 tolerance is derived from it
+            (:func:`jaxbench.drift.tolerance.tolerance`). ``None``: 64, and drift says so.
     """
 
     fn: Callable[..., Any]
@@ -68,6 +72,7 @@ class Step:
     flops: float | None = None
     tokens: int | None = None
     seed: int = 0
+    reduction_length: int | None = None
 
 
 class _Required:
@@ -145,7 +150,7 @@ class UserWorkload:
             ValueError: A parameter without a default is not given, the factory raised (its
                 message, one line), or it did not return a :class:`Step`.
         """
-        self._step(params)
+        self.step(params)
 
     def benchmark(self, params: Mapping[str, Any]) -> str:
         """The workload's name."""
@@ -153,7 +158,7 @@ class UserWorkload:
 
     def build(self, params: Mapping[str, Any]) -> Built:
         """The factory's step as a :class:`Built`: one compile target, its gate, its metrics."""
-        step = self._step(params)
+        step = self.step(params)
         target_key = (self.name, *sorted(params.items()))
         metrics = {
             k: v for k, v in (("model_flops", step.flops), ("tokens", step.tokens)) if v is not None
@@ -174,7 +179,12 @@ class UserWorkload:
             metrics=metrics,
         )
 
-    def _step(self, params: Mapping[str, Any]) -> Step:
+    def step(self, params: Mapping[str, Any]) -> Step:
+        """The factory's :class:`Step` for ``params`` (the last one is kept, not rebuilt).
+
+        Raises:
+            ValueError: As :meth:`validate`.
+        """
         key = tuple(sorted(params.items(), key=lambda kv: kv[0]))
         if self._last is not None and self._last[0] == key:
             return self._last[1]
@@ -218,6 +228,12 @@ def _check_step(name: str, step: Any) -> None:
             f"workload {name!r}: Step.args must be a tuple of positional arguments, "
             f"got {type(step.args).__name__}"
         )
+    length = step.reduction_length
+    whole = isinstance(length, int) and not isinstance(length, bool)
+    if length is not None and not (whole and length >= 1):
+        raise ValueError(
+            f"workload {name!r}: Step.reduction_length must be a whole number >= 1, got {length!r}"
+        )
     for field_name in ("flops", "tokens"):
         value = getattr(step, field_name)
         if value is not None and not (isinstance(value, int | float) and value >= 0):
@@ -259,7 +275,6 @@ def _gate(name: str, step: Step) -> dict[str, Any]:
             ``fn`` donates its arguments and there is no ``next_args`` to replace them.
     """
     import jax
-    import jax.numpy as jnp
 
     if step.reference is not None:
         want = step.reference(*materialize(step.args, step.seed))
@@ -279,12 +294,25 @@ def _gate(name: str, step: Step) -> dict[str, Any]:
         )
     if step.next_args is not None:
         _check_next_args(name, args, step.next_args(args, got))
+    facts = check_close(f"{name}: jit vs {source}", got, want, tolerance_dtype(got))
+    return facts | {"reference": source}
+
+
+def tolerance_dtype(outputs: Any) -> str:
+    """``"bfloat16"`` if any floating leaf of ``outputs`` has 16 bits or fewer, else ``"float32"``.
+
+    The dtype whose tolerance a user workload's outputs are held to, by the gate and by drift:
+    the lowest floating precision among them. ``outputs`` may hold arrays or
+    ``jax.ShapeDtypeStruct`` s.
+    """
+    import jax
+    import jax.numpy as jnp
+
     narrow = any(
         jnp.issubdtype(leaf.dtype, jnp.floating) and jnp.dtype(leaf.dtype).itemsize <= 2
-        for leaf in jax.tree.leaves(got)
+        for leaf in jax.tree.leaves(outputs)
     )
-    facts = check_close(f"{name}: jit vs {source}", got, want, "bfloat16" if narrow else "float32")
-    return facts | {"reference": source}
+    return "bfloat16" if narrow else "float32"
 
 
 def _check_next_args(name: str, args: tuple[Any, ...], following: Any) -> None:

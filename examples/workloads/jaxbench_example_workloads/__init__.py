@@ -62,7 +62,11 @@ def attention_block(
         return _block(params, x, heads)
 
     flops = 24 * batch * seq * d_model**2 + 4 * batch * seq**2 * d_model
-    return Step(fn=jax.jit(forward), args=(params, x), flops=flops, tokens=batch * seq)
+    # The widest sum behind an output: the MLP's down projection (4 d_model terms), the
+    # attention over the sequence, or the query/key/value projections' d_model.
+    widest = max(4 * d_model, seq)
+    return Step(fn=jax.jit(forward), args=(params, x), flops=flops, tokens=batch * seq,
+                reduction_length=widest)  # fmt: skip
 
 
 def regression_step(width: int = 64, batch: int = 128, lr: float = 0.01) -> Step:
@@ -94,4 +98,5 @@ def regression_step(width: int = 64, batch: int = 128, lr: float = 0.01) -> Step
         reference=step,
         flops=6 * batch * width,
         tokens=batch,
+        reduction_length=max(width, batch),  # x @ w over width; the mean over the batch
     )
