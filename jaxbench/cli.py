@@ -9,6 +9,7 @@ import typer
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from jaxbench import (
+    bisect_cli,
     calibrate_cli,
     cluster_cli,
     compare_cli,
@@ -242,6 +243,7 @@ report_cli.register(app)
 notebook_cli.register(app)
 steps_cli.register(app)
 explain_cli.register(app)
+bisect_cli.register(app)
 
 
 def main() -> None:

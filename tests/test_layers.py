@@ -28,6 +28,7 @@ LAYERS: dict[str, int] = {
     "explain": 4,
     "cluster": 5,
     "interleave": 5,
+    "bisect": 5,
     "calibrate": 5,
     "analysis": 6,
     "tables": 7,
@@ -41,6 +42,7 @@ LAYERS: dict[str, int] = {
     "notebook_cli": 7,
     "steps_cli": 7,
     "explain_cli": 7,
+    "bisect_cli": 7,
     "__main__": 7,
     "__init__": 7,
 }

@@ -1,0 +1,180 @@
+"""``jaxbench bisect``: which JAX release between two versions made each case slower."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+
+from jaxbench.cli_options import (
+    Dtypes,
+    Ks,
+    Optimizers,
+    Params,
+    Sizes,
+    Strategies,
+    Workloads,
+    Wrts,
+    console,
+    err_console,
+    fail,
+    selection,
+    writable_folder,
+)
+from jaxbench.live_defaults import DEFAULT_PAIRS, DEFAULT_PAIRS_STEP, DEFAULT_ROUNDS
+
+#: ``--search auto`` sweeps every release up to this many, and searches by halves beyond.
+SWEEP_AT_MOST = 8
+
+
+def _releases(good: str, bad: str) -> tuple[str, list[str]]:
+    """The base interpreter and the releases from ``good`` to ``bad`` (exit 2 if none)."""
+    from jaxbench.bisect import releases_between
+    from jaxbench.cluster import pyenvs
+
+    try:
+        base = pyenvs.base_python(None)
+        offered = [pyenvs.index_versions(base, p) for p in ("jax", "jaxlib")]
+        return base, releases_between(good, bad, *offered)
+    except (ValueError, pyenvs.PyEnvError) as exc:
+        raise fail(str(exc)) from None
+
+
+def _explain(python_of: Any, case: Any, before: str, after: str, verdict: str,
+             backend: str) -> list[str]:  # fmt: skip
+    """``jaxbench explain``'s lines for one step (a line saying why, if it cannot run)."""
+    from jaxbench.explain import diff_programs, explain_lines
+    from jaxbench.explain_cli import programs_of
+    from jaxbench.interleave import WorkerError
+
+    try:
+        _, base = programs_of(python_of(before), case.workload, dict(case.params), backend)
+        _, cand = programs_of(python_of(after), case.workload, dict(case.params), backend)
+        return explain_lines(diff_programs(base, cand), verdict)
+    except (WorkerError, ValueError) as exc:
+        return [f"explain could not run: {exc}"]
+
+
+def register(app: typer.Typer) -> None:
+    """Add ``bisect`` to ``app``."""
+
+    @app.command("bisect")
+    def bisect_cmd(
+        good: Annotated[str, typer.Argument(help="A JAX version known to be fast.")],
+        bad: Annotated[str, typer.Argument(help="A later JAX version known to be slow.")],
+        workload: Workloads = None,
+        size: Sizes = None,
+        dtype: Dtypes = None,
+        k: Ks = None,
+        strategy: Strategies = None,
+        optimizer: Optimizers = None,
+        wrt: Wrts = None,
+        param: Params = None,
+        search: Annotated[
+            str,
+            typer.Option(
+                help="sweep (every release), binary (halves), or auto: sweep up to "
+                f"{SWEEP_AT_MOST} releases."
+            ),
+        ] = "auto",
+        explain: Annotated[
+            bool, typer.Option(help="Explain the program change at each step found.")
+        ] = True,
+        backend: Annotated[str, typer.Option("--backend", "-b", help="Backend.")] = "cpu",
+        pairs: Annotated[int, typer.Option(help="Process pairs of the first look.")] = (
+            DEFAULT_PAIRS
+        ),
+        max_pairs: Annotated[int, typer.Option(help="Most pairs per comparison.")] = 20,
+        pairs_step: Annotated[int, typer.Option(help="Pairs added per look.")] = (
+            DEFAULT_PAIRS_STEP
+        ),
+        rounds: Annotated[int, typer.Option(help="Timed rounds per pair.")] = DEFAULT_ROUNDS,
+        calls_per_block: Annotated[int, typer.Option(help="Timed calls per block.")] = 10,
+        threshold: Annotated[float, typer.Option(help="Smallest change that counts.")] = 0.02,
+        alpha: Annotated[float, typer.Option(help="1 - the confidence level.")] = 0.05,
+        env_root: Annotated[Path, typer.Option(help="Where JAX-version venvs are built.")] = Path(
+            "sweeps/envs"
+        ),
+        out: Annotated[
+            str,
+            typer.Option("--out", "-o", help="Folder of bisect-<id>.md and the comparisons."),
+        ] = "results",
+    ) -> None:
+        """Find the releases between GOOD and BAD where each selected case got slower (or faster).
+
+        The releases are those the package index has of both jax and jaxlib; each gets its own
+        environment under --env-root (built once). Releases are compared live, in pairs of
+        fresh worker processes (as compare --interleave), with the verdicts of compare:
+        --search sweep judges every release against GOOD and then the neighbours around every
+        change, so it finds a step that is later undone and several steps; binary halves the
+        range where its ends differ, fewer comparisons but blind to a step undone within a
+        half. Each step gets jaxbench explain's diff of the two programs. Writes
+        bisect-<id>.md and each comparison's interleave-<id>.jsonl to --out. Exit 2 on bad
+        input, before any environment is built.
+        """
+        from jaxbench.backends import check_backend
+        from jaxbench.bisect import STRATEGIES
+        from jaxbench.bisect import search as run_search
+        from jaxbench.bisect.live import LiveJudge
+        from jaxbench.bisect.summary import case_lines, markdown
+        from jaxbench.cluster import pyenvs
+        from jaxbench.inference.verdicts import check_rule
+        from jaxbench.interleave import Schedule, WorkerError
+        from jaxbench.store import new_run_id, write_atomic
+
+        if search not in (*STRATEGIES, "auto"):
+            raise fail(f"--search {search!r}: expected sweep, binary or auto")
+        try:
+            check_rule(threshold, alpha)
+            cases = selection(workload, False, param, size=size, dtype=dtype, k=k,
+                              strategy=strategy, optimizer=optimizer, wrt=wrt)  # fmt: skip
+            check_backend(backend)
+            schedule = Schedule(pairs=pairs, max_pairs=max_pairs, pairs_step=pairs_step,
+                                rounds=rounds, calls_per_block=calls_per_block)  # fmt: skip
+        except ValueError as exc:
+            raise fail(str(exc)) from None
+        folder = writable_folder(out)
+        base, releases = _releases(good, bad)
+        chosen = search if search != "auto" else (
+            "sweep" if len(releases) <= SWEEP_AT_MOST else "binary")  # fmt: skip
+        err_console.print(f"bisect: {len(releases)} releases ({', '.join(releases)}); "
+                          f"{chosen}; environments under {env_root}", highlight=False)  # fmt: skip
+        pythons: dict[str, str] = {}
+
+        def python_of(release: str) -> str:
+            if release not in pythons:
+                pythons[release] = str(pyenvs.ensure_env(env_root, release, base))
+            return pythons[release]
+
+        def done(path: Path, before: str, after: str, got: dict) -> None:
+            for label, j in got.items():
+                err_console.print(f"{after} vs {before}: {label}: {j.text()}  ({path.name})",
+                                  highlight=False, markup=False)  # fmt: skip
+
+        by_label = {c.label: c for c in cases}
+        judge = LiveJudge(python_of, {c.label: (c.workload, dict(c.params)) for c in cases},
+                          backend, schedule, threshold, alpha, folder, done)  # fmt: skip
+        try:
+            result = run_search(chosen, releases, list(by_label), judge, threshold)
+        except (WorkerError, pyenvs.PyEnvError) as exc:
+            kept = f"; the comparisons finished are in {folder}" if judge.paths else ""
+            raise fail(f"{exc}{kept}", code=1) from None
+        except KeyboardInterrupt:
+            raise fail(f"interrupted; the comparisons finished are in {folder}",
+                       code=130) from None  # fmt: skip
+        explanations = {}
+        if explain:
+            for step in result.steps:
+                explanations[(step.case, step.before, step.after)] = _explain(
+                    python_of, by_label[step.case], step.before, step.after,
+                    step.judgement.verdict, backend)  # fmt: skip
+        for label in by_label:
+            console.print(label, style="bold", highlight=False, markup=False)
+            for line in case_lines(result, label):
+                console.print(line, highlight=False, markup=False, soft_wrap=True)
+        path = folder / f"bisect-{new_run_id()}.md"
+        text = markdown(result, f"jaxbench bisect {good} {bad}",
+                        [p.name for p in judge.paths], explanations)  # fmt: skip
+        write_atomic(path, text.encode())
+        console.print(f"wrote {path}", highlight=False)

@@ -1,0 +1,157 @@
+"""``jaxbench bisect``: the releases in range, both search strategies, and bad input.
+
+The strategies are tested on synthetic sequences of releases with known steps. Their judge is a
+seeded simulation at the process level: each comparison draws 10 process pairs whose log ratios
+scatter by 3 % around the true ratio of the two releases (the process is the unit, as in a live
+comparison), and decides with the project's own paired verdict
+(:func:`jaxbench.inference.verdicts.estimate_paired`).
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+from typer.testing import CliRunner
+
+from jaxbench.bisect import releases_between, search
+from jaxbench.bisect.search import Judgement
+from jaxbench.bisect.summary import case_lines, markdown
+from jaxbench.cli import app
+from jaxbench.inference.verdicts import estimate_paired
+
+RELEASES = [f"0.{i}.0" for i in range(10)]  # r0 (GOOD) .. r9 (BAD)
+PAIR_SD = 0.03
+
+
+def simulated_judge(times: dict[str, list[float]], seed: int = 0, pairs: int = 10):
+    """A judge over releases whose true time per case is ``times[case][i]``."""
+    rng = np.random.default_rng(seed)
+    index = {r: i for i, r in enumerate(RELEASES)}
+    asked = []
+
+    def judge(before: str, after: str, cases):
+        asked.append((before, after, tuple(cases)))
+        out = {}
+        for case in cases:
+            true = math.log(times[case][index[after]] / times[case][index[before]])
+            e = estimate_paired(true + rng.normal(0.0, PAIR_SD, pairs))
+            out[case] = Judgement(e.verdict, e.ratio, e.ci_low, e.ci_high, e.advice)
+        return out
+
+    judge.asked = asked
+    return judge
+
+
+def level(steps_at: dict[int, float]) -> list[float]:
+    """True times over the releases: 1.0, multiplied by ``factor`` from release ``i`` on."""
+    out, t = [], 1.0
+    for i in range(len(RELEASES)):
+        t *= steps_at.get(i, 1.0)
+        out.append(t)
+    return out
+
+
+@pytest.mark.parametrize("strategy", ["sweep", "binary"])
+def test_a_step_and_a_second_later_step_are_both_found_with_the_first_slow_release(strategy):
+    times = {"loop": level({3: 1.25, 7: 1.30}), "flat": level({})}
+    judge = simulated_judge(times, pairs=40)  # enough pairs for "same" within 2 %
+    result = search(strategy, RELEASES, ["loop", "flat"], judge, threshold=0.02)
+    steps = [(b.case, b.before, b.after, b.judgement.verdict) for b in result.steps]
+    assert steps == [("loop", "0.2.0", "0.3.0", "slower"), ("loop", "0.6.0", "0.7.0", "slower")]
+    assert result.first_slow("loop") == "0.3.0" and result.first_slow("flat") is None
+    loop = {(b, a): j for b, a, c, j in result.comparisons if c == "loop"}
+    assert loop[("0.2.0", "0.3.0")].ratio == pytest.approx(1.25, rel=0.05)
+    assert loop[("0.6.0", "0.7.0")].ratio == pytest.approx(1.30, rel=0.05)
+    flat = [(b, a) for b, a, c, _ in result.comparisons if c == "flat"]
+    if strategy == "binary":  # a case the same end to end is not looked into
+        assert flat == [("0.0.0", "0.9.0")]
+    else:
+        assert len(flat) >= len(RELEASES) - 1  # every release against GOOD
+
+
+def test_the_sweep_finds_a_step_that_is_later_undone_where_binary_cannot():
+    times = {"scatter": level({2: 1.4, 6: 1 / 1.4})}
+    swept = search("sweep", RELEASES, ["scatter"], simulated_judge(times), 0.02)
+    got = [(b.before, b.after, b.judgement.verdict) for b in swept.steps]
+    assert got == [("0.1.0", "0.2.0", "slower"), ("0.5.0", "0.6.0", "faster")]
+    assert swept.first_slow("scatter") == "0.2.0"
+    # Back where it started: 10 pairs of 3 % noise cannot show "same" at 2 %, only not-slower.
+    assert swept.against_good["0.9.0"]["scatter"].verdict in ("same", "inconclusive")
+    halved = search("binary", RELEASES, ["scatter"], simulated_judge(times), 0.02)
+    assert halved.steps == [] and len(halved.comparisons) == 1  # same end to end: blind
+
+
+def test_no_step_in_a_flat_sequence_of_a_a_releases_over_many_seeds():
+    """A/A: no real change anywhere, 50 seeded sweeps: a false step at most 2.5 % per look."""
+    false_steps = 0
+    for seed in range(50):
+        result = search("sweep", RELEASES, ["flat"], simulated_judge({"flat": level({})}, seed),
+                        0.02)  # fmt: skip
+        false_steps += len(result.steps)
+    assert false_steps <= 3
+
+
+def test_a_creep_below_the_threshold_per_release_is_reported_as_no_single_step():
+    times = {"creep": [1.012**i for i in range(len(RELEASES))]}  # +11 % over nine releases
+    result = search("sweep", RELEASES, ["creep"], simulated_judge(times, pairs=20), 0.02)
+    assert result.against_good["0.9.0"]["creep"].verdict == "slower"
+    assert result.steps == []
+    text = " ".join(case_lines(result, "creep"))
+    assert "no pair of neighbouring releases was" in text and "unsettled" in text
+
+
+def test_the_report_names_each_step_its_explanation_and_the_files():
+    times = {"lm": level({4: 1.5})}
+    result = search("sweep", RELEASES, ["lm"], simulated_judge(times), 0.02)
+    text = markdown(
+        result,
+        "jaxbench bisect 0.0.0 0.9.0",
+        ["interleave-x.jsonl"],
+        {("lm", "0.3.0", "0.4.0"): ["optimized HLO differs: fusion:kLoop: 2 -> 3"]},
+    )
+    assert "**step 0.3.0 -> 0.4.0: slower 1.5" in text
+    assert "first slow release: 0.4.0" in text
+    assert "### What changed in the program, 0.3.0 -> 0.4.0" in text and "kLoop" in text
+    assert "| 0.4.0 | slower" in text and "`interleave-x.jsonl`" in text
+
+
+JAX = ["0.12.0.1", "0.12.0", "0.11.2", "0.11.1", "0.11.0", "0.10.2", "0.5.2", "0.5.1"]
+JAXLIB = ["0.12.0.1", "0.12.0", "0.11.2", "0.11.1", "0.11.0", "0.10.2", "0.5.1"]
+
+
+def test_releases_are_those_of_both_packages_in_order_and_bad_ranges_are_named():
+    got = releases_between("0.10.2", "0.12.0.1", JAX, JAXLIB)
+    assert got == ["0.10.2", "0.11.0", "0.11.1", "0.11.2", "0.12.0", "0.12.0.1"]
+    assert releases_between("0.5.1", "0.10.2", JAX, JAXLIB) == ["0.5.1", "0.10.2"]  # no 0.5.2
+    with pytest.raises(ValueError, match=r"GOOD '0\.5\.2': no release of both jax and jaxlib"):
+        releases_between("0.5.2", "0.10.2", JAX, JAXLIB)
+    with pytest.raises(ValueError, match=r"BAD '9\.9': no release"):
+        releases_between("0.10.2", "9.9", JAX, JAXLIB)
+    with pytest.raises(ValueError, match=r"is not older than BAD 0\.10\.2: the range is empty"):
+        releases_between("0.11.0", "0.10.2", JAX, JAXLIB)
+    with pytest.raises(ValueError, match="at least two releases"):
+        search("sweep", ["0.10.2"], ["x"], simulated_judge({}), 0.02)
+    with pytest.raises(ValueError, match="--strategy 'linear'"):
+        search("linear", RELEASES, ["x"], simulated_judge({}), 0.02)
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["0.11.0", "0.10.2", "-w", "loop"], "the range is empty"),
+        (["0.10.2", "99.0.0", "-w", "loop"], "BAD '99.0.0': no release of both jax and jaxlib"),
+        (["0.10.2", "0.11.0", "--search", "linear"], "--search 'linear'"),
+        (["0.10.2", "0.11.0", "-w", "nope"], "unknown workload 'nope'"),
+        (["0.10.2", "0.11.0", "--threshold", "-1"], "threshold"),
+    ],
+)
+def test_bad_input_is_one_line_and_exit_2_before_any_environment(tmp_path, args, message):
+    envs = tmp_path / "envs"
+    result = CliRunner().invoke(
+        app, ["bisect", *args, "--env-root", str(envs), "-o", str(tmp_path / "out")]
+    )
+    assert result.exit_code == 2, result.output
+    assert message in result.stderr.replace("\n", " ")
+    assert "Traceback" not in result.output and not envs.exists()
