@@ -209,6 +209,19 @@ def test_installed_workloads_are_listed_and_run(installed, tmp_path):
     assert by_name.loc["example_attention", "params"]["heads"] == 4
     assert by_name.loc["example_regression", "gate"]["reference"] == "reference"
     assert by_name.loc["example_attention", "metrics"]["tokens"] == 32
+    # Its numerical drift, by the entry point's name: saved once, then checked clean, at the
+    # tolerance of its widest sum (the MLP's down projection: 4 x d_model = 128 terms).
+    ref, out = tmp_path / "ref", tmp_path / "drift"
+    saved = run_cli("drift", "-w", "example_attention", "--save-reference", "--reference",
+                    str(ref), env=installed)  # fmt: skip
+    assert saved.returncode == 0, saved.stdout + saved.stderr
+    checked = run_cli("drift", "-w", "example_attention", "--reference", str(ref), "-o", str(out),
+                      env=installed)  # fmt: skip
+    assert checked.returncode == 0, checked.stdout + checked.stderr
+    (path,) = out.glob("drift-*.jsonl")
+    rows = read_file(path, strict=True).models("jaxbench-drift")
+    assert rows and all(r.within_tolerance and r.workload == "example_attention" for r in rows)
+    assert {(r.rtol, r.atol) for r in rows} == {(4 * 128 * 2.0**-24, 128 * 2.0**-24)}
 
 
 @pytest.mark.slow
