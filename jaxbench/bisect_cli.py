@@ -138,8 +138,9 @@ def register(app: typer.Typer) -> None:
         base, releases = _releases(good, bad)
         chosen = search if search != "auto" else (
             "sweep" if len(releases) <= SWEEP_AT_MOST else "binary")  # fmt: skip
-        err_console.print(f"bisect: {len(releases)} releases ({', '.join(releases)}); "
-                          f"{chosen}; environments under {env_root}", highlight=False)  # fmt: skip
+        err_console.print(f"bisect: {len(cases)} case(s), {len(releases)} releases "
+                          f"({', '.join(releases)}); {chosen}; environments under {env_root}",
+                          highlight=False)  # fmt: skip
         pythons: dict[str, str] = {}
 
         def python_of(release: str) -> str:
