@@ -14,7 +14,6 @@ from jaxbench.cli_options import (
     Params,
     Sizes,
     Strategies,
-    Workloads,
     Wrts,
     console,
     err_console,
@@ -63,7 +62,15 @@ def register(app: typer.Typer) -> None:
     def bisect_cmd(
         good: Annotated[str, typer.Argument(help="A JAX version known to be fast.")],
         bad: Annotated[str, typer.Argument(help="A later JAX version known to be slow.")],
-        workload: Workloads = None,
+        workload: Annotated[
+            list[str] | None,
+            typer.Option(
+                "--workload",
+                "-w",
+                help="Workload(s) to bisect; each case costs "
+                "minutes a comparison, so select a few.",
+            ),
+        ] = None,
         size: Sizes = None,
         dtype: Dtypes = None,
         k: Ks = None,
@@ -134,8 +141,8 @@ def register(app: typer.Typer) -> None:
                                 rounds=rounds, calls_per_block=calls_per_block)  # fmt: skip
         except ValueError as exc:
             raise fail(str(exc)) from None
-        folder = writable_folder(out)
         base, releases = _releases(good, bad)
+        folder = writable_folder(out)  # after the releases: a bad range leaves no folder
         chosen = search if search != "auto" else (
             "sweep" if len(releases) <= SWEEP_AT_MOST else "binary")  # fmt: skip
         err_console.print(f"bisect: {len(cases)} case(s), {len(releases)} releases "
@@ -153,9 +160,13 @@ def register(app: typer.Typer) -> None:
                 err_console.print(f"{after} vs {before}: {label}: {j.text()}  ({path.name})",
                                   highlight=False, markup=False)  # fmt: skip
 
+        def pair(before: str, after: str, count: int) -> None:
+            err_console.print(f"{after} vs {before}: process pair {count} done (up to "
+                              f"{schedule.max_pairs})", highlight=False)  # fmt: skip
+
         by_label = {c.label: c for c in cases}
         judge = LiveJudge(python_of, {c.label: (c.workload, dict(c.params)) for c in cases},
-                          backend, schedule, threshold, alpha, folder, done)  # fmt: skip
+                          backend, schedule, threshold, alpha, folder, done, pair)  # fmt: skip
         try:
             result = run_search(chosen, releases, list(by_label), judge, threshold)
         except (WorkerError, pyenvs.PyEnvError) as exc:

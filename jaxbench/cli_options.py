@@ -7,6 +7,7 @@ from typing import Annotated
 
 import typer
 from rich.console import Console
+from rich.text import Text
 
 console = Console()
 if not console.is_terminal:  # logs and CI: do not squeeze the table into 80 columns
@@ -15,8 +16,12 @@ err_console = Console(stderr=True, soft_wrap=True)  # one error, one line
 
 
 def fail(message: str, code: int = 2) -> typer.Exit:
-    """Print ``error: message`` on stderr; return the ``typer.Exit`` to raise."""
-    err_console.print(f"[bold red]error:[/] {message}", highlight=False)
+    """Print ``error: message`` on stderr; return the ``typer.Exit`` to raise.
+
+    The message is plain text: a user's value such as ``[n, 4]`` or ``mod:factory:`` is shown
+    as it is, not read as rich markup or an emoji code.
+    """
+    err_console.print(Text.assemble(("error:", "bold red"), " ", message), highlight=False)
     return typer.Exit(code)
 
 

@@ -16,6 +16,7 @@ from jaxbench.drift.reference import DEFAULT_REFERENCE
 if TYPE_CHECKING:
     from jaxbench.drift.check import DriftRun
     from jaxbench.store.drift import DriftRow
+    from jaxbench.workloads import UserWorkload
 
 
 def _device(backend: str) -> Any:
@@ -67,6 +68,10 @@ def drift_cmd(
     """
     if param and workload is None:
         raise fail("--param needs --workload: the built-in sets have fixed inputs")
+    if param and not save_reference:
+        raise fail("--param applies with --save-reference: a check recomputes the saved cases")
+    if workload is not None:
+        _user_workload(workload)  # a name that does not resolve is bad input, not drift
     if workload is not None and ctx.get_parameter_source("reference").name != "COMMANDLINE":
         from jaxbench.drift.user import reference_folder
 
@@ -82,21 +87,31 @@ def drift_cmd(
     _check(reference, out, backend, workload)
 
 
+def _user_workload(name: str) -> UserWorkload:
+    """The user workload ``name``; one line and exit 2 for a built-in family or a bad name."""
+    from jaxbench.workloads import UserWorkload, get_workload
+
+    try:
+        found = get_workload(name)
+    except ValueError as exc:
+        raise fail(str(exc)) from None
+    if not isinstance(found, UserWorkload):
+        raise fail(
+            f"--workload {name}: a built-in family; `jaxbench drift` without --workload checks "
+            "the built-in sets"
+        )
+    return found
+
+
 def _user_sets(name: str, params: list[str] | None) -> list:
     """The sets of user workload ``name`` at each ``--param`` case; one line and exit 2 if bad."""
     from jaxbench.cli_options import selection
     from jaxbench.drift.tolerance import BASE_REDUCTION
     from jaxbench.drift.user import user_sets
-    from jaxbench.workloads import UserWorkload, get_workload
 
+    found = _user_workload(name)
     try:
         cases = selection([name], False, params)
-        found = get_workload(name)
-        if not isinstance(found, UserWorkload):
-            raise ValueError(
-                f"--workload {name}: a built-in family; `jaxbench drift` without --workload "
-                "checks the built-in sets"
-            )
         sets = user_sets(found, [c.params for c in cases])
     except ValueError as exc:
         raise fail(str(exc)) from None

@@ -41,6 +41,16 @@ def half(n: int = 8):
                 args=(jax.ShapeDtypeStruct((n,), jnp.float32),))
 
 
+def counts(n: int = 8):
+    idx = jnp.arange(n, dtype=jnp.int32)
+    return Step(fn=jax.jit(lambda i, x: {"big": i + 5_000_000, "sum": x.sum()}),
+                args=(idx, jax.ShapeDtypeStruct((n,), jnp.float32)))
+
+
+def brackets():
+    raise ValueError("shape [n, 4] must be square :smile:")
+
+
 def refuses(n: int = 8):
     if n != 8:
         raise ValueError(f"n must be 8, got {n}")
@@ -165,6 +175,10 @@ def test_a_factory_that_now_refuses_its_saved_parameters_is_a_finding(module, tm
         (["-w", "{m}:refuses", "--param", "n=3", "--save-reference"], "n must be 8, got 3"),
         (["-w", "{m}:mlp", "--param", "depth=2", "--save-reference"], "--param depth"),
         (["-w", "{m}:mlp"], "jaxbench drift --save-reference --workload {m}:mlp"),
+        (["-w", "{m}:mlp", "--param", "n=4"], "--param applies with --save-reference"),
+        (["-w", "train_step"], "--workload train_step: a built-in family"),
+        (["-w", "no_such_module_x:f"], "cannot import no_such_module_x"),
+        (["-w", "{m}:brackets", "--save-reference"], "shape [n, 4] must be square :smile:"),
     ],
 )
 def test_bad_input_is_one_line_and_exit_2(module, tmp_path, monkeypatch, args, message):
@@ -181,3 +195,23 @@ def test_a_reference_without_the_named_workload_is_refused(module, tmp_path):
     result = drift("-w", f"{module}:half", "--reference", str(ref), "-o", str(tmp_path / "o"))
     assert result.exit_code == 2
     assert "holds no set of it" in result.stderr and not (tmp_path / "o").exists()
+
+
+def test_an_integer_output_is_compared_exactly(module, tmp_path):
+    ref, out = tmp_path / "ref", tmp_path / "out"
+    name = f"{module}:counts"
+    assert drift("-w", name, "--save-reference", "--reference", str(ref)).exit_code == 0
+    (entry,) = manifest_of(ref).sets
+    npz = ref / entry.file
+    with np.load(npz) as f:
+        arrays = dict(f)
+    assert arrays["output.out.big"].dtype == np.int32
+    arrays["output.out.big"][3] += 1  # 5000003 -> 5000004: far inside any scaled tolerance
+    np.savez(npz, **arrays)
+    result = drift("-w", name, "--reference", str(ref), "-o", str(out))
+    assert result.exit_code == 1, result.output
+    rows = {r.output: r for r in rows_in(out)}
+    big = rows["out.big"]
+    assert not big.within_tolerance and (big.rtol, big.atol) == (0.0, 0.0)
+    assert big.finding == "1 of 8 elements differ (an integer output, compared exactly)"
+    assert rows["out.sum"].within_tolerance and rows["out.sum"].rtol > 0

@@ -30,6 +30,7 @@ class LiveJudge:
         alpha: Their level.
         out: Folder of the ``interleave-<id>.jsonl`` files.
         on_done: Called with each comparison's path and its judgements, once saved.
+        on_pair: Called with ``(before, after, pairs so far)`` after each process pair.
     """
 
     def __init__(
@@ -42,6 +43,7 @@ class LiveJudge:
         alpha: float,
         out: Path,
         on_done: Callable[[Path, str, str, dict[str, Judgement]], None] | None = None,
+        on_pair: Callable[[str, str, int], None] | None = None,
     ) -> None:
         self.python_of = python_of
         self.cases = cases
@@ -51,6 +53,7 @@ class LiveJudge:
         self.alpha = alpha
         self.out = out
         self.on_done = on_done
+        self.on_pair = on_pair
         self.paths: list[Path] = []
 
     def __call__(self, before: str, after: str, labels: Sequence[str]) -> dict[str, Judgement]:
@@ -62,9 +65,15 @@ class LiveJudge:
         a = Variant(before, self.python_of(before), {})
         b = Variant(after, self.python_of(after), {})
         path = self.out / f"interleave-{new_run_id()}.jsonl"
+
+        def save(done: list[CaseComparison]) -> None:
+            write_jsonl(path, done)
+            if self.on_pair is not None:
+                self.on_pair(before, after, max(len(c.pairs) for c in done))
+
         found = run_interleaved(a, b, [self.cases[label] for label in labels], self.backend,
-                                self.schedule, on_pair=lambda done: write_jsonl(path, done),
-                                threshold=self.threshold, alpha=self.alpha)  # fmt: skip
+                                self.schedule, on_pair=save, threshold=self.threshold,
+                                alpha=self.alpha)  # fmt: skip
         self.paths.append(path)
         got = {label: self.judgement(c) for label, c in zip(labels, found, strict=True)}
         if self.on_done is not None:

@@ -43,7 +43,13 @@ from jaxbench.drift.sets import (
     qualified_name,
     regression_sets,
 )
-from jaxbench.drift.tolerance import BFLOAT16_FLOOR, DRIFT_TOLERANCES, compare, tolerance
+from jaxbench.drift.tolerance import (
+    BASE_REDUCTION,
+    BFLOAT16_FLOOR,
+    DRIFT_TOLERANCES,
+    compare,
+    tolerance,
+)
 from jaxbench.drift.user import reduction_length, user_compute
 from jaxbench.store import write_jsonl
 from jaxbench.store.drift import (
@@ -297,9 +303,11 @@ def _output_rows(loaded: LoadedSet, compute: Callable, device: Any, base: dict) 
             "within_tolerance": finding is None,
             "finding": finding,
         }
+        if ref.dtype.kind in "iub":  # compared exactly (tolerance.compare)
+            fields |= {"rtol": 0.0, "atol": 0.0}
         if ref.shape == () and np.shape(got) == ():
             fields |= {"reference_value": float(ref), "current_value": float(np.asarray(got))}
-        rows.append(DriftRow(**base, **fields))
+        rows.append(DriftRow(**(base | fields)))
     return rows
 
 
@@ -324,8 +332,9 @@ def check_set(loaded: LoadedSet, device: Any, common: dict[str, Any]) -> list[Dr
     base = common | {"workload": entry.workload, "dtype": entry.dtype, "set": entry.set}
     try:
         method = set_method(entry.workload, entry.params)
-    except ValueError as exc:
-        return _unknown_rows(loaded, base | tolerance(entry.dtype), str(exc))
+    except ValueError as exc:  # the tolerance it was saved with, for the row
+        saved = tolerance(entry.dtype, entry.reduction_length or BASE_REDUCTION)
+        return _unknown_rows(loaded, base | saved, str(exc))
     base |= method.tolerance(entry.dtype)
     compute = method.compute
     if entry.expect_error is not None:

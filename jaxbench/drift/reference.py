@@ -177,8 +177,9 @@ def write_reference(
     if folder.exists() and not folder.is_dir():
         raise DriftReferenceError(f"reference folder {folder} is a file, not a folder")
     files = [s.file for s in saved]
-    if len(set(files)) != len(files):
-        raise DriftReferenceError(f"two sets would share a file name: {sorted(files)}")
+    twice = sorted({f for f in files if files.count(f) > 1})
+    if twice:
+        raise DriftReferenceError(f"sets would share the file name(s) {', '.join(twice)}")
     old_files: set[str] = set()
     if path.exists():
         if not force:

@@ -136,14 +136,19 @@ def tolerance(
 def compare(current: np.ndarray, reference: np.ndarray, tol: Mapping[str, float]) -> ArrayCheck:
     """Compare one recomputed output with its reference, element-wise, in float64.
 
+    An integer or boolean reference (indices, counts) is compared exactly: rounding does not
+    apply to it, and a tolerance scaled by its magnitude would let ``5000001 -> 5000002`` pass.
+
     Args:
-        current: The output computed now, any shape and floating dtype (bfloat16 included).
+        current: The output computed now, any shape and dtype (bfloat16 included).
         reference: The saved output, the same shape.
-        tol: ``{"rtol", "atol"}``, from :func:`tolerance`.
+        tol: ``{"rtol", "atol"}``, from :func:`tolerance` (unused for integer references).
 
     Returns:
         An :class:`ArrayCheck`; a shape mismatch or a non-finite value is a finding, not an error.
     """
+    if np.asarray(reference).dtype.kind in "iub":
+        return _compare_exactly(np.asarray(current), np.asarray(reference))
     cur = np.asarray(current, dtype=np.float64)
     ref = np.asarray(reference, dtype=np.float64)
     scale = max(1.0, float(np.max(np.abs(ref)))) if ref.size and np.isfinite(ref).all() else 1.0
@@ -171,3 +176,18 @@ def compare(current: np.ndarray, reference: np.ndarray, tol: Mapping[str, float]
             f"atol={tol['atol']:g} x {scale:.3g} ({ratio:.3g} x the bound)"
         )
     return ArrayCheck(float(np.max(diff)), max_rel, ratio, scale, within, finding)
+
+
+def _compare_exactly(current: np.ndarray, reference: np.ndarray) -> ArrayCheck:
+    """An integer or boolean output: within tolerance only when every element is equal."""
+    if current.shape != reference.shape:
+        return ArrayCheck(
+            None, None, None, 1.0, False, f"shape {current.shape}, reference {reference.shape}"
+        )
+    diff = np.abs(current.astype(np.float64) - reference.astype(np.float64))
+    worst = float(diff.max()) if diff.size else 0.0
+    differ = int(np.count_nonzero(diff))
+    finding = None
+    if differ:
+        finding = f"{differ} of {diff.size} elements differ (an integer output, compared exactly)"
+    return ArrayCheck(worst, None, None, 1.0, differ == 0, finding)
