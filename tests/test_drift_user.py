@@ -79,6 +79,17 @@ def manifest_of(folder) -> ReferenceManifest:
     return ReferenceManifest.model_validate_json((folder / "reference.json").read_text())
 
 
+def saved_with_edited_output(name: str, ref, output: str, edit) -> None:
+    """Save ``name``'s reference in ``ref``; replace its one set's ``output`` by ``edit``."""
+    assert drift("-w", name, "--save-reference", "--reference", str(ref)).exit_code == 0
+    (entry,) = manifest_of(ref).sets
+    npz = ref / entry.file
+    with np.load(npz) as f:
+        arrays = dict(f)
+    arrays[f"output.{output}"] = edit(arrays[f"output.{output}"])
+    np.savez(npz, **arrays)
+
+
 def rows_in(out) -> list[DriftRow]:
     (path,) = out.glob("drift-*.jsonl")
     return [DriftRow.model_validate_json(line) for line in path.read_text().splitlines()]
@@ -118,16 +129,10 @@ def test_a_user_workload_is_saved_per_case_and_checks_clean_with_its_derived_tol
 def test_an_output_moved_past_its_bound_is_a_finding_and_exit_1(module, tmp_path):
     ref, out = tmp_path / "ref", tmp_path / "out"
     name = f"{module}:mlp"
-    assert drift("-w", name, "--save-reference", "--reference", str(ref)).exit_code == 0
-    (entry,) = manifest_of(ref).sets
-    npz = ref / entry.file
-    with np.load(npz) as f:
-        arrays = dict(f)
-    tol = tolerance("float32")  # no reduction_length: 64 terms
-    arrays["output.out.pooled"] = arrays["output.out.pooled"] + 3 * tol["atol"] * max(
-        1.0, float(np.abs(arrays["output.out.pooled"]).max())
+    atol = tolerance("float32")["atol"]  # no reduction_length: 64 terms
+    saved_with_edited_output(
+        name, ref, "out.pooled", lambda a: a + 3 * atol * max(1.0, float(np.abs(a).max()))
     )
-    np.savez(npz, **arrays)
 
     result = drift("-w", name, "--reference", str(ref), "-o", str(out))
     assert result.exit_code == 1, result.output
@@ -200,14 +205,13 @@ def test_a_reference_without_the_named_workload_is_refused(module, tmp_path):
 def test_an_integer_output_is_compared_exactly(module, tmp_path):
     ref, out = tmp_path / "ref", tmp_path / "out"
     name = f"{module}:counts"
-    assert drift("-w", name, "--save-reference", "--reference", str(ref)).exit_code == 0
-    (entry,) = manifest_of(ref).sets
-    npz = ref / entry.file
-    with np.load(npz) as f:
-        arrays = dict(f)
-    assert arrays["output.out.big"].dtype == np.int32
-    arrays["output.out.big"][3] += 1  # 5000003 -> 5000004: far inside any scaled tolerance
-    np.savez(npz, **arrays)
+
+    def one_more(big):
+        assert big.dtype == np.int32
+        big[3] += 1  # 5000003 -> 5000004: far inside any scaled tolerance
+        return big
+
+    saved_with_edited_output(name, ref, "out.big", one_more)
     result = drift("-w", name, "--reference", str(ref), "-o", str(out))
     assert result.exit_code == 1, result.output
     rows = {r.output: r for r in rows_in(out)}
