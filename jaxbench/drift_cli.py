@@ -70,8 +70,7 @@ def drift_cmd(
         raise fail("--param needs --workload: the built-in sets have fixed inputs")
     if param and not save_reference:
         raise fail("--param applies with --save-reference: a check recomputes the saved cases")
-    if workload is not None:
-        _user_workload(workload)  # a name that does not resolve is bad input, not drift
+    found = None if workload is None else _user_workload(workload)  # bad input, not drift
     if workload is not None and ctx.get_parameter_source("reference").name != "COMMANDLINE":
         from jaxbench.drift.user import reference_folder
 
@@ -79,7 +78,7 @@ def drift_cmd(
     if save_reference:
         if ctx.get_parameter_source("out").name == "COMMANDLINE":
             raise fail("--out is for a check; --save-reference writes to --reference")
-        sets = None if workload is None else _user_sets(workload, param)
+        sets = None if found is None else _user_sets(found, param)
         _save(reference, force, backend, sets)
         return
     if force:
@@ -103,13 +102,13 @@ def _user_workload(name: str) -> UserWorkload:
     return found
 
 
-def _user_sets(name: str, params: list[str] | None) -> list:
-    """The sets of user workload ``name`` at each ``--param`` case; one line and exit 2 if bad."""
+def _user_sets(found: UserWorkload, params: list[str] | None) -> list:
+    """The sets of a user workload at each ``--param`` case; one line and exit 2 if bad."""
     from jaxbench.cli_options import selection
     from jaxbench.drift.tolerance import BASE_REDUCTION
     from jaxbench.drift.user import user_sets
 
-    found = _user_workload(name)
+    name = found.name
     try:
         cases = selection([name], False, params)
         sets = user_sets(found, [c.params for c in cases])
