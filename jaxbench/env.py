@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from jaxbench.measure.noise import cpu_affinity, usable_cpus
+from jaxbench.measure.programs import jax_flags
 
 #: Identifier of this process: 32 hex digits (``uuid4``), the same for every record it writes,
 #: different in every other process, forked children included (see :func:`process_id`).
@@ -66,15 +67,6 @@ SLURM_KEYS = (
     "SLURM_CLUSTER_NAME",
     "SLURM_CPUS_PER_TASK",
     "SLURM_GPUS_ON_NODE",
-)
-JAX_FLAGS = (
-    "jax_enable_x64",
-    "jax_default_matmul_precision",
-    "jax_compilation_cache_dir",
-    "jax_persistent_cache_min_compile_time_secs",
-    "jax_persistent_cache_min_entry_size_bytes",
-    "jax_platforms",
-    "jax_disable_jit",
 )
 
 
@@ -178,12 +170,6 @@ def collect(device: Any | None = None) -> dict[str, Any]:
         platform_version = device.client.platform_version
     except AttributeError:
         platform_version = None
-    flags = {}
-    for name in JAX_FLAGS:
-        try:
-            flags[name] = getattr(jax.config, name)
-        except AttributeError:
-            continue
     return {
         "jax": jax.__version__,
         "jaxlib": _version("jaxlib"),
@@ -195,7 +181,7 @@ def collect(device: Any | None = None) -> dict[str, Any]:
         "device_count": jax.device_count(device.platform),
         "platform_version": platform_version,
         "env_vars": timing_env_vars(),
-        "jax_flags": flags,
+        "jax_flags": jax_flags(),
         "host": host() | {"usable_cpus": usable_cpus(), "affinity": cpu_affinity()},
         "git": _git_commit(),
         "slurm": {k: os.environ[k] for k in SLURM_KEYS if k in os.environ},

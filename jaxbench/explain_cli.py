@@ -25,7 +25,10 @@ from jaxbench.cli_options import (
 )
 from jaxbench.compare_cli import CURRENT, assignments, check_overrides, python_for
 
-SIDE_HELP = f"Baseline: {CURRENT}, a path to a python, or a JAX version (its venv, built once)."
+SIDE_HELP = (
+    f"Baseline: {CURRENT}, a path to a python, a JAX version (its venv, built once), or a "
+    "result set (a folder or file of jaxbench run records, whose saved programs are read)."
+)
 #: Warm-up calls when a worker prepares a case for explain (nothing is timed).
 WARMUP_CALLS = 1
 
@@ -46,6 +49,53 @@ def programs_of(
         return str(ready["env"].get("jax")), worker.request(op="programs")["programs"]
 
 
+def is_result_set(side: str) -> bool:
+    """Whether a side names saved results (a folder, or a ``.jsonl``/``.json`` file)."""
+    path = Path(side)
+    return path.is_dir() or (path.is_file() and path.suffix in (".jsonl", ".json"))
+
+
+def explain_result_sets(
+    baseline: str, candidate: str, labels: set[str] | None, verdict: str | None
+) -> int:
+    """Explain every case both result sets hold (or those of ``labels``) from saved artifacts.
+
+    Returns:
+        The exit status: 0, or 1 when no case could be explained.
+    """
+    from jaxbench.explain.saved import explain_saved, pick_artifact, read_result_set
+    from jaxbench.store import ArtifactError
+
+    sets = [read_result_set(side) for side in (baseline, candidate)]
+    for found in sets:
+        for problem in found.problems:
+            err_console.print(f"problem: {problem}", highlight=False, markup=False)
+    common = sorted(set(sets[0].entries) & set(sets[1].entries))
+    if labels is not None:
+        common = [label for label in common if label in labels]
+    if not common:
+        raise fail(f"{baseline} and {candidate}: no timed case in common (with saved programs "
+                   "on both sides) to explain")  # fmt: skip
+    explained = 0
+    for label in common:
+        a, b = (pick_artifact(found.entries[label]) for found in sets)
+        console.print(label, style="bold", highlight=False, markup=False)
+        if a is None or b is None:
+            which = "baseline" if a is None else "candidate"
+            console.print(f"  no saved programs on the {which} side (records older than "
+                          "schema 3, or none written)", highlight=False, markup=False)  # fmt: skip
+            continue
+        try:
+            lines = explain_saved(a, b, verdict)
+        except (ArtifactError, ValueError) as exc:
+            console.print(f"  not explained: {exc}", highlight=False, markup=False, soft_wrap=True)
+            continue
+        explained += 1
+        for line in lines:
+            console.print(line, highlight=False, markup=False, soft_wrap=True)
+    return 0 if explained else 1
+
+
 def _report(title: str, sections: list[tuple[str, list[str], list[str]]]) -> str:
     """The Markdown of one explain run: per case, the artifacts of each side and the lines."""
     out = [f"# {title}", ""]
@@ -54,6 +104,14 @@ def _report(title: str, sections: list[tuple[str, list[str], list[str]]]) -> str
         out += [f"## {label}", "", f"Programs (baseline, candidate): {files}.", "", "```",
                 *lines, "```", ""]  # fmt: skip
     return "\n".join(out)
+
+
+def _saved_label(case: Any) -> str:
+    """The label records of ``case`` carry (:func:`jaxbench.store.case_label`)."""
+    from jaxbench.store import case_label
+    from jaxbench.workloads import get_workload
+
+    return case_label(get_workload(case.workload).benchmark(case.params), case.params)
 
 
 def register(app: typer.Typer) -> None:
@@ -102,12 +160,14 @@ def register(app: typer.Typer) -> None:
         and a bounded diff of the optimized HLO. With identical programs and --verdict slower
         or faster, it says the cause is below HLO. Nothing is timed. With --out, the text goes
         to explain-<id>.md there and each side's programs to programs/<sha256>.json.gz.
+
+        Two result sets (folders or files of `jaxbench run`) are explained from the programs
+        their records saved, with no worker started: every case they share, or those selected.
         """
         from jaxbench.backends import check_backend
         from jaxbench.explain import diff_programs, explain_lines
-        from jaxbench.explain.artifacts import save_programs
         from jaxbench.interleave import WorkerError
-        from jaxbench.store import new_run_id, write_atomic
+        from jaxbench.store import new_run_id, save_programs, write_atomic
 
         if verdict is not None and verdict not in ("slower", "faster", "same", "inconclusive",
                                                    "unstable"):  # fmt: skip
@@ -119,6 +179,16 @@ def register(app: typer.Typer) -> None:
             check_backend(backend)
         except ValueError as exc:
             raise fail(str(exc)) from None
+        saved = [is_result_set(side) for side in (baseline, candidate)]
+        if any(saved):
+            if not all(saved):
+                raise fail(f"explain {baseline} {candidate}: give two result sets, or two "
+                           "interpreters or versions, not one of each")  # fmt: skip
+            if out or set_a or set_b:
+                raise fail("--out, --set-a and --set-b apply to live workers, not to result sets")
+            chosen = [workload, size, dtype, k, strategy, optimizer, wrt, param]
+            labels = {_saved_label(c) for c in cases} if any(chosen) or full else None
+            raise typer.Exit(explain_result_sets(baseline, candidate, labels, verdict))
         a, b = assignments(set_a, "--set-a"), assignments(set_b, "--set-b")
         check_overrides(cases, a, "--set-a")
         check_overrides(cases, b, "--set-b")

@@ -18,12 +18,24 @@ from jaxbench.measure.cache import cache_settings
 from jaxbench.measure.gpu import GpuWatch, device_facts
 from jaxbench.measure.harness import TimingConfig
 from jaxbench.prepared import prepare
-from jaxbench.store import Appender, Record, new_run_id
+from jaxbench.store import Appender, Record, new_run_id, save_programs
 from jaxbench.workloads import GateFailure, NotApplicable, get_workload
 
 
-def measure_case(case: Case, backend: str, timing: TimingConfig, run_id: str) -> Record:
+def measure_case(
+    case: Case,
+    backend: str,
+    timing: TimingConfig,
+    run_id: str,
+    programs_dir: str | Path | None = None,
+) -> Record:
     """Prepare (build, compile, gate, warm up) and time one case; never raises for its failure.
+
+    With ``programs_dir``, a timed case's programs (every compiled target's jaxpr, StableHLO,
+    optimized HLO, XLA's figures, compile phases and flags) are saved there as one artifact,
+    ``programs/<sha256>.json.gz`` (:func:`jaxbench.store.save_programs`), and the record names
+    it (``programs``); pass the folder of the record's file. An artifact that cannot be
+    written leaves ``programs`` empty and the record intact.
 
     The prepared case is not kept after (see :func:`jaxbench.prepared.prepare`), so a long run
     holds one case's arrays at a time; compiled programs and their compile figures stay cached.
@@ -81,6 +93,12 @@ def measure_case(case: Case, backend: str, timing: TimingConfig, run_id: str) ->
         "cache_misses": stats.cache_misses,
         "compile_reused_in_process": stats.reused,
     }
+    digest = None
+    if programs_dir is not None:
+        try:
+            digest = save_programs(programs_dir, stats.programs)
+        except (OSError, TypeError, ValueError):
+            digest = None
     error = None
     if m.recompiled:
         error = (
@@ -108,6 +126,7 @@ def measure_case(case: Case, backend: str, timing: TimingConfig, run_id: str) ->
         gate=prepared.gate,
         metrics=prepared.built.metrics,
         noise=m.noise | gpu_noise,
+        programs=digest,
         env=env(device),
     )
 
@@ -136,6 +155,8 @@ def run(
 ) -> RunResult:
     """Measure ``cases`` one after another, appending each record to a new file in ``out_dir``.
 
+    Each timed case's programs go to ``out_dir/programs/`` (see :func:`measure_case`).
+
     A backend that is not present gives one ``skipped`` record per case, not an error. Every
     record's ``env`` has ``requested_backend``. A ``KeyboardInterrupt`` ends the run early with
     ``interrupted`` set; the records written so far stay.
@@ -154,7 +175,7 @@ def run(
             for case in cases:
                 if on_case:
                     on_case(case)
-                record = measure_case(case, backend, timing, run_id)
+                record = measure_case(case, backend, timing, run_id, programs_dir=path.parent)
                 record.env["requested_backend"] = backend
                 writer.write(record)
                 result.records.append(record)

@@ -13,11 +13,11 @@ import pytest
 from typer.testing import CliRunner
 
 from jaxbench.cli import app
-from jaxbench.explain import BELOW_HLO, capture, diff_programs, explain_lines, hlo_counts
-from jaxbench.explain import program as program_module
+from jaxbench.explain import BELOW_HLO, diff_programs, explain_lines, hlo_counts
 from jaxbench.explain.normalize import normalize_hlo
 from jaxbench.interleave.worker import serve
-from jaxbench.measure.harness import CompileTarget
+from jaxbench.measure import programs as program_module
+from jaxbench.measure.harness import CompileTarget, compile_targets
 from tests.conftest import run_cli
 
 X = jnp.ones((8, 16), jnp.float32)
@@ -25,7 +25,8 @@ W = jnp.ones((16, 4), jnp.float32)
 
 
 def _capture(fn, name="step"):
-    return capture([CompileTarget(name, fn, jax.jit(fn), (X, W))])
+    """The programs as a run saves them: described at compile (a fresh key: never reused)."""
+    return compile_targets([CompileTarget(name, object(), jax.jit(fn), (X, W))]).programs
 
 
 def plain(x, w):

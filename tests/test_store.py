@@ -109,7 +109,7 @@ def test_schema_1_files_without_kind_still_load(tmp_path):
     assert rec.schema_version == 1 and rec.noise == {} and rec.kind == "record"
     assert loaded.models("live-comparison")[0].schema_version == 1
     assert read_model(tmp_path / "s" / "sweep.json", SweepManifest).sweep_id == "s1"
-    assert SCHEMA_VERSION == 2 and json.loads(make_record().model_dump_json())["kind"] == "record"
+    assert SCHEMA_VERSION == 3 and json.loads(make_record().model_dump_json())["kind"] == "record"
 
 
 def damaged(folder):
@@ -119,7 +119,7 @@ def damaged(folder):
         out.write(make_record())
         out.write(make_record(run_id="r2"))
     whole = run.read_bytes()
-    future = make_record(run_id="r3").model_dump() | {"schema_version": 3}
+    future = make_record(run_id="r3").model_dump() | {"schema_version": 4}
     run.write_bytes(whole + json.dumps(future).encode() + b"\n" + whole.splitlines()[0][:40])
     (folder / "notes.json").write_text(json.dumps({"title": "not ours"}))
     return run
@@ -132,9 +132,9 @@ def test_a_cut_line_a_foreign_file_and_a_future_schema_are_named_and_the_rest_lo
     reasons = {p.path: p.reason for p in loaded.problems}
     assert set(reasons) == {str(run), str(tmp_path / "notes.json")}
     assert "2 bad lines (3, 4;" in reasons[str(run)] and "2 loaded" in reasons[str(run)]
-    assert "schema_version 3 of kind 'record' is newer" in reasons[str(run)]
+    assert "schema_version 4 of kind 'record' is newer" in reasons[str(run)]
     assert "not a jaxbench object" in reasons[str(tmp_path / "notes.json")]
-    with pytest.raises(StoreFormatError, match=rf"{run}:3: schema_version 3"):
+    with pytest.raises(StoreFormatError, match=rf"{run}:3: schema_version 4"):
         load(run, strict=True)
 
 
@@ -185,16 +185,16 @@ def test_show_compare_and_report_name_the_same_problems_and_use_the_rest(tmp_pat
     show = runner.invoke(app, ["show", str(run)])
     assert show.exit_code == 0, show.output
     assert "skipped:" in show.output and ":3" not in show.output.split("skipped:")[0]
-    assert "schema_version 3" in show.output and "train_step" in show.output
+    assert "schema_version 4" in show.output and "train_step" in show.output
     strict = runner.invoke(app, ["show", "--strict", str(run)])
-    assert strict.exit_code == 2 and "run.jsonl:3: schema_version 3" in strict.output
+    assert strict.exit_code == 2 and "run.jsonl:3: schema_version 4" in strict.output
     compare = runner.invoke(app, ["compare", "0.4.9", "0.4.10", "--results", str(folder)])
     assert compare.exit_code in (0, 1), compare.output
-    assert "schema_version 3" in compare.output and "notes.json" in compare.output
+    assert "schema_version 4" in compare.output and "notes.json" in compare.output
     report = runner.invoke(app, ["report", str(folder), "--out", str(tmp_path / "report")])
     assert report.exit_code == 0, report.output
     text = (tmp_path / "report" / "report.md").read_text()
-    assert "schema_version 3" in text and "notes.json" in text
+    assert "schema_version 4" in text and "notes.json" in text
 
 
 def test_round_trip_into_frames(tmp_path):

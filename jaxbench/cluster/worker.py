@@ -110,7 +110,9 @@ class ShardTask:
             if sweep.has_ok_record(spec, self.jax_version):
                 statuses[spec.label] = "ok (earlier)"
                 continue
-            record = measure_case(Case(spec.workload, spec.params), self.backend, timing, run_id)
+            path = sweep.record_path(spec, self.jax_version)
+            record = measure_case(Case(spec.workload, spec.params), self.backend, timing, run_id,
+                                  programs_dir=path.parent)  # fmt: skip
             record.env["requested_backend"] = self.backend
             # measure_case put the timing settings in env.timing (a condition field); the
             # sweep's copy is the same dict, all TimingConfig fields.
@@ -121,7 +123,7 @@ class ShardTask:
                 "timing": dict(record.env["timing"]),
                 **placement,
             }
-            write_json(sweep.record_path(spec, self.jax_version), record)
+            write_json(path, record)
             statuses[spec.label] = record.status
         return {
             "task": self.task_index,

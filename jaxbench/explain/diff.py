@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from jaxbench.explain.normalize import NORMALIZERS, hlo_counts
-from jaxbench.explain.program import LEVELS
+from jaxbench.measure.programs import LEVELS
 
 #: Most lines of the unified diff of optimized HLO that are kept per target.
 MAX_DIFF_LINES = 60
@@ -43,7 +43,7 @@ class TargetDiff:
 
     Attributes:
         name: The target's name.
-        identical: Level (:data:`jaxbench.explain.program.LEVELS`) -> normalised texts equal.
+        identical: Level (:data:`jaxbench.measure.programs.LEVELS`) -> normalised texts equal.
         counts: Count name -> ``(baseline, candidate)``, only those that changed
             (:func:`jaxbench.explain.normalize.hlo_counts`).
         cost: :data:`COST_KEYS` -> ``(baseline, candidate)`` (FLOP, bytes), only those that
@@ -56,6 +56,11 @@ class TargetDiff:
             diff of its normalised text (at most :data:`MAX_DIFF_LINES`), else empty.
         first_diff_left_out: Its lines beyond :data:`MAX_DIFF_LINES`.
         truncated: Levels cut on either side at capture (their comparison is of the kept part).
+        phases_s: Compile phase (``trace``, ``lower``, ``backend_compile``) -> ``(baseline,
+            candidate)`` seconds, where both sides measured it (one compile each: a hint, not a
+            verdict; compile-time verdicts come from the records).
+        flags: Flag -> ``(baseline, candidate)``, only those that differ
+            (:func:`jaxbench.measure.programs.effective_flags`).
     """
 
     name: str
@@ -68,6 +73,8 @@ class TargetDiff:
     first_diff: list[str] = field(default_factory=list)
     first_diff_left_out: int = 0
     truncated: list[str] = field(default_factory=list)
+    phases_s: dict[str, tuple[float, float]] = field(default_factory=dict)
+    flags: dict[str, tuple[Any, Any]] = field(default_factory=dict)
 
     @property
     def first_difference(self) -> str | None:
@@ -88,7 +95,7 @@ def _unified(level: str, baseline: dict[str, Any], candidate: dict[str, Any]) ->
 
 
 def diff_target(baseline: dict[str, Any], candidate: dict[str, Any]) -> TargetDiff:
-    """Compare one target's captures (:func:`jaxbench.explain.program.capture` dicts)."""
+    """Compare one target's captures (:func:`jaxbench.measure.programs.capture` dicts)."""
     identical = {
         level: normalize(baseline.get(level, "")) == normalize(candidate.get(level, ""))
         for level, normalize in NORMALIZERS.items()
@@ -109,7 +116,14 @@ def diff_target(baseline: dict[str, Any], candidate: dict[str, Any]) -> TargetDi
         first_diff=above[:MAX_DIFF_LINES],
         first_diff_left_out=max(0, len(above) - MAX_DIFF_LINES),
         truncated=sorted(set(baseline.get("truncated", [])) | set(candidate.get("truncated", []))),
+        phases_s=_phases(baseline, candidate),
+        flags=_changed(baseline.get("flags", {}), candidate.get("flags", {})),
     )
+
+
+def _phases(baseline: dict[str, Any], candidate: dict[str, Any]) -> dict[str, tuple[float, float]]:
+    a, b = baseline.get("phases_s") or {}, candidate.get("phases_s") or {}
+    return {k: (float(a[k]), float(b[k])) for k in a if k in b and (a[k] or b[k])}
 
 
 def diff_programs(
@@ -159,6 +173,12 @@ def explain_lines(diffs: list[TargetDiff], verdict: str | None = None) -> list[s
         for key, (a, b) in d.memory.items():
             out.append(f"  {key.removesuffix('_in_bytes').replace('_', ' ')} bytes: "
                        f"{_fmt(a)} -> {_fmt(b)}")  # fmt: skip
+        if d.phases_s:
+            phases = ", ".join(f"{k.replace('_', ' ')} {a:.3f} -> {b:.3f}"
+                               for k, (a, b) in d.phases_s.items())  # fmt: skip
+            out.append(f"  compile phases, s (one compile a side): {phases}")
+        for key, (a, b) in d.flags.items():
+            out.append(f"  flag {key}: {a!r} -> {b!r}")
         if d.truncated:
             out.append(f"  cut at capture (compared as kept): {', '.join(d.truncated)}")
         for level, lines, left_out in ((first, d.first_diff, d.first_diff_left_out),

@@ -80,11 +80,9 @@ class _Case:
         }
 
     def programs(self, request: dict[str, Any]) -> dict[str, Any]:
-        from jaxbench.explain import capture
-
         if self.prepared is None:
             raise RuntimeError("programs before prepare: send a prepare request first")
-        return {"programs": capture(self.prepared.built.targets)}
+        return {"programs": self.prepared.stats.programs}
 
 
 def _benchmark(workload: str, params: dict[str, Any]) -> str:

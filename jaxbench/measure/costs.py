@@ -13,27 +13,33 @@ MEMORY_FIELDS = (
 )
 
 
-def cost_analysis(compiled: Any) -> tuple[float | None, float | None]:
-    """FLOP and bytes accessed per call of ``compiled`` (a ``jax.stages.Compiled``).
+def cost_figures(compiled: Any) -> dict[str, float]:
+    """Every numeric figure of ``compiled.cost_analysis()`` (``flops``, ``bytes accessed``, ...).
 
-    Returns:
-        ``(flops, bytes_accessed)`` from ``compiled.cost_analysis()``; ``None`` for a figure the
-        backend does not report. Older JAX returns a list with one dict per program; its first
-        entry is used.
+    Older JAX returns a list with one dict per program; its first entry is used. Empty where
+    the backend has no cost analysis.
     """
     try:
         cost = compiled.cost_analysis()
     except Exception:  # some backends raise instead of returning nothing
-        return None, None
+        return {}
     if isinstance(cost, list | tuple):
         cost = cost[0] if cost else None
-    if not cost:
-        return None, None
-    flops = cost.get("flops")
-    accessed = cost.get("bytes accessed")
+    return {str(k): float(v) for k, v in (cost or {}).items() if isinstance(v, int | float)}
+
+
+def cost_analysis(compiled: Any) -> tuple[float | None, float | None]:
+    """FLOP and bytes accessed per call of ``compiled`` (a ``jax.stages.Compiled``).
+
+    Returns:
+        ``(flops, bytes_accessed)`` from :func:`cost_figures`; ``None`` for a figure the
+        backend does not report (or reports as negative).
+    """
+    cost = cost_figures(compiled)
+    flops, accessed = cost.get("flops"), cost.get("bytes accessed")
     return (
-        float(flops) if flops is not None and flops >= 0 else None,
-        float(accessed) if accessed is not None and accessed >= 0 else None,
+        flops if flops is not None and flops >= 0 else None,
+        accessed if accessed is not None and accessed >= 0 else None,
     )
 
 

@@ -17,6 +17,9 @@ BACKEND_COMPILE = "/jax/core/compile/backend_compile_duration"
 JAXPR_TRACE = "/jax/core/compile/jaxpr_trace_duration"
 CACHE_HIT = "/jax/compilation_cache/cache_hits"
 CACHE_MISS = "/jax/compilation_cache/cache_misses"
+LOWERING = "/jax/core/compile/jaxpr_to_mlir_module_duration"
+#: Compile phases whose durations are summed (:meth:`CompileEvents.phase_seconds`).
+PHASES = {JAXPR_TRACE: "trace", LOWERING: "lower", BACKEND_COMPILE: "backend_compile"}
 
 _NAMES = {
     BACKEND_COMPILE: "compiles",
@@ -44,6 +47,7 @@ class CompileEvents:
 
     def __init__(self) -> None:
         self._counts: Counter[str] = Counter()
+        self._seconds: Counter[str] = Counter()
         self._lock = threading.Lock()
         self._installed = False
         self.compiles_and_traces = 0
@@ -60,6 +64,10 @@ class CompileEvents:
         self._installed = True
 
     def _on_duration(self, event: str, duration_secs: float, **kwargs: object) -> None:
+        phase = PHASES.get(event)
+        if phase is not None:
+            with self._lock:
+                self._seconds[phase] += duration_secs
         self._on_event(event)
 
     def _on_event(self, event: str, **kwargs: object) -> None:
@@ -75,6 +83,16 @@ class CompileEvents:
         self.install()
         with self._lock:
             return EventCounts(**{name: self._counts[name] for name in _NAMES.values()})
+
+    def phase_seconds(self) -> dict[str, float]:
+        """Seconds spent so far per compile phase (``trace``, ``lower``, ``backend_compile``).
+
+        JAX reports each phase's duration to ``jax.monitoring`` (:data:`PHASES`); subtract two
+        snapshots for an interval. A phase this JAX does not report stays 0.
+        """
+        self.install()
+        with self._lock:
+            return {phase: float(self._seconds[phase]) for phase in PHASES.values()}
 
     def since(self, start: EventCounts) -> EventCounts:
         """Counts between ``start`` (from :meth:`snapshot`) and now."""

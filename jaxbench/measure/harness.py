@@ -22,6 +22,7 @@ from typing import Any
 from jaxbench.measure.costs import cost_analysis, memory_analysis
 from jaxbench.measure.events import EventCounts, compile_events
 from jaxbench.measure.noise import NoiseProbe
+from jaxbench.measure.programs import describe
 
 
 @dataclass(frozen=True)
@@ -108,6 +109,7 @@ class TargetStats:
     bytes_accessed: float | None
     memory: dict[str, int]
     events: EventCounts
+    program: dict[str, Any] = field(default_factory=dict, repr=False)
 
 
 @dataclass(frozen=True)
@@ -117,7 +119,9 @@ class CompileStats:
     ``lower_s`` and ``compile_s`` are seconds; ``flops``/``bytes_accessed`` are per timed call
     (scaled by ``calls_per_unit``); ``memory`` is the first counted target's memory analysis
     (bytes); ``cache_hits``/``cache_misses`` count persistent-cache lookups while compiling;
-    ``reused`` is true when every figure came from an earlier compile in this process.
+    ``reused`` is true when every figure came from an earlier compile in this process;
+    ``programs`` holds every target's program (counted or not, in target order), as
+    :func:`jaxbench.measure.programs.describe` gives it.
     """
 
     lower_s: float
@@ -128,6 +132,7 @@ class CompileStats:
     cache_hits: int
     cache_misses: int
     reused: bool
+    programs: list[dict[str, Any]] = field(default_factory=list, repr=False)
 
 
 _TARGET_STATS: dict[tuple[Hashable, str], TargetStats] = {}
@@ -152,11 +157,14 @@ def _device_of(args: Any) -> str:
 def _compile_one(target: CompileTarget) -> TargetStats:
     args = target.args() if callable(target.args) else target.args
     start = compile_events.snapshot()
+    phases = compile_events.phase_seconds()
     t0 = time.perf_counter_ns()
     lowered = target.jitted.lower(*args)
     t1 = time.perf_counter_ns()
     compiled = lowered.compile()
     t2 = time.perf_counter_ns()
+    events = compile_events.since(start)
+    phases = {k: v - phases[k] for k, v in compile_events.phase_seconds().items()}
     flops, accessed = cost_analysis(compiled)
     return TargetStats(
         lower_s=(t1 - t0) / 1e9,
@@ -164,7 +172,8 @@ def _compile_one(target: CompileTarget) -> TargetStats:
         flops=flops,
         bytes_accessed=accessed,
         memory=memory_analysis(compiled),
-        events=compile_events.since(start),
+        events=events,
+        program=describe(target.name, target.jitted, args, lowered, compiled, phases),
     )
 
 
@@ -208,6 +217,7 @@ def compile_targets(targets: Sequence[CompileTarget]) -> CompileStats:
         cache_hits=sum(s.events.cache_hits for _, s in counted),
         cache_misses=sum(s.events.cache_misses for _, s in counted),
         reused=reused,
+        programs=[_TARGET_STATS[key].program for key in keys],
     )
 
 

@@ -21,12 +21,14 @@ from jaxbench.store.loader import (
     read_file,
     read_model,
 )
+from jaxbench.store.programs import ArtifactError, load_programs, save_programs
 from jaxbench.store.record import Record, case_label, new_run_id
 from jaxbench.store.sweep import SweepManifest
 
 __all__ = [
     "KINDS",
     "Appender",
+    "ArtifactError",
     "Calibration",
     "CalibrationComparison",
     "CalibrationSummary",
@@ -44,9 +46,11 @@ __all__ = [
     "SweepManifest",
     "case_label",
     "load",
+    "load_programs",
     "new_run_id",
     "read_file",
     "read_model",
+    "save_programs",
     "write_atomic",
     "write_json",
     "write_jsonl",

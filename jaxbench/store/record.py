@@ -16,7 +16,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 
 Status = Literal["ok", "failed", "skipped", "recompiled"]
 
@@ -59,6 +59,11 @@ class Record(BaseModel):
             several busy threads), ``ctx_involuntary``, ``ctx_voluntary``, ``gc_collections``,
             ``loadavg_start``, ``loadavg_end``, ``steal_share`` (fraction), ``usable_cpus``.
             Empty where nothing was timed, and in files written before it was recorded.
+        programs: SHA-256 of the case's program artifact (jaxpr, StableHLO, optimized HLO,
+            XLA's figures, compile phases and flags of every program it compiled), stored in
+            ``programs/<hash>.json.gz`` beside the record's file
+            (:mod:`jaxbench.store.programs`); ``None`` where none was saved (schema < 3, a
+            case that failed before compiling, asv results).
         env: Versions, backend, device kind and host facts (:func:`jaxbench.env.collect`); the
             process (``process_id``, ``pid``) and, for jaxbench runs, the timing settings
             (``timing``: :class:`jaxbench.measure.TimingConfig` fields).
@@ -68,7 +73,7 @@ class Record(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     kind: Literal["record"] = "record"
-    schema_version: Literal[1, 2] = SCHEMA_VERSION
+    schema_version: Literal[1, 2, 3] = SCHEMA_VERSION
     run_id: str
     benchmark: str
     params: dict[str, Any]
@@ -90,6 +95,7 @@ class Record(BaseModel):
     gate: dict[str, Any] = Field(default_factory=dict)
     metrics: dict[str, Any] = Field(default_factory=dict)
     noise: dict[str, Any] = Field(default_factory=dict)
+    programs: str | None = None
     env: dict[str, Any]
     started_at: str | None = None
 

@@ -1,0 +1,109 @@
+"""A case's programs at each level: jaxpr, StableHLO, optimized HLO, XLA's figures, compile phases.
+
+:func:`describe` turns one compiled target into a JSON-ready dict while its ``Lowered`` and
+``Compiled`` objects are at hand: :func:`jaxbench.measure.compile_targets` calls it on every
+program it compiles, so a record's programs cost no second compile. The jaxpr is traced from
+abstract arguments (``jax.ShapeDtypeStruct`` with the arguments' shardings), so donated or
+deleted arrays are never touched. The texts are those of ``jax.make_jaxpr``,
+``Lowered.as_text()`` and ``Compiled.as_text()`` (JAX docs, "Ahead-of-time lowering and
+compilation"); each is cut at :data:`MAX_TEXT_CHARS` characters and marked so.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from typing import Any
+
+from jaxbench.measure.costs import cost_figures, memory_analysis
+
+#: Longest text kept per level (characters); a longer one is cut and ``truncated`` lists it.
+MAX_TEXT_CHARS = 2_000_000
+LEVELS = ("jaxpr", "stablehlo", "hlo")
+#: JAX configuration flags that change what is compiled or how it is cached, as recorded.
+JAX_FLAGS = (
+    "jax_enable_x64",
+    "jax_default_matmul_precision",
+    "jax_compilation_cache_dir",
+    "jax_persistent_cache_min_compile_time_secs",
+    "jax_persistent_cache_min_entry_size_bytes",
+    "jax_platforms",
+    "jax_disable_jit",
+)
+#: Environment variables that carry XLA's own flags.
+XLA_FLAG_VARIABLES = ("XLA_FLAGS", "LIBTPU_INIT_ARGS")
+
+
+def jax_flags() -> dict[str, Any]:
+    """The values of :data:`JAX_FLAGS` in this process; a flag this JAX lacks is left out."""
+    import jax
+
+    flags = {}
+    for name in JAX_FLAGS:
+        try:
+            flags[name] = getattr(jax.config, name)
+        except AttributeError:
+            continue
+    return flags
+
+
+def effective_flags() -> dict[str, Any]:
+    """The flags a compile ran under: the set :data:`XLA_FLAG_VARIABLES` and :func:`jax_flags`."""
+    return {v: os.environ[v] for v in XLA_FLAG_VARIABLES if v in os.environ} | jax_flags()
+
+
+def describe(
+    name: str,
+    jitted: Any,
+    args: Sequence[Any],
+    lowered: Any,
+    compiled: Any,
+    phases_s: dict[str, float] | None = None,
+) -> dict[str, Any]:
+    """One compiled program as a JSON-ready dict.
+
+    Args:
+        name: The target's name (e.g. ``train_step``).
+        jitted: The ``jax.jit`` callable (traced again, abstractly, for its jaxpr).
+        args: Its positional arguments (arrays or ``jax.ShapeDtypeStruct``).
+        lowered: ``jitted.lower(*args)``.
+        compiled: ``lowered.compile()``.
+        phases_s: Compile-phase durations from ``jax.monitoring``, seconds (``trace``,
+            ``lower``, ``backend_compile``), where measured.
+
+    Returns:
+        ``name``; ``jaxpr``, ``stablehlo`` and ``hlo`` (text); ``cost`` (XLA's
+        ``cost_analysis()``: ``flops``, ``bytes accessed``, ... as floats); ``memory``
+        (``memory_analysis()`` fields, bytes); ``phases_s``; ``flags``
+        (:func:`effective_flags`); ``truncated`` (the levels that were cut).
+    """
+    import jax
+
+    abstract = jax.tree.map(_abstract, tuple(args))
+    try:
+        jaxpr = str(jax.make_jaxpr(jitted)(*abstract))
+    except Exception as exc:  # a program that compiled is still described without its jaxpr
+        jaxpr = f"(not traced: {type(exc).__name__}: {exc})"
+    texts = {
+        "jaxpr": jaxpr,
+        "stablehlo": lowered.as_text(),
+        "hlo": compiled.as_text(),
+    }
+    return {
+        "name": name,
+        **{level: text[:MAX_TEXT_CHARS] for level, text in texts.items()},
+        "cost": cost_figures(compiled),
+        "memory": memory_analysis(compiled),
+        "phases_s": dict(phases_s or {}),
+        "flags": effective_flags(),
+        "truncated": [level for level, text in texts.items() if len(text) > MAX_TEXT_CHARS],
+    }
+
+
+def _abstract(leaf: Any) -> Any:
+    import jax
+
+    if not hasattr(leaf, "shape") or not hasattr(leaf, "dtype"):
+        return leaf
+    sharding = getattr(leaf, "sharding", None)
+    return jax.ShapeDtypeStruct(leaf.shape, leaf.dtype, sharding=sharding)

@@ -1,0 +1,140 @@
+"""Program artifacts saved with every timed record: content-hashed, bounded, checked on reading."""
+
+from __future__ import annotations
+
+import gzip
+import json
+
+import jax
+import jax.numpy as jnp
+import pytest
+
+from jaxbench.cases import select_cases
+from jaxbench.measure.harness import CompileTarget, compile_targets
+from jaxbench.runner import run
+from jaxbench.store import ArtifactError, load_programs, save_programs
+from jaxbench.store.programs import MAX_CASE_TEXT_CHARS, artifact_path, bound
+from tests.conftest import run_cli
+
+LOOP = {"trip": [64], "body": ["at_set"], "mode": ["plain"]}
+
+
+@pytest.fixture(scope="module")
+def saved_run(tmp_path_factory):
+    """One real run of one loop case: its folder and its record."""
+    from jaxbench.measure import TimingConfig
+
+    folder = tmp_path_factory.mktemp("run")
+    cases = select_cases(["loop"], overrides=LOOP)
+    timing = TimingConfig(budget_s=0.0, min_samples=3, max_samples=3, warmup_calls=1)
+    (record,) = run(cases, folder, backend="cpu", timing=timing).records
+    return folder, record
+
+
+def test_a_timed_record_names_its_programs_and_they_hold_every_level(saved_run):
+    folder, record = saved_run
+    assert record.status == "ok" and record.schema_version == 3
+    assert artifact_path(folder, record.programs).is_file()
+    (program,) = load_programs(folder, record.programs)
+    assert program["name"] == "plain"
+    assert "while" in program["hlo"] and "stablehlo" in program["stablehlo"]
+    assert "{ lambda" in program["jaxpr"] and "not traced" not in program["jaxpr"]
+    assert set(program["phases_s"]) == {"trace", "lower", "backend_compile"}
+    assert program["phases_s"]["backend_compile"] > 0
+    assert program["flags"]["jax_enable_x64"] is False
+    assert program["cost"]["flops"] == record.flops
+    assert program["memory"] == record.memory
+
+
+def test_the_file_is_named_by_the_hash_of_its_content_and_stored_once(saved_run, tmp_path):
+    folder, record = saved_run
+    programs = load_programs(folder, record.programs)
+    assert save_programs(tmp_path, programs) == record.programs
+    assert save_programs(tmp_path, programs) == record.programs
+    assert len(list((tmp_path / "programs").iterdir())) == 1
+
+
+def test_an_artifact_is_bounded_and_says_what_it_cut():
+    big, small = "x" * 5_000_000, "y" * 1000
+    programs = [{"name": "a", "jaxpr": small, "stablehlo": big, "hlo": big, "truncated": []},
+                {"name": "b", "jaxpr": small, "stablehlo": small, "hlo": big}]  # fmt: skip
+    bound(programs)
+    texts = [v for p in programs for k, v in p.items() if k != "name" and isinstance(v, str)]
+    assert MAX_CASE_TEXT_CHARS - 3 <= sum(map(len, texts)) <= MAX_CASE_TEXT_CHARS
+    assert programs[0]["jaxpr"] == small and programs[1]["stablehlo"] == small  # short ones whole
+    assert programs[0]["truncated"] == ["hlo", "stablehlo"] and programs[1]["truncated"] == ["hlo"]
+    assert len(programs[0]["hlo"]) == len(programs[1]["hlo"])  # one common cut
+
+
+def test_a_case_under_the_bound_is_kept_whole():
+    programs = [{"name": "a", "hlo": "z" * 100, "truncated": []}]
+    bound(programs, limit=100)
+    assert programs == [{"name": "a", "hlo": "z" * 100, "truncated": []}]
+
+
+@pytest.mark.parametrize(
+    ("damage", "reason"),
+    [
+        (lambda p: p.unlink(), "missing"),
+        (lambda p: p.write_bytes(p.read_bytes()[:40]), "not a gzip file"),
+        (lambda p: p.write_bytes(gzip.compress(b'[{"name": "edited"}]')), "does not match"),
+    ],
+)
+def test_a_damaged_artifact_is_named(tmp_path, damage, reason):
+    digest = save_programs(tmp_path, [{"name": "step", "hlo": "HloModule m"}])
+    path = artifact_path(tmp_path, digest)
+    damage(path)
+    with pytest.raises(ArtifactError, match=reason) as err:
+        load_programs(tmp_path, digest)
+    assert err.value.path == path and str(path) in str(err.value)
+
+
+def _programs(fn):
+    x, w = jnp.ones((8, 16)), jnp.ones((16, 4))
+    return compile_targets([CompileTarget("plain", object(), jax.jit(fn), (x, w))]).programs
+
+
+def _result_set(folder, src, cases):
+    """A copy of the run in ``src`` as ``folder``: one record per ``{trip: programs}`` item."""
+    folder.mkdir()
+    (path,) = src.glob("*.jsonl")
+    template = json.loads(path.read_text().splitlines()[0])
+    lines = [json.dumps(template | {"params": {**template["params"], "trip": trip},
+                                    "programs": save_programs(folder, programs)})
+             for trip, programs in cases.items()]  # fmt: skip
+    (folder / path.name).write_text("\n".join(lines) + "\n")
+    return folder
+
+
+def test_two_result_sets_are_explained_from_their_saved_programs(saved_run, tmp_path):
+    folder, _ = saved_run
+    a = _result_set(tmp_path / "a", folder, {64: _programs(lambda x, w: x @ w)})
+    b = _result_set(tmp_path / "b", folder, {64: _programs(lambda x, w: jnp.tanh(x) @ w)})
+    out = run_cli("explain", str(a), str(b), "--verdict", "slower")
+    assert out.returncode == 0, out.stderr
+    assert "loop/at_set body=at_set dtype=float32 mode=plain trip=64" in out.stdout
+    assert "optimized HLO differ" in out.stdout and "op:tanh: 0 -> 1 (+1)" in out.stdout
+    assert "compile phases, s" in out.stdout
+
+
+def test_a_corrupt_artifact_is_named_and_the_other_cases_go_on(saved_run, tmp_path):
+    folder, _ = saved_run
+    plain, tanh = _programs(lambda x, w: x @ w), _programs(lambda x, w: jnp.tanh(x) @ w)
+    a = _result_set(tmp_path / "a", folder, {64: plain, 65: plain})
+    b = _result_set(tmp_path / "b", folder, {64: tanh, 65: plain})
+    path = artifact_path(b, save_programs(b, tanh))
+    path.write_bytes(b"not gzip at all")
+    out = run_cli("explain", str(a), str(b))
+    assert out.returncode == 0, out.stderr
+    assert f"not explained: {path}: not a gzip file" in out.stdout
+    assert "trip=65\nplain: identical programs" in out.stdout
+    out = run_cli("explain", str(a), str(b), "-w", "loop", "--param", "trip=64",
+                  "--param", "body=at_set", "--param", "mode=plain")  # fmt: skip
+    assert out.returncode == 1 and "trip=65" not in out.stdout  # the one selected: unexplained
+
+
+def test_explain_refuses_a_result_set_against_a_version(saved_run):
+    folder, _ = saved_run
+    out = run_cli("explain", str(folder), "0.12.0.1")
+    assert out.returncode == 2
+    assert "give two result sets, or two interpreters or versions" in out.stderr
