@@ -44,8 +44,10 @@ from jaxbench.analysis.compare import COMPILE, STEADY_STATE
 from jaxbench.analysis.drift import sorted_findings
 from jaxbench.analysis.frames import steady_state_samples
 from jaxbench.analysis.notebook import results_dir
+from jaxbench.analysis.programs import programs_frame
 from jaxbench.analysis.report import load_review
 from jaxbench.analysis.report_context import ReportContext
+from jaxbench.analysis.report_explain import explanations_section
 from jaxbench.analysis.report_live import live_table
 
 pd.set_option("display.max_colwidth", None)  # case labels are long: show them whole
@@ -124,6 +126,27 @@ else:
 
 # %%
 display(live_table(ReportContext(review, results)) if review.live else Markdown("None."))
+
+# %% [markdown]
+# ## What changed in the programs
+#
+# Every timed record names its case's program artifact (`programs/<sha256>.json.gz` beside the
+# run): jaxpr, StableHLO, optimized HLO, XLA's cost and memory figures, compile phases and flags.
+# `programs_frame` reads each once: one row per compiled program, with the counts derived from its
+# optimized HLO, FLOP, temporary bytes and the compile phases (seconds, one compile). Then the
+# explanation of each verdict that holds, as the report gives it.
+
+# %%
+programs = programs_frame(review.frame)
+if programs.empty:
+    display(Markdown("No saved programs (records written before artifacts were saved)."))
+else:
+    display(
+        programs.pivot_table(
+            index=["case", "target"], columns="jax", values="instructions", aggfunc="first"
+        )
+    )
+    display(Markdown(explanations_section(ReportContext(review, results)) or "No verdict holds."))
 
 # %% [markdown]
 # ## The regressed cases, seen whole

@@ -7,6 +7,7 @@ import json
 
 import jax
 import jax.numpy as jnp
+import pandas as pd
 import pytest
 
 from jaxbench.cases import select_cases
@@ -138,3 +139,78 @@ def test_explain_refuses_a_result_set_against_a_version(saved_run):
     out = run_cli("explain", str(folder), "0.12.0.1")
     assert out.returncode == 2
     assert "give two result sets, or two interpreters or versions" in out.stderr
+
+
+def _report_of(tmp_path, base_programs, cand_programs, slowdown=1.5):
+    """A report of two versions whose one case is ``slower``; each side names its programs."""
+    from jaxbench.analysis.report import write_report
+    from tests.analysis_data import write_processes
+
+    folder = tmp_path / "results"
+    folder.mkdir()
+    for version, median, programs in (("0.11.2", 1e-3, base_programs),
+                                      ("0.12.0.1", 1e-3 * slowdown, cand_programs)):  # fmt: skip
+        write_processes(folder, version, median, programs=save_programs(folder, programs))
+    return write_report([folder], tmp_path / "report").read_text(), folder
+
+
+def _section(text):
+    return text.split("## Explanations", 1)[1].split("\n## ", 1)[0]
+
+
+def test_the_report_explains_each_verdict_that_holds_from_the_saved_programs(tmp_path):
+    text, _ = _report_of(tmp_path, _programs(lambda x, w: x @ w),
+                         _programs(lambda x, w: jnp.tanh(x) @ w))  # fmt: skip
+    section = _section(text)
+    assert "0.11.2 -> 0.12.0.1, slower (recorded steady state)" in section
+    assert "optimized HLO differ" in section and "op:tanh: 0 -> 1 (+1)" in section
+    assert text.index("## Explanations") < text.index("## Versions")  # verdicts first
+
+
+def test_identical_programs_under_a_verdict_point_below_hlo_in_the_report(tmp_path):
+    text, _ = _report_of(tmp_path, _programs(lambda x, w: x @ w), _programs(lambda x, w: x @ w))
+    section = _section(text)
+    assert "identical programs" in section and "the cause is below HLO" in section
+    assert "First at" not in section
+
+
+def test_a_corrupt_artifact_is_named_in_the_report_and_the_report_is_written(tmp_path):
+    plain = _programs(lambda x, w: x @ w)
+    tanh = _programs(lambda x, w: jnp.tanh(x) @ w)
+    _, folder = _report_of(tmp_path, plain, tanh)
+    path = artifact_path(folder, save_programs(folder, tanh))
+    path.write_bytes(path.read_bytes()[:50])
+    from jaxbench.analysis.report import write_report
+
+    section = _section(write_report([folder], tmp_path / "report").read_text())
+    assert f"Not explained: {path}: not a gzip file" in section
+
+
+def test_no_verdict_that_holds_means_no_explanations_section(tmp_path):
+    text, _ = _report_of(tmp_path, _programs(lambda x, w: x @ w),
+                         _programs(lambda x, w: x @ w), slowdown=1.0)  # fmt: skip
+    assert "## Explanations" not in text
+
+
+def test_the_programs_frame_reads_each_artifact_once_and_names_a_corrupt_one(tmp_path):
+    from jaxbench.analysis.frames import load_results
+    from jaxbench.analysis.programs import programs_frame
+    from tests.analysis_data import PROCESSES
+
+    plain, tanh = _programs(lambda x, w: x @ w), _programs(lambda x, w: jnp.tanh(x) @ w)
+    _, folder = _report_of(tmp_path, plain, tanh)
+    frame = programs_frame(load_results(folder)[0]).set_index("jax")
+    assert list(frame["records"]) == [PROCESSES, PROCESSES] and list(frame["target"]) == [
+        "plain",
+        "plain",
+    ]
+    assert frame.loc["0.12.0.1", "instructions"] > frame.loc["0.11.2", "instructions"]
+    assert frame.loc["0.11.2", "flops"] == plain[0]["cost"]["flops"]
+    path = artifact_path(folder, save_programs(folder, tanh))
+    path.write_bytes(b"")
+    frame = programs_frame(load_results(folder)[0]).set_index("jax")
+    assert (
+        frame.loc["0.12.0.1", "problem"]
+        == f"{path}: its content does not match its name (cut or edited)"
+    )
+    assert pd.isna(frame.loc["0.11.2", "problem"])

@@ -13,10 +13,11 @@ function in the list::
 
 Section order: header (with the count of every verdict), regressions (every ``slower`` row of
 every pair), improvements (``faster``), live (interleaved or back-to-back) comparisons when the
-results hold any (with the recorded verdict of the same case beside each), inconclusive and
-unstable rows (what would settle them, or why the machine is suspect), the full tables per pair
-(steady state and compile time apart), versions and environment (with the drift column),
-numerical drift, records not timed, figures (latency violins and ECDFs, compile time,
+results hold any (with the recorded verdict of the same case beside each), explanations
+(what changed in the compiled program of each verdict that holds, from the saved artifacts),
+inconclusive and unstable rows (what would settle them, or why the machine is suspect), the
+full tables per pair (steady state and compile time apart), versions and environment (with the
+drift column), numerical drift, records not timed, figures (latency violins and ECDFs, compile time,
 forward-mode crossover), rows kept apart and unmatched cases, problems, method (the unit, the
 verdict rule and its error rate).
 """
@@ -33,6 +34,7 @@ from jaxbench.analysis.compare import DEFAULT_COMPILE_THRESHOLD
 from jaxbench.analysis.drift import drift_frame
 from jaxbench.analysis.frames import records_frame, unversioned_problems
 from jaxbench.analysis.report_context import FIGURES, REPORT_NAME, ReportContext, Section
+from jaxbench.analysis.report_explain import explanations_section
 from jaxbench.analysis.report_figures import FIGURE_SECTIONS
 from jaxbench.analysis.report_live import live_section
 from jaxbench.analysis.report_method import calibration_section, method_section
@@ -66,6 +68,7 @@ DEFAULT_SECTIONS: tuple[Section, ...] = (
     regressions_section,
     improvements_section,
     live_section,
+    explanations_section,
     inconclusive_section,
     scaling_section,
     pairs_section,

@@ -1,0 +1,71 @@
+"""The saved program artifacts of a review's records, as a frame for notebooks.
+
+Each timed record names its case's artifact (``Record.programs``: :mod:`jaxbench.store.programs`).
+:func:`programs_frame` reads every distinct artifact once and gives one row per compiled
+program: the counts derived from its optimized HLO (:func:`jaxbench.explain.hlo_counts`), XLA's
+FLOP and bytes, its memory analysis, and its compile phases. An artifact that does not load is
+a row with ``problem`` set, not an error.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pandas as pd
+
+from jaxbench.explain import hlo_counts
+from jaxbench.store import ArtifactError, load_programs
+
+#: Derived counts kept as columns (the rest of :func:`hlo_counts`' keys are left out).
+COUNT_COLUMNS = ("instructions", "fusion:kLoop", "fusion:kInput", "fusion:kOutput", "copy",
+                 "in while bodies")  # fmt: skip
+PROGRAM_COLUMNS = (
+    "case", "jax", "records", "digest", "target", *COUNT_COLUMNS, "flops", "bytes_accessed",
+    "temp_bytes", "output_bytes", "trace_s", "lower_s", "backend_compile_s", "problem",
+)  # fmt: skip
+
+
+def programs_frame(records: pd.DataFrame) -> pd.DataFrame:
+    """One row per program of each artifact the ``ok`` records name.
+
+    Args:
+        records: Rows of :func:`jaxbench.analysis.load_results` (``case``, ``jax``, ``status``,
+            ``file``, ``programs``).
+
+    Returns:
+        Columns :data:`PROGRAM_COLUMNS`: ``records`` counts the records naming the artifact;
+        counts are instructions of the optimized HLO; ``flops`` FLOP and ``*_bytes`` bytes
+        from XLA; ``*_s`` seconds of one compile. Empty (with those columns) when no record
+        names an artifact.
+    """
+    if "programs" not in records:
+        return pd.DataFrame(columns=PROGRAM_COLUMNS)
+    named = records[(records["status"] == "ok") & records["programs"].notna()].assign(
+        folder=lambda f: f["file"].map(lambda p: str(Path(p).parent))
+    )
+    rows = []
+    groups = named.groupby(["case", "jax", "folder", "programs"], sort=True, observed=True)
+    for (case, jax, folder, digest), group in groups:
+        base = {"case": case, "jax": jax, "records": len(group), "digest": digest[:12]}
+        try:
+            programs = load_programs(folder, digest)
+        except ArtifactError as exc:
+            rows.append(base | {"problem": str(exc)})
+            continue
+        rows += [base | _program_row(p) for p in programs]
+    return pd.DataFrame(rows, columns=PROGRAM_COLUMNS)
+
+
+def _program_row(program: dict) -> dict:
+    counts = hlo_counts(program.get("hlo", ""))
+    memory, cost = program.get("memory", {}), program.get("cost", {})
+    phases = program.get("phases_s", {})
+    return {
+        "target": program["name"],
+        **{c: counts.get(c, 0) for c in COUNT_COLUMNS},
+        "flops": cost.get("flops"),
+        "bytes_accessed": cost.get("bytes accessed"),
+        "temp_bytes": memory.get("temp_size_in_bytes"),
+        "output_bytes": memory.get("output_size_in_bytes"),
+        **{f"{k}_s": phases.get(k) for k in ("trace", "lower", "backend_compile")},
+    }

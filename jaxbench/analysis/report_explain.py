@@ -1,0 +1,95 @@
+"""The report's Explanations: what changed in the compiled program of each verdict that holds.
+
+For every ``slower`` or ``faster`` verdict (recorded runs, either metric, and live
+comparisons), the records of each version name their case's program artifact
+(``Record.programs``: :mod:`jaxbench.store.programs`); the two are compared with
+:func:`jaxbench.explain.saved.explain_saved`, as ``jaxbench explain`` does. Identical programs
+under a timing verdict are said to point below HLO, never at it. An artifact that is missing or
+corrupt is named in the section, and the report goes on.
+"""
+
+from __future__ import annotations
+
+import pandas as pd
+
+from jaxbench.analysis.live import comparisons_frame
+from jaxbench.analysis.report_context import ReportContext
+from jaxbench.explain.saved import SavedSide, explain_saved, pick_artifact
+from jaxbench.store import ArtifactError
+
+#: Verdicts whose programs are explained.
+EXPLAINED = ("slower", "faster")
+#: Most lines of one case's explanation in the report (the rest: ``jaxbench explain``).
+MAX_LINES = 40
+
+
+def holding_changes(ctx: ReportContext) -> pd.DataFrame:
+    """``case``, ``baseline``, ``candidate`` (JAX versions), ``verdict``, ``basis`` per change.
+
+    ``basis`` names where the verdict came from: ``recorded <metric>`` or ``live``. One row per
+    case, pair and verdict, recorded rows first.
+    """
+    review, s = ctx.review, ctx.review.settings
+    rows = []
+    results = review.results
+    for row in results[results["verdict"].isin(EXPLAINED)].itertuples():
+        rows.append((row.case, str(row.baseline), str(row.candidate), row.verdict,
+                     f"recorded {row.metric.replace('_', ' ')}"))  # fmt: skip
+    live = comparisons_frame(review.live, s.threshold, s.alpha)
+    if not live.empty:
+        for row in live[live["verdict"].isin(EXPLAINED)].itertuples():
+            rows.append((row.case, str(row.baseline_jax), str(row.candidate_jax), row.verdict,
+                         "live"))  # fmt: skip
+    frame = pd.DataFrame(rows, columns=["case", "baseline", "candidate", "verdict", "basis"])
+    return frame.groupby(["case", "baseline", "candidate", "verdict"], sort=False, as_index=False)[
+        "basis"
+    ].agg(", ".join)
+
+
+def side_artifact(frame: pd.DataFrame, case: str, version: str) -> SavedSide | None:
+    """The artifact most ``ok`` records of ``case`` under JAX ``version`` name, if any."""
+    if "programs" not in frame:
+        return None
+    rows = frame[
+        (frame["case"] == case) & (frame["jax"].astype(str) == version) & (frame["status"] == "ok")
+    ]
+    return pick_artifact(zip(rows["file"], rows["programs"], strict=True))
+
+
+def explanations_section(ctx: ReportContext) -> str:
+    """One explanation per verdict that holds; ``""`` when none holds or no record has programs."""
+    frame = ctx.review.frame
+    if "programs" not in frame or frame["programs"].isna().all():
+        return ""
+    changes = holding_changes(ctx)
+    if changes.empty:
+        return ""
+    parts = [
+        "## Explanations",
+        "What changed in the compiled program of each case called `slower` or `faster`, read "
+        "from the program artifacts the records saved (`programs/<sha256>.json.gz` beside each "
+        "run): which levels are identical (jaxpr, StableHLO, optimized HLO; names and metadata "
+        "set aside), the first that differs and what that points at, the counts and XLA "
+        "figures that changed, and each side's compile phases (one compile each). Identical "
+        "programs under a timing verdict mean the cause is below HLO. Diffs are cut at "
+        f"{MAX_LINES} lines; `jaxbench explain BASE_RESULTS CAND_RESULTS` prints them whole.",
+    ]
+    for row in changes.itertuples():
+        head = f"### {row.case}: {row.baseline} -> {row.candidate}, {row.verdict} ({row.basis})"
+        sides = [side_artifact(frame, row.case, v) for v in (row.baseline, row.candidate)]
+        if any(side is None for side in sides):
+            missing = " and ".join(v for v, side in zip((row.baseline, row.candidate), sides,
+                                                        strict=True) if side is None)  # fmt: skip
+            parts += [head, f"No saved programs for JAX {missing} (records without artifacts)."]
+            continue
+        try:
+            lines = explain_saved(*sides, verdict=row.verdict)
+        except (ArtifactError, ValueError) as exc:
+            parts += [head, f"Not explained: {exc}."]
+            continue
+        cut = len(lines) - MAX_LINES
+        kept = lines[:MAX_LINES] + ([f"... {cut} more lines"] if cut > 0 else [])
+        files = ", ".join(f"`{side.path}`" for side in sides)
+        parts += [head, f"Programs (baseline, candidate): {files}.", "```\n" + "\n".join(kept)
+                  + "\n```"]  # fmt: skip
+    return "\n\n".join(parts)
