@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from jaxbench.backends import BACKENDS, check_backend
+from jaxbench.store import case_label
 from jaxbench.workloads import WORKLOADS, get_workload
 
 __all__ = ["BACKENDS", "Case", "check_backend", "resolve_device", "select_cases"]
@@ -30,6 +31,11 @@ class Case:
     def label(self) -> str:
         """Human-readable ``workload k=v ...``."""
         return " ".join([self.workload, *(f"{k}={v}" for k, v in self.params.items())])
+
+    @property
+    def record_label(self) -> str:
+        """The label its records and comparisons carry (:func:`jaxbench.store.case_label`)."""
+        return case_label(get_workload(self.workload).benchmark(self.params), self.params)
 
 
 def select_cases(

@@ -17,6 +17,7 @@ from jaxbench import (
     explain_cli,
     notebook_cli,
     report_cli,
+    review_cli,
     steps_cli,
 )
 from jaxbench.cli_options import (
@@ -244,6 +245,7 @@ notebook_cli.register(app)
 steps_cli.register(app)
 explain_cli.register(app)
 bisect_cli.register(app)
+review_cli.register(app)
 
 
 def main() -> None:

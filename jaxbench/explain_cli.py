@@ -106,14 +106,6 @@ def _report(title: str, sections: list[tuple[str, list[str], list[str]]]) -> str
     return "\n".join(out)
 
 
-def _saved_label(case: Any) -> str:
-    """The label records of ``case`` carry (:func:`jaxbench.store.case_label`)."""
-    from jaxbench.store import case_label
-    from jaxbench.workloads import get_workload
-
-    return case_label(get_workload(case.workload).benchmark(case.params), case.params)
-
-
 def register(app: typer.Typer) -> None:
     """Add ``explain`` to ``app``."""
 
@@ -187,7 +179,7 @@ def register(app: typer.Typer) -> None:
             if out or set_a or set_b:
                 raise fail("--out, --set-a and --set-b apply to live workers, not to result sets")
             chosen = [workload, size, dtype, k, strategy, optimizer, wrt, param]
-            labels = {_saved_label(c) for c in cases} if any(chosen) or full else None
+            labels = {c.record_label for c in cases} if any(chosen) or full else None
             raise typer.Exit(explain_result_sets(baseline, candidate, labels, verdict))
         a, b = assignments(set_a, "--set-a"), assignments(set_b, "--set-b")
         check_overrides(cases, a, "--set-a")

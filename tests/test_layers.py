@@ -10,7 +10,8 @@ from tests.conftest import ROOT
 PACKAGE = ROOT / "jaxbench"
 #: Each module of the package belongs to one layer; a module may import its own layer and lower
 #: ones only. The flow: store and inference (neutral) -> measure -> workloads -> cases ->
-#: runner and drift -> (cluster | interleave | calibrate) -> analysis -> the command line.
+#: runner and drift -> (cluster | interleave | calibrate) -> analysis -> the command line (and
+#: the upgrade review, which drives them all).
 LAYERS: dict[str, int] = {
     "store": 0,
     "inference": 0,
@@ -43,6 +44,8 @@ LAYERS: dict[str, int] = {
     "steps_cli": 7,
     "explain_cli": 7,
     "bisect_cli": 7,
+    "review_cli": 7,
+    "upgrade": 7,
     "__main__": 7,
     "__init__": 7,
 }

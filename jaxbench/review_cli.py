@@ -1,0 +1,260 @@
+"""``jaxbench review BASE CAND``: the one command for a JAX upgrade review."""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+
+from jaxbench.cli_options import (
+    Budget,
+    Dtypes,
+    Full,
+    Ks,
+    MinSamples,
+    Optimizers,
+    Params,
+    Sizes,
+    Strategies,
+    Warmup,
+    Workloads,
+    Wrts,
+    console,
+    err_console,
+    fail,
+    selection,
+    timing_fields,
+    writable_folder,
+)
+from jaxbench.live_defaults import (
+    DEFAULT_CALLS_PER_BLOCK,
+    DEFAULT_MAX_PAIRS,
+    DEFAULT_PAIRS,
+    DEFAULT_PAIRS_STEP,
+    DEFAULT_ROUNDS,
+)
+
+#: Options of ``jaxbench run`` that carry a selection, as the review passes them on.
+SELECTION_FLAGS = ("-w", "-s", "-d", "-k", "--strategy", "--optimizer", "--wrt", "--param")
+
+
+def run_options(values: list[list | None], full: bool, backend: str, timing: dict) -> list[str]:
+    """The ``jaxbench run`` arguments of a selection (:data:`SELECTION_FLAGS` order) and timing."""
+    out = []
+    for flag, chosen in zip(SELECTION_FLAGS, values, strict=True):
+        for value in chosen or []:
+            out += [flag, str(value)]
+    if full:
+        out.append("--full")
+    out += ["-b", backend, "--budget", str(timing["budget_s"]), "--min-samples",
+            str(timing["min_samples"]), "--warmup", str(timing["warmup_calls"])]  # fmt: skip
+    return out
+
+
+def jax_version(python: str) -> str:
+    """The JAX version an interpreter imports.
+
+    Raises:
+        typer.Exit: It cannot import JAX (one line, exit 2).
+    """
+    probe = subprocess.run([python, "-c", "import jax; print(jax.__version__)"],
+                           capture_output=True, text=True, check=False)  # fmt: skip
+    if probe.returncode != 0:
+        raise fail(f"{python} cannot import jax: {probe.stderr.strip().splitlines()[-1:]}")
+    return probe.stdout.strip()
+
+
+def _drift(side: Any, backend: str, reference: Path | None, logs: Path) -> str:
+    """Check numerical drift of one side once (a check already in its folder is reused)."""
+    if any(side.folder.glob("drift-*.jsonl")):
+        return "reused"
+    command = [side.python, "-m", "jaxbench", "drift", "-o", str(side.folder), "-b", backend]
+    if reference is not None:
+        command += ["--reference", str(reference)]
+    log = logs / f"drift-{side.name}.log"
+    with log.open("ab") as out:
+        code = subprocess.run(command, stdout=out, stderr=subprocess.STDOUT, check=False)
+    return {0: "within tolerance", 1: "findings"}.get(code.returncode, f"not checked; see {log}")
+
+
+def register(app: typer.Typer) -> None:
+    """Add ``review`` to ``app``."""
+
+    @app.command("review")
+    def review_cmd(
+        baseline: Annotated[str, typer.Argument(help="The JAX version in use (its venv).")],
+        candidate: Annotated[str, typer.Argument(help="The JAX version to upgrade to.")],
+        workload: Workloads = None,
+        size: Sizes = None,
+        dtype: Dtypes = None,
+        k: Ks = None,
+        strategy: Strategies = None,
+        optimizer: Optimizers = None,
+        wrt: Wrts = None,
+        param: Params = None,
+        full: Full = False,
+        processes: Annotated[
+            int, typer.Option(help="Recorded processes a side (the unit of the screen).")
+        ] = 3,
+        budget: Budget = 0.2,
+        min_samples: MinSamples = 20,
+        warmup: Warmup = 3,
+        pairs: Annotated[int, typer.Option(help="Live: process pairs of the first look.")] = (
+            DEFAULT_PAIRS
+        ),
+        max_pairs: Annotated[int, typer.Option(help="Live: most pairs.")] = DEFAULT_MAX_PAIRS,
+        pairs_step: Annotated[int, typer.Option(help="Live: pairs added per look.")] = (
+            DEFAULT_PAIRS_STEP
+        ),
+        rounds: Annotated[int, typer.Option(help="Live: timed rounds per pair.")] = (
+            DEFAULT_ROUNDS
+        ),
+        calls_per_block: Annotated[int, typer.Option(help="Live: timed calls per block.")] = (
+            DEFAULT_CALLS_PER_BLOCK
+        ),
+        threshold: Annotated[float, typer.Option(help="Smallest change that counts.")] = 0.02,
+        compile_threshold: Annotated[float, typer.Option(help="The same, compile time.")] = 0.10,
+        alpha: Annotated[float, typer.Option(help="1 - the confidence level.")] = 0.05,
+        drift: Annotated[bool, typer.Option(help="Check numerical drift per side.")] = True,
+        reference: Annotated[
+            Path | None, typer.Option(help="Drift reference folder (default: drift's own).")
+        ] = None,
+        backend: Annotated[str, typer.Option("--backend", "-b", help="Backend.")] = "cpu",
+        env_root: Annotated[Path, typer.Option(help="Where JAX-version venvs are built.")] = Path(
+            "sweeps/envs"
+        ),
+        out: Annotated[
+            str | None,
+            typer.Option(
+                "--out", "-o", help="Folder of the review (default results/review/BASE-CAND)."
+            ),
+        ] = None,
+    ) -> None:
+        """Review a JAX upgrade: screen, confirm live, explain, check drift, report.
+
+        1. Screen: every selected case in recorded runs, --processes a side, the sides in
+        turn (each `jaxbench run` is one process, saving its programs). 2. Confirm: each case
+        the recorded runs call slower, faster, inconclusive or unstable is compared live, in
+        interleaved process pairs. 3. Explain each change that holds from the saved programs.
+        4. Check numerical drift per side. 5. Write report/report.md. A second run with the
+        same --out reuses what is there. Exit 1 when a case is slower, 2 on bad input.
+        """
+        from jaxbench.backends import check_backend
+        from jaxbench.inference.verdicts import check_rule
+        from jaxbench.interleave import Schedule
+
+        try:
+            for name, value in (("--threshold", threshold),
+                                ("--compile-threshold", compile_threshold)):  # fmt: skip
+                try:
+                    check_rule(value, alpha)
+                except ValueError as exc:
+                    what = "--alpha" if "alpha" in str(exc) else name
+                    raise ValueError(f"{what}: {exc}") from None
+            if processes < 2:
+                raise ValueError(f"--processes {processes}: expected at least 2 (the process "
+                                 "is the unit: one a side gives no interval)")  # fmt: skip
+            chosen = [workload, size, dtype, k, strategy, optimizer, wrt, param]
+            cases = selection(workload, full, param, size=size, dtype=dtype, k=k,
+                              strategy=strategy, optimizer=optimizer, wrt=wrt)  # fmt: skip
+            check_backend(backend)
+            schedule = Schedule(pairs=pairs, max_pairs=max_pairs, pairs_step=pairs_step,
+                                rounds=rounds, calls_per_block=calls_per_block)  # fmt: skip
+            timing = timing_fields(budget, min_samples, warmup)
+        except ValueError as exc:
+            raise fail(str(exc)) from None
+        if reference is not None and not reference.is_dir():
+            raise fail(f"--reference {reference}: no such folder")
+        _review(baseline, candidate, cases, run_options(chosen, full, backend, timing),
+                processes, schedule, backend, env_root, out, drift, reference,
+                {"threshold": threshold, "compile_threshold": compile_threshold,
+                 "alpha": alpha})  # fmt: skip
+
+
+def _review(
+    baseline: str,
+    candidate: str,
+    cases: list,
+    run_args: list[str],
+    processes: int,
+    schedule: Any,
+    backend: str,
+    env_root: Path,
+    out: str | None,
+    drift: bool,
+    reference: Path | None,
+    rule: dict[str, float],
+) -> None:
+    from jaxbench.analysis.report import load_review, render_report
+    from jaxbench.analysis.review import Settings
+    from jaxbench.compare_cli import python_for
+    from jaxbench.interleave import Variant, WorkerError
+    from jaxbench.upgrade.confirm import confirm, finished, open_cases
+    from jaxbench.upgrade.screen import ScreenError, Side, screen
+    from jaxbench.upgrade.summary import answers
+
+    folder = writable_folder(out or f"results/review/{baseline}-{candidate}")
+    pythons = [python_for(side, spec, env_root) for side, spec in
+               (("baseline", baseline), ("candidate", candidate))]  # fmt: skip
+    versions = (jax_version(pythons[0]), jax_version(pythons[1]))
+    if versions[0] == versions[1]:
+        raise fail(f"{baseline} and {candidate} both import JAX {versions[0]}: a review compares "
+                   "two versions")  # fmt: skip
+    sides = [Side(v, p, folder / v) for v, p in zip(versions, pythons, strict=True)]
+    labels = list(dict.fromkeys(c.record_label for c in cases))
+    logs = folder / "logs"
+    err_console.print(f"review: {len(labels)} case(s), JAX {versions[0]} -> {versions[1]}, "
+                      f"{processes} processes a side, into {folder}", highlight=False)  # fmt: skip
+
+    def progress(side: Side, number: int, seconds: float, reused: bool) -> None:
+        what = "on disk, reused" if reused else f"{seconds:.0f} s"
+        err_console.print(f"screen: process {number} of {processes}, JAX {side.name} ({what})",
+                          highlight=False)  # fmt: skip
+
+    settings = Settings(**rule)
+    try:
+        screen(sides, processes, set(labels), run_args, logs, progress)
+        review = load_review([folder], baseline=versions[0], candidate=versions[1],
+                             settings=settings)  # fmt: skip
+        done = finished(review.live, *versions, schedule.pairs)
+        need = [label for label in open_cases(review.results, labels) if label not in done]
+        if need:
+            err_console.print(f"confirm: {len(need)} case(s) live, up to {schedule.max_pairs} "
+                              "process pairs", highlight=False)  # fmt: skip
+            by_label = {c.record_label: c for c in cases}
+            variants = [Variant(s.name, s.python, {}) for s in sides]
+            confirm(*variants, [(by_label[x].workload, dict(by_label[x].params)) for x in need],
+                    backend, schedule, folder, rule["threshold"], rule["alpha"],
+                    lambda n, path: err_console.print(f"confirm: pair {n} saved in {path.name}",
+                                                      highlight=False))  # fmt: skip
+        if drift:
+            for side in sides:
+                status = _drift(side, backend, reference, logs)
+                err_console.print(f"drift, JAX {side.name}: {status}", highlight=False)
+        review = load_review([folder], baseline=versions[0], candidate=versions[1],
+                             settings=settings)  # fmt: skip
+        report = render_report(review, folder / "report")
+    except ScreenError as exc:
+        raise fail(f"{exc}; what was measured is in {folder}", code=1) from None
+    except WorkerError as exc:
+        raise fail(f"live confirmation: {exc}; the pairs finished are in {folder}",
+                   code=1) from None  # fmt: skip
+    except KeyboardInterrupt:
+        raise fail(f"interrupted; what was measured is in {folder}, and the same command "
+                   "resumes from it", code=130) from None  # fmt: skip
+    found = answers(review, labels, finished(review.live, *versions, schedule.pairs), versions)
+    _print(found)
+    console.print(f"report: {report}", highlight=False)
+    if any(a.verdict == "slower" for a in found):
+        raise typer.Exit(1)
+
+
+def _print(found: list) -> None:
+    from rich.table import Table
+
+    table = Table("case", "recorded runs", "live pairs", "verdict", "program change")
+    for a in found:
+        table.add_row(a.case, a.recorded, a.live or "-", a.verdict, "\n".join(a.explanation))
+    console.print(table)

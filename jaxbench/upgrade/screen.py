@@ -1,0 +1,107 @@
+"""Screening: recorded runs of each side, several processes each, alternating in time; resumable.
+
+Each process is one ``jaxbench run`` in the side's interpreter (its JAX version's venv), writing
+its records and program artifacts into the side's folder. The unit of the recorded verdict is
+the process, so a side needs several; running the sides in turn (A, B, A, B, ...) spreads a slow
+change of the machine over both. What is on disk counts: a process that recorded every selected
+case is complete, and a second review starts only the processes still missing.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from jaxbench.store import case_label, load
+
+
+class ScreenError(RuntimeError):
+    """A ``jaxbench run`` process ended with a status other than 0 or 1 (message: its log)."""
+
+
+@dataclass(frozen=True)
+class Side:
+    """One side of a review.
+
+    Attributes:
+        name: What the user named it (a JAX version).
+        python: Its interpreter.
+        folder: Where its records, artifacts and drift checks go.
+    """
+
+    name: str
+    python: str
+    folder: Path
+
+
+def complete_processes(folder: Path, labels: set[str]) -> int:
+    """How many processes under ``folder`` recorded every case of ``labels`` (any status)."""
+    if not folder.is_dir():
+        return 0
+    seen: dict[str, set[str]] = {}
+    for item in load([folder], kinds={"record"}).of("record"):
+        rec = item.model
+        process = rec.env.get("process_id") or rec.run_id
+        seen.setdefault(process, set()).add(case_label(rec.benchmark, rec.params))
+    return sum(labels <= cases for cases in seen.values())
+
+
+def run_process(side: Side, run_args: Sequence[str], log: Path) -> tuple[int, float]:
+    """One ``jaxbench run`` process of ``side`` into its folder, output appended to ``log``.
+
+    Returns:
+        Its exit status (1: some case failed, its record says why) and wall time, seconds.
+    """
+    log.parent.mkdir(parents=True, exist_ok=True)
+    command = [side.python, "-m", "jaxbench", "run", *run_args, "-o", str(side.folder)]
+    start = time.perf_counter()
+    with log.open("ab") as out:
+        code = subprocess.run(command, stdout=out, stderr=subprocess.STDOUT, check=False)
+    return code.returncode, time.perf_counter() - start
+
+
+def screen(
+    sides: Sequence[Side],
+    processes: int,
+    labels: set[str],
+    run_args: Sequence[str],
+    logs: Path,
+    on_process: Callable[[Side, int, float, bool], None] | None = None,
+) -> dict[str, int]:
+    """Bring every side to ``processes`` complete processes, the sides in turn each round.
+
+    Args:
+        sides: The sides, in the order each round runs them.
+        processes: Complete processes wanted per side.
+        labels: The selected cases' record labels (:attr:`jaxbench.cases.Case.record_label`).
+        run_args: ``jaxbench run`` options selecting them (and the backend).
+        logs: Folder of each side's ``run-<side>.log``.
+        on_process: Called with ``(side, round, seconds, reused)`` per side and round.
+
+    Returns:
+        Side name -> complete processes on disk at the end.
+
+    Raises:
+        ScreenError: A process exited with a status other than 0 or 1, or completed nothing
+            (the message names its log).
+    """
+    have = {side.name: complete_processes(side.folder, labels) for side in sides}
+    for number in range(1, processes + 1):
+        for side in sides:
+            if have[side.name] >= number:
+                if on_process is not None:
+                    on_process(side, number, 0.0, True)
+                continue
+            log = logs / f"run-{side.name}.log"
+            code, seconds = run_process(side, run_args, log)
+            done = complete_processes(side.folder, labels)
+            if code not in (0, 1) or done <= have[side.name]:
+                raise ScreenError(f"jaxbench run under {side.name} exited {code} without "
+                                  f"recording every case; see {log}")  # fmt: skip
+            have[side.name] = done
+            if on_process is not None:
+                on_process(side, number, seconds, False)
+    return have

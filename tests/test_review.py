@@ -1,0 +1,182 @@
+"""``jaxbench review``: screen, confirm, explain, report; resumable; simulated at the process level.
+
+The two JAX versions are simulated: each ``jaxbench run`` process of a side writes records whose
+calls scatter around that process's own offset (lognormal, :data:`PROCESS_SD`: the unit is the
+process), and each live pair draws its own offset too. The known truth: one case is
+:data:`SLOWDOWN` times slower under the candidate, with a program that gained a ``tanh``; the
+other is unchanged, with the same program.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+from typer.testing import CliRunner
+
+from jaxbench.cases import select_cases
+from jaxbench.cli import app
+from jaxbench.measure.harness import CompileTarget, compile_targets
+from jaxbench.store import Appender, PairRun, Record, Round, SideInfo, save_programs
+
+VERSIONS = ("0.11.2", "0.12.0.1")
+SELECT = ["-w", "train_step", "-s", "tiny", "-s", "small", "-d", "float32", "--optimizer", "sgd"]
+CASES = select_cases(["train_step"], overrides={"size": ["tiny", "small"], "dtype": ["float32"],
+                                                "optimizer": ["sgd"]})  # fmt: skip
+SLOW = CASES[1].record_label  # the small train step
+SLOWDOWN = 1.3
+PROCESS_SD = 0.002
+CALL_SD = 0.01
+
+
+def _programs(fn):
+    x, w = jnp.ones((8, 16)), jnp.ones((16, 4))
+    return compile_targets([CompileTarget("train_step", object(), jax.jit(fn), (x, w))]).programs
+
+
+PLAIN = _programs(lambda x, w: x @ w)
+TANH = _programs(lambda x, w: jnp.tanh(x) @ w)
+
+
+def _truth(label: str, version: str) -> tuple[float, list[dict]]:
+    """The case's true median latency (seconds) and its programs under ``version``."""
+    slow = label == SLOW and version == VERSIONS[1]
+    return (1e-3 * SLOWDOWN if slow else 1e-3), (TANH if slow else PLAIN)
+
+
+class Simulation:
+    """Fakes of the processes a review starts, counting what was started."""
+
+    def __init__(self) -> None:
+        self.rng = np.random.default_rng(7)
+        self.runs: list[str] = []
+        self.live: list[list[str]] = []
+        self.process = itertools.count()
+
+    def run_process(self, side, run_args, log):
+        assert run_args[: len(SELECT)] == SELECT and "-b" in run_args
+        self.runs.append(side.name)
+        n = next(self.process)
+        side.folder.mkdir(parents=True, exist_ok=True)
+        with Appender(side.folder / f"run-{n}.jsonl") as out:
+            for case in CASES:
+                median, programs = _truth(case.record_label, side.name)
+                offset = median * math.exp(PROCESS_SD * self.rng.standard_normal())
+                samples = offset * self._calls(60)
+                out.write(Record(
+                    run_id=f"run-{n}", benchmark="train_step", params=dict(case.params),
+                    status="ok", samples_s=list(samples), compile_s=0.2,
+                    programs=save_programs(side.folder, programs),
+                    env={"jax": side.name, "jaxlib": side.name, "backend": "cpu",
+                         "device_kind": "cpu", "process_id": f"p{n}"},
+                ))  # fmt: skip
+        return 0, 0.1
+
+    def _calls(self, n: int) -> np.ndarray:
+        return np.exp(CALL_SD * self.rng.standard_normal(n))
+
+    def run_interleaved(self, a, b, cases, backend, schedule, on_pair, threshold, alpha):
+        from jaxbench.store import CaseComparison
+
+        self.live.append([case_label for case_label, _ in cases])
+        found = []
+        for workload, params in cases:
+            label = next(c.record_label for c in CASES if dict(c.params) == params)
+            c = CaseComparison.start("interleaved", workload, params, schedule)
+            sides = [SideInfo(label=v.label, python=v.python, params=params,
+                              benchmark="train_step", jax=v.label, jaxlib=v.label, backend="cpu",
+                              device_kind="cpu", compile_s=0.2, flops=None, env={})
+                     for v in (a, b)]  # fmt: skip
+            c.baseline, c.candidate = sides
+            for i in range(schedule.pairs):
+                base, _ = _truth(label, a.label)
+                cand, _ = _truth(label, b.label)
+                shift = math.exp(PROCESS_SD * self.rng.standard_normal())
+                rounds = [Round(order="AB", baseline_s=list(base * self._calls(10)),
+                                candidate_s=list(cand * shift * self._calls(10)))
+                          for _ in range(schedule.rounds)]  # fmt: skip
+                c.pairs.append(PairRun(index=i, rounds=rounds, baseline=sides[0],
+                                       candidate=sides[1], started_at="2026-12-02"))  # fmt: skip
+            found.append(c)
+        on_pair(found)
+        return found
+
+
+@pytest.fixture
+def simulated(monkeypatch):
+    sim = Simulation()
+    monkeypatch.setattr("jaxbench.compare_cli.python_for", lambda side, spec, root: f"py-{spec}")
+    monkeypatch.setattr("jaxbench.review_cli.jax_version", lambda python: python[3:])
+    monkeypatch.setattr("jaxbench.upgrade.screen.run_process", sim.run_process)
+    monkeypatch.setattr("jaxbench.upgrade.confirm.run_interleaved", sim.run_interleaved)
+    return sim
+
+
+def _review(out, *extra):
+    return CliRunner().invoke(app, ["review", *VERSIONS, *SELECT, "--no-drift", "--processes",
+                                    "3", "--pairs", "4", "--max-pairs", "4", "--rounds", "8",
+                                    "-o", str(out), *extra])  # fmt: skip
+
+
+def test_a_review_screens_confirms_only_what_is_open_and_explains_the_change(simulated, tmp_path):
+    result = _review(tmp_path / "review")
+    assert result.exit_code == 1, result.output  # a case is slower
+    assert simulated.runs == ["0.11.2", "0.12.0.1"] * 3  # the sides in turn
+    assert simulated.live == [["train_step"]]  # only the slower case went live
+    rows = result.output.split("┡")[1]
+    tiny, small = rows.split("│ train_step donate")[1:3]  # selection order: tiny, small
+    assert "same" in tiny and "│ -" in tiny and "slower" not in tiny  # settled by the screen
+    assert "slower +29.7 %" in small and "slower 1.302 [1.296, 1.309] (4" in small
+    assert "optimized HLO differ" in small
+    report = (tmp_path / "review" / "report" / "report.md").read_text()
+    section = report.split("## Explanations", 1)[1]
+    assert f"### {SLOW}: 0.11.2 -> 0.12.0.1, slower (recorded steady state, live)" in section
+    assert "op:tanh: 0 -> 1 (+1)" in section
+
+
+def test_a_second_review_reuses_what_is_on_disk(simulated, tmp_path):
+    first = _review(tmp_path / "review")
+    simulated.runs.clear()
+    simulated.live.clear()
+    second = _review(tmp_path / "review")
+    assert second.exit_code == 1, second.output
+    assert simulated.runs == [] and simulated.live == []
+    assert "on disk, reused" in second.output
+    table = [line for line in first.output.splitlines() if line.startswith("│")]
+    assert table == [line for line in second.output.splitlines() if line.startswith("│")]
+
+
+def test_an_interrupted_screen_runs_only_the_missing_processes(simulated, tmp_path):
+    out = tmp_path / "review"
+    assert _review(out, "--processes", "2").exit_code == 1  # two a side on disk
+    simulated.runs.clear()
+    assert _review(out).exit_code == 1  # asks for three
+    assert simulated.runs == ["0.11.2", "0.12.0.1"]
+
+
+@pytest.mark.parametrize(
+    ("extra", "message"),
+    [
+        (["--processes", "1"], "--processes 1: expected at least 2"),
+        (["--threshold", "-1"], "--threshold"),
+        (["--alpha", "2"], "--alpha"),
+        (["--pairs", "0"], "pairs"),
+        (["-w", "nope"], "nope"),
+        (["--reference", "/nowhere"], "--reference /nowhere: no such folder"),
+    ],
+)
+def test_bad_input_is_one_line_and_exit_2_before_anything_runs(simulated, tmp_path, extra, message):
+    result = _review(tmp_path / "review", *extra)
+    assert result.exit_code == 2, result.output
+    assert message in result.output and simulated.runs == []
+
+
+def test_two_sides_of_one_jax_version_are_refused(simulated, monkeypatch, tmp_path):
+    monkeypatch.setattr("jaxbench.review_cli.jax_version", lambda python: "0.12.0.1")
+    result = _review(tmp_path / "review")
+    assert result.exit_code == 2
+    assert "both import JAX 0.12.0.1: a review compares two versions" in result.output
