@@ -131,9 +131,9 @@ display(live_table(ReportContext(review, results)) if review.live else Markdown(
 # ## What changed in the programs
 #
 # Every timed record names its case's program artifact (`programs/<sha256>.json.gz` beside the
-# run): jaxpr, StableHLO, optimized HLO, XLA's cost and memory figures, compile phases and flags.
+# run): jaxpr, StableHLO, optimized HLO, XLA's cost and memory figures and flags.
 # `programs_frame` reads each once: one row per compiled program, with the counts derived from its
-# optimized HLO, FLOP, temporary bytes and the compile phases (seconds, one compile). Then the
+# optimized HLO, FLOP, temporary bytes and the compile phases (median seconds). Then the
 # explanation of each verdict that holds, as the report gives it.
 
 # %%

@@ -32,7 +32,7 @@ def measure_case(
     """Prepare (build, compile, gate, warm up) and time one case; never raises for its failure.
 
     With ``programs_dir``, a timed case's programs (every compiled target's jaxpr, StableHLO,
-    optimized HLO, XLA's figures, compile phases and flags) are saved there as one artifact,
+    optimized HLO, XLA's figures and flags) are saved there as one artifact,
     ``programs/<sha256>.json.gz`` (:func:`jaxbench.store.save_programs`), and the record names
     it (``programs``); pass the folder of the record's file. An artifact that cannot be
     written leaves ``programs`` empty and the record intact.
@@ -127,6 +127,7 @@ def measure_case(
         metrics=prepared.built.metrics,
         noise=m.noise | gpu_noise,
         programs=digest,
+        compile_phases_s=stats.phases_s,
         env=env(device),
     )
 

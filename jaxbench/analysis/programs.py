@@ -14,6 +14,7 @@ from pathlib import Path
 import pandas as pd
 
 from jaxbench.explain import hlo_counts
+from jaxbench.explain.saved import pick_artifact
 from jaxbench.store import ArtifactError, load_programs
 
 #: Derived counts kept as columns (the rest of :func:`hlo_counts`' keys are left out).
@@ -35,8 +36,8 @@ def programs_frame(records: pd.DataFrame) -> pd.DataFrame:
     Returns:
         Columns :data:`PROGRAM_COLUMNS`: ``records`` counts the records naming the artifact;
         counts are instructions of the optimized HLO; ``flops`` FLOP and ``*_bytes`` bytes
-        from XLA; ``*_s`` seconds of one compile. Empty (with those columns) when no record
-        names an artifact.
+        from XLA; ``*_s`` the median seconds of each compile phase over those records. Empty
+        (with those columns) when no record names an artifact.
     """
     if "programs" not in records:
         return pd.DataFrame(columns=PROGRAM_COLUMNS)
@@ -52,14 +53,16 @@ def programs_frame(records: pd.DataFrame) -> pd.DataFrame:
         except ArtifactError as exc:
             rows.append(base | {"problem": str(exc)})
             continue
-        rows += [base | _program_row(p) for p in programs]
+        phases = group["compile_phases_s"] if "compile_phases_s" in group else [None] * len(group)
+        side = pick_artifact(zip(group["file"], group["programs"], phases, strict=True))
+        medians = side.phases_s if side is not None else {}
+        rows += [base | _program_row(p, medians.get(p["name"], {})) for p in programs]
     return pd.DataFrame(rows, columns=PROGRAM_COLUMNS)
 
 
-def _program_row(program: dict) -> dict:
+def _program_row(program: dict, phases: dict[str, float]) -> dict:
     counts = hlo_counts(program.get("hlo", ""))
     memory, cost = program.get("memory", {}), program.get("cost", {})
-    phases = program.get("phases_s", {})
     return {
         "target": program["name"],
         **{c: counts.get(c, 0) for c in COUNT_COLUMNS},

@@ -53,7 +53,8 @@ def side_artifact(frame: pd.DataFrame, case: str, version: str) -> SavedSide | N
     rows = frame[
         (frame["case"] == case) & (frame["jax"].astype(str) == version) & (frame["status"] == "ok")
     ]
-    return pick_artifact(zip(rows["file"], rows["programs"], strict=True))
+    phases = rows["compile_phases_s"] if "compile_phases_s" in rows else [None] * len(rows)
+    return pick_artifact(zip(rows["file"], rows["programs"], phases, strict=True))
 
 
 def explanations_section(ctx: ReportContext) -> str:
@@ -70,7 +71,8 @@ def explanations_section(ctx: ReportContext) -> str:
         "from the program artifacts the records saved (`programs/<sha256>.json.gz` beside each "
         "run): which levels are identical (jaxpr, StableHLO, optimized HLO; names and metadata "
         "set aside), the first that differs and what that points at, the counts and XLA "
-        "figures that changed, and each side's compile phases (one compile each). Identical "
+        "figures that changed, and each side's compile phases (the median over its records). "
+        "Identical "
         "programs under a timing verdict mean the cause is below HLO. Diffs are cut at "
         f"{MAX_LINES} lines; `jaxbench explain BASE_RESULTS CAND_RESULTS` prints them whole.",
     ]

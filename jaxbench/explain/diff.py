@@ -57,8 +57,8 @@ class TargetDiff:
         first_diff_left_out: Its lines beyond :data:`MAX_DIFF_LINES`.
         truncated: Levels cut on either side at capture (their comparison is of the kept part).
         phases_s: Compile phase (``trace``, ``lower``, ``backend_compile``) -> ``(baseline,
-            candidate)`` seconds, where both sides measured it (one compile each: a hint, not a
-            verdict; compile-time verdicts come from the records).
+            candidate)`` seconds, where both sides measured it (a hint, not a verdict:
+            compile-time verdicts come from the records, over processes).
         flags: Flag -> ``(baseline, candidate)``, only those that differ
             (:func:`jaxbench.measure.programs.effective_flags`).
     """
@@ -176,7 +176,7 @@ def explain_lines(diffs: list[TargetDiff], verdict: str | None = None) -> list[s
         if d.phases_s:
             phases = ", ".join(f"{k.replace('_', ' ')} {a:.3f} -> {b:.3f}"
                                for k, (a, b) in d.phases_s.items())  # fmt: skip
-            out.append(f"  compile phases, s (one compile a side): {phases}")
+            out.append(f"  compile phases, s: {phases}")
         for key, (a, b) in d.flags.items():
             out.append(f"  flag {key}: {a!r} -> {b!r}")
         if d.truncated:

@@ -5,16 +5,19 @@ stored in ``programs/`` beside the record's file: :mod:`jaxbench.store.programs`
 a comparison is a set of such records of one case (several processes, perhaps several files):
 :func:`pick_artifact` takes the artifact most of them name, and says how many distinct
 programs the side compiled (more than one means the compile itself was not deterministic, or
-the records mix settings). :func:`explain_saved` loads the two sides and explains them as
-``jaxbench explain`` does for live workers, without starting any.
+the records mix settings), with the median of each program's compile phases over the side's
+records (``Record.compile_phases_s``). :func:`explain_saved` loads the two sides and explains
+them as ``jaxbench explain`` does for live workers, without starting any.
 """
 
 from __future__ import annotations
 
+import statistics
 from collections import Counter
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from jaxbench.explain.diff import diff_programs, explain_lines
 from jaxbench.store import load_programs
@@ -29,12 +32,15 @@ class SavedSide:
         digest: The artifact's SHA-256.
         records: How many of the side's records name it.
         distinct: How many distinct artifacts the side's records name (1 when all agree).
+        phases_s: Program name -> compile phase -> the median over the side's records of its
+            seconds (``trace``, ``lower``, ``backend_compile``); empty where not recorded.
     """
 
     folder: Path
     digest: str
     records: int
     distinct: int
+    phases_s: dict[str, dict[str, float]] = field(default_factory=dict)
 
     @property
     def path(self) -> Path:
@@ -42,30 +48,48 @@ class SavedSide:
         return self.folder / "programs" / f"{self.digest}.json.gz"
 
 
-def pick_artifact(entries: Iterable[tuple[str | Path, str | None]]) -> SavedSide | None:
-    """The artifact most of a side's records name.
+Entry = tuple[str | Path, str | None, dict[str, dict[str, float]] | None]
+
+
+def pick_artifact(entries: Iterable[Entry]) -> SavedSide | None:
+    """The artifact most of a side's records name, with the median compile phases.
 
     Args:
-        entries: ``(record file, Record.programs)`` of each record of the side; ``None``
-            digests (no artifact saved) are passed over.
+        entries: ``(record file, Record.programs, Record.compile_phases_s)`` of each record of
+            the side; records without a digest (no artifact saved) are passed over.
 
     Returns:
         The :class:`SavedSide`; ``None`` when no record names an artifact. Ties go to the
         artifact named first.
     """
-    entries = [(Path(f), d) for f, d in entries if isinstance(d, str) and d]
-    counts = Counter(d for _, d in entries)
+    entries = [(Path(f), d, p) for f, d, p in entries if isinstance(d, str) and d]
+    counts = Counter(d for _, d, _ in entries)
     if not counts:
         return None
     digest, n = counts.most_common(1)[0]
-    folder = next(f.parent for f, d in entries if d == digest)
-    return SavedSide(folder, digest, n, len(counts))
+    folder = next(f.parent for f, d, _ in entries if d == digest)
+    seconds: dict[tuple[str, str], list[float]] = {}
+    for _, _, phases in entries:
+        for name, by_phase in (phases if isinstance(phases, dict) else {}).items():
+            for phase, s in by_phase.items():
+                seconds.setdefault((name, phase), []).append(float(s))
+    medians: dict[str, dict[str, float]] = {}
+    for (name, phase), values in seconds.items():
+        medians.setdefault(name, {})[phase] = statistics.median(values)
+    return SavedSide(folder, digest, n, len(counts), medians)
+
+
+def _with_phases(programs: list[dict[str, Any]], side: SavedSide) -> list[dict[str, Any]]:
+    return [p | {"phases_s": side.phases_s[p["name"]]} if p["name"] in side.phases_s else p
+            for p in programs]  # fmt: skip
 
 
 def explain_saved(
     baseline: SavedSide, candidate: SavedSide, verdict: str | None = None
 ) -> list[str]:
     """The explanation of two saved sides (:func:`jaxbench.explain.explain_lines`).
+
+    Each side's compile phases are its medians over its records (:attr:`SavedSide.phases_s`).
 
     A side whose records name several distinct artifacts gets a first line saying so.
 
@@ -74,8 +98,7 @@ def explain_saved(
             says (the message names its file).
         ValueError: The two sides compiled different sets of programs.
     """
-    base = load_programs(baseline.folder, baseline.digest)
-    cand = load_programs(candidate.folder, candidate.digest)
+    base, cand = (_with_phases(load_programs(s.folder, s.digest), s) for s in (baseline, candidate))
     notes = [
         f"{label}: {side.distinct} distinct programs among its records; compared: the one "
         f"{side.records} of them name"
@@ -91,12 +114,12 @@ class ResultSet:
 
     Attributes:
         entries: Case label (:func:`jaxbench.store.case_label`) -> ``(record file,
-            Record.programs)`` of its ``ok`` records.
+            Record.programs, Record.compile_phases_s)`` of its ``ok`` records.
         versions: The JAX versions its records ran under.
         problems: Lines that did not load (file and line).
     """
 
-    entries: dict[str, list[tuple[str, str | None]]]
+    entries: dict[str, list[Entry]]
     versions: set[str]
     problems: list[str]
 
@@ -110,14 +133,14 @@ def read_result_set(path: str | Path) -> ResultSet:
     from jaxbench.store import case_label, load
 
     loaded = load([path], kinds={"record"})
-    entries: dict[str, list[tuple[str, str | None]]] = {}
+    entries: dict[str, list[Entry]] = {}
     versions = set()
     for item in loaded.of("record"):
         rec = item.model
         if rec.status != "ok":
             continue
         entries.setdefault(case_label(rec.benchmark, rec.params), []).append(
-            (str(item.path), rec.programs)
+            (str(item.path), rec.programs, rec.compile_phases_s)
         )
         versions.add(str(rec.env.get("jax")))
     return ResultSet(entries, versions, [str(p) for p in loaded.problems])

@@ -82,7 +82,9 @@ class _Case:
     def programs(self, request: dict[str, Any]) -> dict[str, Any]:
         if self.prepared is None:
             raise RuntimeError("programs before prepare: send a prepare request first")
-        return {"programs": self.prepared.stats.programs}
+        stats = self.prepared.stats
+        return {"programs": [p | {"phases_s": stats.phases_s.get(p["name"], {})}
+                             for p in stats.programs]}  # fmt: skip
 
 
 def _benchmark(workload: str, params: dict[str, Any]) -> str:

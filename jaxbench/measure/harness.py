@@ -110,6 +110,7 @@ class TargetStats:
     memory: dict[str, int]
     events: EventCounts
     program: dict[str, Any] = field(default_factory=dict, repr=False)
+    phases_s: dict[str, float] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -121,7 +122,9 @@ class CompileStats:
     (bytes); ``cache_hits``/``cache_misses`` count persistent-cache lookups while compiling;
     ``reused`` is true when every figure came from an earlier compile in this process;
     ``programs`` holds every target's program (counted or not, in target order), as
-    :func:`jaxbench.measure.programs.describe` gives it.
+    :func:`jaxbench.measure.programs.describe` gives it, and ``phases_s`` each target's compile
+    phases by name (seconds of ``trace``, ``lower`` and ``backend_compile``, as JAX reports
+    them to ``jax.monitoring``; from the process's first compile of it).
     """
 
     lower_s: float
@@ -133,6 +136,7 @@ class CompileStats:
     cache_misses: int
     reused: bool
     programs: list[dict[str, Any]] = field(default_factory=list, repr=False)
+    phases_s: dict[str, dict[str, float]] = field(default_factory=dict)
 
 
 _TARGET_STATS: dict[tuple[Hashable, str], TargetStats] = {}
@@ -173,7 +177,8 @@ def _compile_one(target: CompileTarget) -> TargetStats:
         bytes_accessed=accessed,
         memory=memory_analysis(compiled),
         events=events,
-        program=describe(target.name, target.jitted, args, lowered, compiled, phases),
+        program=describe(target.name, target.jitted, args, lowered, compiled),
+        phases_s=phases,
     )
 
 
@@ -218,6 +223,9 @@ def compile_targets(targets: Sequence[CompileTarget]) -> CompileStats:
         cache_misses=sum(s.events.cache_misses for _, s in counted),
         reused=reused,
         programs=[_TARGET_STATS[key].program for key in keys],
+        phases_s={
+            t.name: _TARGET_STATS[key].phases_s for t, key in zip(targets, keys, strict=True)
+        },
     )
 
 

@@ -1,4 +1,4 @@
-"""A case's programs at each level: jaxpr, StableHLO, optimized HLO, XLA's figures, compile phases.
+"""A case's programs at each level: jaxpr, StableHLO, optimized HLO, XLA's figures and flags.
 
 :func:`describe` turns one compiled target into a JSON-ready dict while its ``Lowered`` and
 ``Compiled`` objects are at hand: :func:`jaxbench.measure.compile_targets` calls it on every
@@ -58,7 +58,6 @@ def describe(
     args: Sequence[Any],
     lowered: Any,
     compiled: Any,
-    phases_s: dict[str, float] | None = None,
 ) -> dict[str, Any]:
     """One compiled program as a JSON-ready dict.
 
@@ -68,14 +67,13 @@ def describe(
         args: Its positional arguments (arrays or ``jax.ShapeDtypeStruct``).
         lowered: ``jitted.lower(*args)``.
         compiled: ``lowered.compile()``.
-        phases_s: Compile-phase durations from ``jax.monitoring``, seconds (``trace``,
-            ``lower``, ``backend_compile``), where measured.
 
     Returns:
         ``name``; ``jaxpr``, ``stablehlo`` and ``hlo`` (text); ``cost`` (XLA's
         ``cost_analysis()``: ``flops``, ``bytes accessed``, ... as floats); ``memory``
-        (``memory_analysis()`` fields, bytes); ``phases_s``; ``flags``
-        (:func:`effective_flags`); ``truncated`` (the levels that were cut).
+        (``memory_analysis()`` fields, bytes); ``flags``
+        (:func:`effective_flags`); ``truncated`` (the levels that were cut). Nothing timed
+        is in it, so one program compiled in two processes gives equal dicts (one artifact).
     """
     import jax
 
@@ -94,7 +92,6 @@ def describe(
         **{level: text[:MAX_TEXT_CHARS] for level, text in texts.items()},
         "cost": cost_figures(compiled),
         "memory": memory_analysis(compiled),
-        "phases_s": dict(phases_s or {}),
         "flags": effective_flags(),
         "truncated": [level for level, text in texts.items() if len(text) > MAX_TEXT_CHARS],
     }

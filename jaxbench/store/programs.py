@@ -94,7 +94,8 @@ def load_programs(folder: str | os.PathLike[str], digest: str) -> list[dict[str,
 
     Returns:
         One dict per compiled target (``name``, ``jaxpr``, ``stablehlo``, ``hlo``, ``cost``,
-        ``memory``, ``phases_s``, ``flags``, ``truncated``; older artifacts lack the last few).
+        ``memory``, ``flags``, ``truncated``; an artifact written by ``jaxbench explain``
+        also has each program's ``phases_s``).
 
     Raises:
         ArtifactError: The file is missing, not gzip, not JSON, not a list of programs with

@@ -60,10 +60,13 @@ class Record(BaseModel):
             ``loadavg_start``, ``loadavg_end``, ``steal_share`` (fraction), ``usable_cpus``.
             Empty where nothing was timed, and in files written before it was recorded.
         programs: SHA-256 of the case's program artifact (jaxpr, StableHLO, optimized HLO,
-            XLA's figures, compile phases and flags of every program it compiled), stored in
+            XLA's figures and flags of every program it compiled), stored in
             ``programs/<hash>.json.gz`` beside the record's file
             (:mod:`jaxbench.store.programs`); ``None`` where none was saved (schema < 3, a
             case that failed before compiling, asv results).
+        compile_phases_s: Per compiled program (by target name), seconds of each compile
+            phase JAX reports to ``jax.monitoring``: ``trace``, ``lower``,
+            ``backend_compile`` (from the process's first compile of that program).
         env: Versions, backend, device kind and host facts (:func:`jaxbench.env.collect`); the
             process (``process_id``, ``pid``) and, for jaxbench runs, the timing settings
             (``timing``: :class:`jaxbench.measure.TimingConfig` fields).
@@ -96,6 +99,7 @@ class Record(BaseModel):
     metrics: dict[str, Any] = Field(default_factory=dict)
     noise: dict[str, Any] = Field(default_factory=dict)
     programs: str | None = None
+    compile_phases_s: dict[str, dict[str, float]] = Field(default_factory=dict)
     env: dict[str, Any]
     started_at: str | None = None
 
