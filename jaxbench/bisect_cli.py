@@ -9,6 +9,8 @@ import typer
 
 from jaxbench.cli_options import (
     Dtypes,
+    ExtraIndexUrl,
+    JaxExtra,
     Ks,
     Optimizers,
     Params,
@@ -19,6 +21,7 @@ from jaxbench.cli_options import (
     err_console,
     fail,
     selection,
+    version_envs,
     writable_folder,
 )
 from jaxbench.live_defaults import DEFAULT_PAIRS, DEFAULT_PAIRS_STEP, DEFAULT_ROUNDS
@@ -27,15 +30,18 @@ from jaxbench.live_defaults import DEFAULT_PAIRS, DEFAULT_PAIRS_STEP, DEFAULT_RO
 SWEEP_AT_MOST = 8
 
 
-def _releases(good: str, bad: str) -> tuple[str, list[str]]:
-    """The base interpreter and the releases from ``good`` to ``bad`` (exit 2 if none)."""
+def _releases(good: str, bad: str, envs: Any) -> tuple[str, list[str]]:
+    """The base interpreter and the releases from ``good`` to ``bad`` (exit 2 if none).
+
+    The releases are those on the index of jax, jaxlib and ``envs``' CUDA plugin, with
+    ``envs``' extra index (:class:`jaxbench.cluster.pyenvs.VersionEnvs`).
+    """
     from jaxbench.bisect import releases_between
     from jaxbench.cluster import pyenvs
 
     try:
         base = pyenvs.base_python(None)
-        offered = [pyenvs.index_versions(base, p) for p in ("jax", "jaxlib")]
-        return base, releases_between(good, bad, *offered)
+        return base, releases_between(good, bad, *envs.offered(base))
     except (ValueError, pyenvs.PyEnvError) as exc:
         raise fail(str(exc)) from None
 
@@ -103,6 +109,8 @@ def register(app: typer.Typer) -> None:
         env_root: Annotated[Path, typer.Option(help="Where JAX-version venvs are built.")] = Path(
             "sweeps/envs"
         ),
+        jax_extra: JaxExtra = None,
+        extra_index_url: ExtraIndexUrl = None,
         out: Annotated[
             str,
             typer.Option("--out", "-o", help="Folder of bisect-<id>.md and the comparisons."),
@@ -110,9 +118,11 @@ def register(app: typer.Typer) -> None:
     ) -> None:
         """Find the releases between GOOD and BAD where each selected case got slower (or faster).
 
-        The releases are those the package index has of both jax and jaxlib; each gets its own
-        environment under --env-root (built once). Releases are compared live, in pairs of
-        fresh worker processes (as compare --interleave), with the verdicts of compare:
+        The releases are those the package index has of jax and jaxlib (and, with --jax-extra
+        cuda12 or cuda13, of the matching CUDA plugin; with --extra-index-url, nightly builds
+        there too); each gets its own environment under --env-root (built once). Releases
+        are compared live, in pairs of fresh worker processes (as compare --interleave), with
+        the verdicts of compare:
         --search sweep judges every release against GOOD and then the neighbours around every
         change, so it finds a step that is later undone and several steps; binary halves the
         range where its ends differ, fewer comparisons but blind to a step undone within a
@@ -141,7 +151,8 @@ def register(app: typer.Typer) -> None:
                                 rounds=rounds, calls_per_block=calls_per_block)  # fmt: skip
         except ValueError as exc:
             raise fail(str(exc)) from None
-        base, releases = _releases(good, bad)
+        envs = version_envs(env_root, jax_extra, extra_index_url)
+        base, releases = _releases(good, bad, envs)
         folder = writable_folder(out)  # after the releases: a bad range leaves no folder
         chosen = search if search != "auto" else (
             "sweep" if len(releases) <= SWEEP_AT_MOST else "binary")  # fmt: skip
@@ -152,7 +163,7 @@ def register(app: typer.Typer) -> None:
 
         def python_of(release: str) -> str:
             if release not in pythons:
-                pythons[release] = str(pyenvs.ensure_env(env_root, release, base))
+                pythons[release] = str(envs.python(release, base))
             return pythons[release]
 
         def done(path: Path, before: str, after: str, got: dict) -> None:

@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 from rich.console import Console
 from rich.text import Text
+
+if TYPE_CHECKING:
+    from jaxbench.cluster.pyenvs import VersionEnvs
 
 console = Console()
 if not console.is_terminal:  # logs and CI: do not squeeze the table into 80 columns
@@ -65,6 +68,22 @@ Params = Annotated[
     ),
 ]
 Full = Annotated[bool, typer.Option("--full", metavar="", help="Full grid instead of quick.")]
+JaxExtra = Annotated[
+    str | None,
+    typer.Option(
+        "--jax-extra",
+        help="Extra of jax in version venvs: cuda12 or cuda13 (with the matching CUDA plugin "
+        "wheels) or tpu.",
+    ),
+]
+ExtraIndexUrl = Annotated[
+    str | None,
+    typer.Option(
+        "--extra-index-url",
+        help="Another package index for version venvs (e.g. JAX's nightly wheels); its "
+        "development builds count as releases.",
+    ),
+]
 Budget = Annotated[float, typer.Option(parser=_number, help="Timed seconds per case.")]
 MinSamples = Annotated[int, typer.Option(parser=_whole, help="Samples per case, at least.")]
 Warmup = Annotated[int, typer.Option(parser=_whole, help="Warm-up calls per case.")]
@@ -138,6 +157,16 @@ TIMING_OPTIONS = {
     "pipeline": "--pipeline",
 }
 """The ``TimingConfig`` field each timing option sets."""
+
+
+def version_envs(env_root: Path, jax_extra: str | None, extra_index_url: str | None) -> VersionEnvs:
+    """The :class:`jaxbench.cluster.pyenvs.VersionEnvs` of the options; exit 2 on a bad extra."""
+    from jaxbench.cluster.pyenvs import VersionEnvs
+
+    try:
+        return VersionEnvs(env_root, jax_extra, extra_index_url)
+    except ValueError as exc:
+        raise fail(str(exc)) from None
 
 
 def writable_folder(out: str) -> Path:

@@ -4,13 +4,15 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
 from jaxbench.cli_options import (
     Dtypes,
+    ExtraIndexUrl,
     Full,
+    JaxExtra,
     Ks,
     Optimizers,
     Params,
@@ -22,6 +24,7 @@ from jaxbench.cli_options import (
     err_console,
     fail,
     selection,
+    version_envs,
     writable_folder,
 )
 from jaxbench.live_defaults import (
@@ -30,6 +33,9 @@ from jaxbench.live_defaults import (
     DEFAULT_PAIRS_STEP,
     DEFAULT_ROUNDS,
 )
+
+if TYPE_CHECKING:
+    from jaxbench.cluster.pyenvs import VersionEnvs
 
 CURRENT = "current"
 BASELINE_HELP = (
@@ -182,11 +188,11 @@ def _print_problems(problems: list) -> None:
         err_console.print(f"warning: {p.path}: {p.reason}", highlight=False)
 
 
-def python_for(side: str, spec: str, env_root: Path) -> str:
+def python_for(side: str, spec: str, envs: VersionEnvs) -> str:
     """The interpreter of one side: ``current``, a path to a python, or a JAX version.
 
-    A version's environment is built once under ``env_root``
-    (:func:`jaxbench.cluster.pyenvs.ensure_env`).
+    A version's environment is built once as ``envs`` says (its folder, ``jax``'s extra,
+    another package index: :class:`jaxbench.cluster.pyenvs.VersionEnvs`).
 
     Raises:
         typer.Exit: No such interpreter, or a version the index lacks or that does not build.
@@ -202,9 +208,9 @@ def python_for(side: str, spec: str, env_root: Path) -> str:
         return spec
     try:
         base = pyenvs.base_python(None)
-        pyenvs.check_versions(base, [spec])
-        err_console.print(f"{side}: JAX {spec} environment under {env_root} (built once)")
-        return str(pyenvs.ensure_env(env_root, spec, base))
+        pyenvs.check_versions(base, [spec], envs.extra, envs.extra_index_url)
+        err_console.print(f"{side}: JAX {spec} environment under {envs.root} (built once)")
+        return str(envs.python(spec, base))
     except (ValueError, pyenvs.PyEnvError) as exc:
         raise fail(f"{side} {spec!r}: {str(exc).removeprefix('--jax: ')}") from None
 
@@ -218,7 +224,7 @@ def _live(
     back_to_back: bool,
     backend: str,
     schedule_fields: dict[str, int],
-    env_root: Path,
+    envs: VersionEnvs,
     out: Path,
     opts: dict[str, float],
 ) -> None:
@@ -239,8 +245,8 @@ def _live(
         schedule = Schedule(**schedule_fields)
     except ValueError as exc:
         raise fail(str(exc)) from None
-    a = Variant(_label(baseline, set_a), python_for("baseline", baseline, env_root), set_a)
-    b = Variant(_label(candidate, set_b), python_for("candidate", candidate, env_root), set_b)
+    a = Variant(_label(baseline, set_a), python_for("baseline", baseline, envs), set_a)
+    b = Variant(_label(candidate, set_b), python_for("candidate", candidate, envs), set_b)
     run = run_back_to_back if back_to_back else run_interleaved
     pairs = [(c.workload, dict(c.params)) for c in cases]
     path = out / f"interleave-{new_run_id()}.jsonl"
@@ -341,6 +347,8 @@ def register(app: typer.Typer) -> None:
         env_root: Annotated[
             Path, typer.Option(help="Live: where JAX-version venvs are built.")
         ] = Path("sweeps/envs"),
+        jax_extra: JaxExtra = None,
+        extra_index_url: ExtraIndexUrl = None,
         out: Annotated[
             str, typer.Option("--out", "-o", help="Live: folder for interleave-<id>.jsonl.")
         ] = "results",
@@ -394,8 +402,9 @@ def register(app: typer.Typer) -> None:
         schedule = {"pairs": pairs, "max_pairs": max_pairs, "pairs_step": pairs_step,
                     "rounds": rounds, "calls_per_block": calls_per_block,
                     "warmup_rounds": warmup_rounds, "seed": seed}  # fmt: skip
+        envs = version_envs(env_root, jax_extra, extra_index_url)
         _live(baseline, candidate, cases, a, b, back_to_back, backend, schedule,
-              env_root, writable_folder(out), opts)  # fmt: skip
+              envs, writable_folder(out), opts)  # fmt: skip
 
 
 def check_overrides(cases: list, overrides: dict[str, Any], option: str) -> None:

@@ -9,7 +9,9 @@ import typer
 
 from jaxbench.cli_options import (
     Dtypes,
+    ExtraIndexUrl,
     Full,
+    JaxExtra,
     Ks,
     Optimizers,
     Params,
@@ -21,6 +23,7 @@ from jaxbench.cli_options import (
     err_console,
     fail,
     selection,
+    version_envs,
     writable_folder,
 )
 from jaxbench.compare_cli import CURRENT, assignments, check_overrides, python_for
@@ -137,6 +140,8 @@ def register(app: typer.Typer) -> None:
         env_root: Annotated[Path, typer.Option(help="Where JAX-version venvs are built.")] = Path(
             "sweeps/envs"
         ),
+        jax_extra: JaxExtra = None,
+        extra_index_url: ExtraIndexUrl = None,
         out: Annotated[
             str | None,
             typer.Option("--out", "-o", help="Folder for explain-<id>.md and programs/."),
@@ -185,8 +190,9 @@ def register(app: typer.Typer) -> None:
         check_overrides(cases, a, "--set-a")
         check_overrides(cases, b, "--set-b")
         folder = writable_folder(out) if out else None  # before any environment is built
-        python_a = python_for("baseline", baseline, env_root)
-        python_b = python_for("candidate", candidate, env_root)
+        envs = version_envs(env_root, jax_extra, extra_index_url)
+        python_a = python_for("baseline", baseline, envs)
+        python_b = python_for("candidate", candidate, envs)
         path = folder / f"explain-{new_run_id()}.md" if folder else None
         sections = []
         for case in cases:

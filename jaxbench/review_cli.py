@@ -11,7 +11,9 @@ import typer
 from jaxbench.cli_options import (
     Budget,
     Dtypes,
+    ExtraIndexUrl,
     Full,
+    JaxExtra,
     Ks,
     MinSamples,
     Optimizers,
@@ -26,6 +28,7 @@ from jaxbench.cli_options import (
     fail,
     selection,
     timing_fields,
+    version_envs,
     writable_folder,
 )
 from jaxbench.live_defaults import (
@@ -125,6 +128,8 @@ def register(app: typer.Typer) -> None:
         env_root: Annotated[Path, typer.Option(help="Where JAX-version venvs are built.")] = Path(
             "sweeps/envs"
         ),
+        jax_extra: JaxExtra = None,
+        extra_index_url: ExtraIndexUrl = None,
         out: Annotated[
             str | None,
             typer.Option(
@@ -168,7 +173,8 @@ def register(app: typer.Typer) -> None:
         if reference is not None and not reference.is_dir():
             raise fail(f"--reference {reference}: no such folder")
         _review(baseline, candidate, cases, run_options(chosen, full, backend, timing),
-                processes, schedule, backend, env_root, out, drift, reference,
+                processes, schedule, backend, version_envs(env_root, jax_extra, extra_index_url),
+                out, drift, reference,
                 {"threshold": threshold, "compile_threshold": compile_threshold,
                  "alpha": alpha})  # fmt: skip
 
@@ -181,7 +187,7 @@ def _review(
     processes: int,
     schedule: Any,
     backend: str,
-    env_root: Path,
+    envs: Any,
     out: str | None,
     drift: bool,
     reference: Path | None,
@@ -196,7 +202,7 @@ def _review(
     from jaxbench.upgrade.summary import answers
 
     folder = writable_folder(out or f"results/review/{baseline}-{candidate}")
-    pythons = [python_for(side, spec, env_root) for side, spec in
+    pythons = [python_for(side, spec, envs) for side, spec in
                (("baseline", baseline), ("candidate", candidate))]  # fmt: skip
     versions = (jax_version(pythons[0]), jax_version(pythons[1]))
     if versions[0] == versions[1]:

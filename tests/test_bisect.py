@@ -125,10 +125,15 @@ def test_releases_are_those_of_both_packages_in_order_and_bad_ranges_are_named()
     got = releases_between("0.10.2", "0.12.0.1", JAX, JAXLIB)
     assert got == ["0.10.2", "0.11.0", "0.11.1", "0.11.2", "0.12.0", "0.12.0.1"]
     assert releases_between("0.5.1", "0.10.2", JAX, JAXLIB) == ["0.5.1", "0.10.2"]  # no 0.5.2
-    with pytest.raises(ValueError, match=r"GOOD '0\.5\.2': no release of both jax and jaxlib"):
+    with pytest.raises(ValueError, match=r"GOOD '0\.5\.2': no release of jax and jaxlib"):
         releases_between("0.5.2", "0.10.2", JAX, JAXLIB)
     with pytest.raises(ValueError, match=r"BAD '9\.9': no release"):
         releases_between("0.10.2", "9.9", JAX, JAXLIB)
+    plugin = [v for v in JAX if v != "0.11.1"]  # a release without its CUDA plugin
+    got = releases_between("0.10.2", "0.12.0.1", JAX, JAXLIB, plugin)
+    assert got == ["0.10.2", "0.11.0", "0.11.2", "0.12.0", "0.12.0.1"]
+    with pytest.raises(ValueError, match=r"GOOD '0\.11\.1': no release of jax, jaxlib and the"):
+        releases_between("0.11.1", "0.12.0", JAX, JAXLIB, plugin)
     with pytest.raises(ValueError, match=r"is not older than BAD 0\.10\.2: the range is empty"):
         releases_between("0.11.0", "0.10.2", JAX, JAXLIB)
     with pytest.raises(ValueError, match="at least two releases"):
@@ -141,10 +146,11 @@ def test_releases_are_those_of_both_packages_in_order_and_bad_ranges_are_named()
     ("args", "message"),
     [
         (["0.11.0", "0.10.2", "-w", "loop"], "the range is empty"),
-        (["0.10.2", "99.0.0", "-w", "loop"], "BAD '99.0.0': no release of both jax and jaxlib"),
+        (["0.10.2", "99.0.0", "-w", "loop"], "BAD '99.0.0': no release of jax and jaxlib"),
         (["0.10.2", "0.11.0", "--search", "linear"], "--search 'linear'"),
         (["0.10.2", "0.11.0", "-w", "nope"], "unknown workload 'nope'"),
         (["0.10.2", "0.11.0", "--threshold", "-1"], "threshold"),
+        (["0.10.2", "0.11.0", "--jax-extra", "cuda11"], "--jax-extra 'cuda11': expected one of"),
     ],
 )
 def test_bad_input_is_one_line_and_exit_2_before_any_environment(tmp_path, args, message):

@@ -610,3 +610,35 @@ def test_an_environment_built_before_the_dependencies_changed_is_rebuilt(tmp_pat
     ran.clear()
     pyenvs.ensure_env(tmp_path, "0.11.2", "/usr/bin/python3")
     assert ran == build
+
+
+def test_a_gpu_or_nightly_environment_pins_the_plugin_and_asks_the_other_index(
+    tmp_path, monkeypatch
+):
+    from jaxbench.cluster import pyenvs
+
+    commands = []
+
+    def fake_run(cmd, what):
+        commands.append(cmd)
+        if cmd[1:3] == ["-m", "venv"]:
+            Path(cmd[3]).mkdir(parents=True)
+        if what.startswith("pip index versions"):
+            return f"{cmd[5]} (1.0)\nAvailable versions: 0.12.1.dev20261201, 0.12.0.1"
+        return {"import jax": "0.12.1.dev20261201", "python": "3.13"}.get(what, "")
+
+    monkeypatch.setattr(pyenvs, "_run", fake_run)
+    nightly = "https://example.org/jax-nightly/simple/"
+    envs = pyenvs.VersionEnvs(tmp_path, "cuda13", nightly)
+    offered = envs.offered("/usr/bin/python3")
+    asked = [c[5] for c in commands]
+    assert asked == ["jax", "jaxlib", "jax-cuda13-plugin"] and len(offered) == 3
+    assert all(c[-3:] == ["--extra-index-url", nightly, "--pre"] for c in commands)
+    commands.clear()
+    python = envs.python("0.12.1.dev20261201", "/usr/bin/python3")
+    (install,) = [c for c in commands if "install" in c]
+    assert "jax[cuda13]==0.12.1.dev20261201" in install and "--pre" not in install
+    assert install[install.index("--extra-index-url") + 1] == nightly
+    assert python.parent.parent.name == "jax-0.12.1.dev20261201-cuda13-py3.13"
+    with pytest.raises(ValueError, match="--jax-extra 'rocm': expected one of cuda12"):
+        pyenvs.VersionEnvs(tmp_path, "rocm")

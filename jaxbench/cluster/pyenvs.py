@@ -3,7 +3,10 @@
 ``jaxbench submit --jax 0.11.2,0.12.0.1`` runs each version's tasks with the interpreter of
 ``<env_root>/jax-<version>[-<extra>]-py<X.Y>/``: a ``venv`` with this checkout installed in
 editable mode (so every version runs the same jaxbench code) plus ``jax==<version>`` and
-``jaxlib==<version>``. An environment is complete once its ``jaxbench-env.json`` exists; a build
+``jaxlib==<version>`` (with an extra such as ``cuda13``, ``jax[cuda13]==<version>``, which pins
+the matching CUDA plugin wheels, as JAX's installation guide has it). Another package index
+(``extra_index_url``, e.g. JAX's nightly wheels) is passed to pip where given. An environment is
+complete once its ``jaxbench-env.json`` exists; a build
 cut short is wiped and redone; concurrent builders of one environment wait on a lock file. The
 marker holds a digest of the checkout's declared dependencies: an environment built before they
 changed (a new dependency, a new bound) is rebuilt, not used without it.
@@ -20,11 +23,16 @@ import subprocess
 import sys
 import tomllib
 from collections.abc import Iterable
+from dataclasses import dataclass
 from pathlib import Path
 
 from jaxbench.cluster.profile import REPO_ROOT
 
 MARKER = "jaxbench-env.json"
+#: The ``jax`` extras an environment may take.
+JAX_EXTRAS = ("cuda12", "cuda13", "tpu")
+#: The plugin package an extra pins to the same version as ``jaxlib`` (JAX's installation guide).
+PLUGINS = {"cuda12": "jax-cuda12-plugin", "cuda13": "jax-cuda13-plugin"}
 
 
 class PyEnvError(RuntimeError):
@@ -74,32 +82,61 @@ def env_python(folder: Path) -> Path:
     return folder / "bin" / "python"
 
 
-def index_versions(python: str, package: str) -> list[str]:
+def check_extra(extra: str | None) -> None:
+    """Raise ``ValueError`` naming ``--jax-extra`` unless ``extra`` is ``None`` or known."""
+    if extra is not None and extra not in JAX_EXTRAS:
+        raise ValueError(f"--jax-extra {extra!r}: expected one of {', '.join(JAX_EXTRAS)}")
+
+
+def packages(extra: str | None) -> tuple[str, ...]:
+    """The packages an environment pins to one version: jax, jaxlib and the extra's plugin."""
+    plugin = PLUGINS.get(extra or "")
+    return ("jax", "jaxlib", plugin) if plugin else ("jax", "jaxlib")
+
+
+def _index_args(extra_index_url: str | None) -> list[str]:
+    """The arguments that give pip another index."""
+    return ["--extra-index-url", extra_index_url] if extra_index_url else []
+
+
+def index_versions(python: str, package: str, extra_index_url: str | None = None) -> list[str]:
     """Versions of ``package`` the package index offers for ``python`` (``pip index versions``).
+
+    Args:
+        python: The interpreter whose pip asks.
+        package: The distribution name.
+        extra_index_url: Another index to ask too; development builds (nightlies) are then
+            listed as well (``--pre``).
 
     Raises:
         PyEnvError: pip failed (no index reachable) or its output had no version list.
     """
     out = _run(
-        [python, "-m", "pip", "index", "versions", package, "--disable-pip-version-check"],
+        [python, "-m", "pip", "index", "versions", package, "--disable-pip-version-check",
+         *_index_args(extra_index_url), *(["--pre"] if extra_index_url else [])],
         f"pip index versions {package}",
-    )
+    )  # fmt: skip
     match = re.search(r"Available versions:\s*(.+)", out)
     if not match:
         raise PyEnvError(f"pip index versions {package}: no version list in {out!r}")
     return [v.strip() for v in match.group(1).split(",") if v.strip()]
 
 
-def check_versions(python: str, versions: Iterable[str]) -> None:
-    """Fail unless the index has every requested version of both ``jax`` and ``jaxlib``.
+def check_versions(
+    python: str,
+    versions: Iterable[str],
+    extra: str | None = None,
+    extra_index_url: str | None = None,
+) -> None:
+    """Fail unless the index has every requested version of each of :func:`packages`.
 
     Raises:
         ValueError: A version is missing; the message names it and the newest ones offered.
         PyEnvError: The index cannot be asked.
     """
     versions = list(versions)
-    for package in ("jax", "jaxlib"):
-        offered = index_versions(python, package)
+    for package in packages(extra):
+        offered = index_versions(python, package, extra_index_url)
         missing = [v for v in versions if v not in offered]
         if missing:
             raise ValueError(
@@ -108,8 +145,21 @@ def check_versions(python: str, versions: Iterable[str]) -> None:
             )
 
 
-def ensure_env(env_root: Path, jax_version: str, python: str, extra: str | None = None) -> Path:
+def ensure_env(
+    env_root: Path,
+    jax_version: str,
+    python: str,
+    extra: str | None = None,
+    extra_index_url: str | None = None,
+) -> Path:
     """Build (once) the environment for ``jax_version``; returns its interpreter.
+
+    Args:
+        env_root: Folder of the environments.
+        jax_version: The version of jax and jaxlib (and the extra's plugin) to pin.
+        python: The base interpreter.
+        extra: ``jax``'s extra (:data:`JAX_EXTRAS`), or ``None``.
+        extra_index_url: Another package index for pip (e.g. JAX's nightly wheels).
 
     Raises:
         PyEnvError: ``venv`` or ``pip install`` failed, or the environment imports a
@@ -129,8 +179,8 @@ def ensure_env(env_root: Path, jax_version: str, python: str, extra: str | None 
         # install's time here); Python compiles those a task imports, on first import.
         _run(
             [str(env_python(folder)), "-m", "pip", "install", "--quiet", "--no-compile",
-             "--disable-pip-version-check", "-e", str(REPO_ROOT), jax_req,
-             f"jaxlib=={jax_version}"],
+             "--disable-pip-version-check", *_index_args(extra_index_url), "-e", str(REPO_ROOT),
+             jax_req, f"jaxlib=={jax_version}"],
             f"pip install {jax_req}",
         )  # fmt: skip
         imported = _run(
@@ -139,9 +189,36 @@ def ensure_env(env_root: Path, jax_version: str, python: str, extra: str | None 
         if imported != jax_version:
             raise PyEnvError(f"{folder}: imports jax {imported}, not {jax_version}")
         marker = {"jax": jax_version, "extra": extra, "base_python": python,
+                  "extra_index_url": extra_index_url,
                   "dependencies": dependencies_digest()}  # fmt: skip
         (folder / MARKER).write_text(json.dumps(marker, indent=2))
     return env_python(folder)
+
+
+@dataclass(frozen=True)
+class VersionEnvs:
+    """Where and how the commands that take JAX versions build their environments.
+
+    Attributes:
+        root: Folder of the environments (``sweeps/envs`` by default).
+        extra: ``jax``'s extra (:data:`JAX_EXTRAS`), or ``None``.
+        extra_index_url: Another package index (e.g. JAX's nightly wheels), or ``None``.
+    """
+
+    root: Path
+    extra: str | None = None
+    extra_index_url: str | None = None
+
+    def __post_init__(self) -> None:
+        check_extra(self.extra)
+
+    def python(self, version: str, base: str) -> Path:
+        """The interpreter of ``version``'s environment, built once (:func:`ensure_env`)."""
+        return ensure_env(self.root, version, base, self.extra, self.extra_index_url)
+
+    def offered(self, base: str) -> list[list[str]]:
+        """Versions on the index of each of :func:`packages` (jax, jaxlib, the plugin)."""
+        return [index_versions(base, p, self.extra_index_url) for p in packages(self.extra)]
 
 
 def _run(cmd: list[str], what: str) -> str:
