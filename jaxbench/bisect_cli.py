@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -21,6 +22,7 @@ from jaxbench.cli_options import (
     err_console,
     fail,
     selection,
+    timing_fields,
     version_envs,
     writable_folder,
 )
@@ -59,6 +61,71 @@ def _explain(python_of: Any, case: Any, before: str, after: str, verdict: str,
         return explain_lines(diff_programs(base, cand), verdict)
     except (WorkerError, ValueError) as exc:
         return [f"explain could not run: {exc}"]
+
+
+Files = Callable[[], list[str]]
+ExplainStep = Callable[[str, str, str, str], list[str]]
+
+
+def _profile(name: str) -> Any:
+    """The cluster profile ``name`` (exit 2 with its error)."""
+    from jaxbench.cluster.profile import load_profile
+
+    try:
+        return load_profile(name)
+    except (ValueError, OSError) as exc:
+        raise fail(str(exc)) from None
+
+
+def _live(envs: Any, base: str, cases: list, backend: str, schedule: Any, threshold: float,
+          alpha: float, folder: Path) -> tuple[Any, Files, ExplainStep]:  # fmt: skip
+    """The live judge (pairs of fresh workers per comparison), its files, its explainer."""
+    from jaxbench.bisect.live import LiveJudge
+
+    pythons: dict[str, str] = {}
+
+    def python_of(release: str) -> str:
+        if release not in pythons:
+            pythons[release] = str(envs.python(release, base))
+        return pythons[release]
+
+    def done(path: Path, before: str, after: str, got: dict) -> None:
+        for label, j in got.items():
+            err_console.print(f"{after} vs {before}: {label}: {j.text()}  ({path.name})",
+                              highlight=False, markup=False)  # fmt: skip
+
+    def pair(before: str, after: str, count: int) -> None:
+        err_console.print(f"{after} vs {before}: process pair {count} done (up to "
+                          f"{schedule.max_pairs})", highlight=False)  # fmt: skip
+
+    by_label = {c.label: c for c in cases}
+    judge = LiveJudge(python_of, {c.label: (c.workload, dict(c.params)) for c in cases},
+                      backend, schedule, threshold, alpha, folder, done, pair)  # fmt: skip
+
+    def explain_step(label: str, before: str, after: str, verdict: str) -> list[str]:
+        return _explain(python_of, by_label[label], before, after, verdict, backend)
+
+    return judge, lambda: [p.name for p in judge.paths], explain_step
+
+
+def _recorded(profile: Any, releases: list[str], cases: list, processes: int,
+              threshold: float, alpha: float) -> tuple[Any, Files, ExplainStep]:  # fmt: skip
+    """Sweeps of every release through the profile, then the recorded judge over them."""
+    from jaxbench.analysis import load_results
+    from jaxbench.cluster.preflight import PreflightError
+    from jaxbench.upgrade.recorded import RecordedJudge, sweep_releases
+
+    timing = timing_fields(0.2, 20, 3)  # jaxbench run's defaults
+    try:
+        sweeps = sweep_releases(profile, releases, cases, timing, processes,
+                                lambda line: err_console.print(line, highlight=False))  # fmt: skip
+    except (PreflightError, ValueError) as exc:
+        raise fail(str(exc)) from None
+    frame, problems = load_results(sweeps)
+    for problem in problems:
+        err_console.print(f"problem: {problem}", highlight=False, markup=False)
+    judge = RecordedJudge(frame, {c.label: c.record_label for c in cases}, threshold, alpha)
+    return judge, lambda: [str(p) for p in sweeps], judge.explain
 
 
 def register(app: typer.Typer) -> None:
@@ -111,6 +178,16 @@ def register(app: typer.Typer) -> None:
         ),
         jax_extra: JaxExtra = None,
         extra_index_url: ExtraIndexUrl = None,
+        profile: Annotated[
+            str | None,
+            typer.Option(
+                help="Run on a cluster profile (slurm/<name>.toml or a name): one task per "
+                "release, --processes sweeps, judged over processes."
+            ),
+        ] = None,
+        processes: Annotated[
+            int, typer.Option(help="With --profile: processes (sweeps) per release.")
+        ] = 3,
         out: Annotated[
             str,
             typer.Option("--out", "-o", help="Folder of bisect-<id>.md and the comparisons."),
@@ -133,7 +210,6 @@ def register(app: typer.Typer) -> None:
         from jaxbench.backends import check_backend
         from jaxbench.bisect import STRATEGIES
         from jaxbench.bisect import search as run_search
-        from jaxbench.bisect.live import LiveJudge
         from jaxbench.bisect.summary import case_lines, markdown
         from jaxbench.cluster import pyenvs
         from jaxbench.inference.verdicts import check_rule
@@ -151,37 +227,34 @@ def register(app: typer.Typer) -> None:
                                 rounds=rounds, calls_per_block=calls_per_block)  # fmt: skip
         except ValueError as exc:
             raise fail(str(exc)) from None
-        envs = version_envs(env_root, jax_extra, extra_index_url)
+        if profile is not None and (jax_extra or extra_index_url):
+            raise fail("--jax-extra and --extra-index-url apply to a local bisect; with "
+                       "--profile, the profile's [environment] jax_extra is used")  # fmt: skip
+        if profile is not None and processes < 2:
+            raise fail(f"--processes {processes}: expected at least 2 (the process is the "
+                       "unit of a recorded verdict)")  # fmt: skip
+        prof = _profile(profile) if profile is not None else None
+        extra = prof.environment.jax_extra if prof is not None else jax_extra
+        envs = version_envs(env_root, extra, extra_index_url)
         base, releases = _releases(good, bad, envs)
         folder = writable_folder(out)  # after the releases: a bad range leaves no folder
         chosen = search if search != "auto" else (
             "sweep" if len(releases) <= SWEEP_AT_MOST else "binary")  # fmt: skip
+        where = f"profile {prof.name}" if prof is not None else f"environments under {env_root}"
         err_console.print(f"bisect: {len(cases)} case(s), {len(releases)} releases "
-                          f"({', '.join(releases)}); {chosen}; environments under {env_root}",
+                          f"({', '.join(releases)}); {chosen}; {where}",
                           highlight=False)  # fmt: skip
-        pythons: dict[str, str] = {}
-
-        def python_of(release: str) -> str:
-            if release not in pythons:
-                pythons[release] = str(envs.python(release, base))
-            return pythons[release]
-
-        def done(path: Path, before: str, after: str, got: dict) -> None:
-            for label, j in got.items():
-                err_console.print(f"{after} vs {before}: {label}: {j.text()}  ({path.name})",
-                                  highlight=False, markup=False)  # fmt: skip
-
-        def pair(before: str, after: str, count: int) -> None:
-            err_console.print(f"{after} vs {before}: process pair {count} done (up to "
-                              f"{schedule.max_pairs})", highlight=False)  # fmt: skip
-
         by_label = {c.label: c for c in cases}
-        judge = LiveJudge(python_of, {c.label: (c.workload, dict(c.params)) for c in cases},
-                          backend, schedule, threshold, alpha, folder, done, pair)  # fmt: skip
+        if prof is not None:
+            judge, files, explain_step = _recorded(prof, releases, cases, processes, threshold,
+                                                   alpha)  # fmt: skip
+        else:
+            judge, files, explain_step = _live(envs, base, cases, backend, schedule, threshold,
+                                               alpha, folder)  # fmt: skip
         try:
             result = run_search(chosen, releases, list(by_label), judge, threshold)
         except (WorkerError, pyenvs.PyEnvError) as exc:
-            kept = f"; the comparisons finished are in {folder}" if judge.paths else ""
+            kept = f"; the comparisons finished are in {folder}" if files() else ""
             raise fail(f"{exc}{kept}", code=1) from None
         except KeyboardInterrupt:
             raise fail(f"interrupted; the comparisons finished are in {folder}",
@@ -189,15 +262,13 @@ def register(app: typer.Typer) -> None:
         explanations = {}
         if explain:
             for step in result.steps:
-                explanations[(step.case, step.before, step.after)] = _explain(
-                    python_of, by_label[step.case], step.before, step.after,
-                    step.judgement.verdict, backend)  # fmt: skip
+                explanations[(step.case, step.before, step.after)] = explain_step(
+                    step.case, step.before, step.after, step.judgement.verdict)  # fmt: skip
         for label in by_label:
             console.print(label, style="bold", highlight=False, markup=False)
             for line in case_lines(result, label):
                 console.print(line, highlight=False, markup=False, soft_wrap=True)
         path = folder / f"bisect-{new_run_id()}.md"
-        text = markdown(result, f"jaxbench bisect {good} {bad}",
-                        [p.name for p in judge.paths], explanations)  # fmt: skip
+        text = markdown(result, f"jaxbench bisect {good} {bad}", files(), explanations)
         write_atomic(path, text.encode())
         console.print(f"wrote {path}", highlight=False)

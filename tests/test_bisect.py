@@ -10,6 +10,7 @@ comparison), and decides with the project's own paired verdict
 from __future__ import annotations
 
 import math
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -151,6 +152,9 @@ def test_releases_are_those_of_both_packages_in_order_and_bad_ranges_are_named()
         (["0.10.2", "0.11.0", "-w", "nope"], "unknown workload 'nope'"),
         (["0.10.2", "0.11.0", "--threshold", "-1"], "threshold"),
         (["0.10.2", "0.11.0", "--jax-extra", "cuda11"], "--jax-extra 'cuda11': expected one of"),
+        (["0.10.2", "0.11.0", "--profile", "nope"], "profile 'nope' not found"),
+        (["0.10.2", "0.11.0", "--profile", "local", "--processes", "1"], "--processes 1"),
+        (["0.10.2", "0.11.0", "--profile", "local", "--jax-extra", "cuda13"], "a local bisect"),
     ],
 )
 def test_bad_input_is_one_line_and_exit_2_before_any_environment(tmp_path, args, message):
@@ -161,3 +165,50 @@ def test_bad_input_is_one_line_and_exit_2_before_any_environment(tmp_path, args,
     assert result.exit_code == 2, result.output
     assert message in result.stderr.replace("\n", " ")
     assert "Traceback" not in result.output and not envs.exists()
+
+
+def _recorded_frame(times: dict[str, list[float]], processes: int, seed: int):
+    """Records of every release: ``processes`` processes each, every process its own offset."""
+    from analysis_data import record
+
+    from jaxbench.analysis.frames import records_frame
+    from jaxbench.store import Item
+
+    rng = np.random.default_rng(seed)
+    items = []
+    for case, series in times.items():
+        for release, true in zip(RELEASES, series, strict=True):
+            for p in range(processes):
+                offset = true * math.exp(PAIR_SD / math.sqrt(2) * rng.standard_normal())
+                samples = list(offset * np.exp(0.01 * rng.standard_normal(50)))
+                name = f"{release}-{p}"
+                rec = record(release, samples, benchmark=case, params={"n": 1}, run_id=name,
+                             env={"process_id": name})  # fmt: skip
+                items.append(Item(model=rec, path=Path(f"sweep/{name}.json"), line=None))
+    return records_frame(items)
+
+
+@pytest.mark.parametrize("strategy", ["sweep", "binary"])
+def test_a_recorded_bisect_over_cluster_processes_finds_both_steps(strategy):
+    from jaxbench.upgrade.recorded import RecordedJudge
+
+    times = {"loop": level({3: 1.25, 7: 1.30})}
+    frame = _recorded_frame(times, processes=8, seed=1)
+    judge = RecordedJudge(frame, {"loop": "loop n=1"}, threshold=0.02, alpha=0.05)
+    result = search(strategy, RELEASES, ["loop"], judge, threshold=0.02)
+    steps = [(b.before, b.after, b.judgement.verdict) for b in result.steps]
+    assert steps == [("0.2.0", "0.3.0", "slower"), ("0.6.0", "0.7.0", "slower")]
+    assert result.first_slow("loop") == "0.3.0"
+    assert judge("0.0.0", "0.5.0", ["loop"])["loop"].ratio == pytest.approx(1.25, rel=0.05)
+    assert judge("0.0.0", "9.9.9", ["loop"])["loop"].verdict == "failed"  # no such records
+
+
+def test_a_recorded_bisect_of_a_a_releases_finds_no_step():
+    from jaxbench.upgrade.recorded import RecordedJudge
+
+    false_steps = 0
+    for seed in range(10):
+        frame = _recorded_frame({"flat": level({})}, processes=4, seed=seed)
+        judge = RecordedJudge(frame, {"flat": "flat n=1"}, threshold=0.02, alpha=0.05)
+        false_steps += len(search("sweep", RELEASES, ["flat"], judge, threshold=0.02).steps)
+    assert false_steps <= 2  # 10 sweeps of ten releases; each false call has p <= 2.5 %
