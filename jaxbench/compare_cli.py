@@ -115,16 +115,24 @@ def _offline(baseline: str, candidate: str, results: list[Path], opts: dict[str,
     for line in verdict_notes(result.table):
         console.print(line, highlight=False)
     console.print(f"mode: sequential; {BASIS}; verdicts: {_counts(result.table)}")
-    _print_exponent_changes(frame, "side" if by == "side" else "jax", baseline, candidate,
+    print_exponent_changes(frame, "side" if by == "side" else "jax", baseline, candidate,
                             opts["alpha"])  # fmt: skip
     _cite_calibration(results if not all(exists) else as_paths, set(result.table["case"]))
     _exit_for(result.table)
 
 
-def _print_exponent_changes(
+def print_exponent_changes(
     frame: Any, by: str, baseline: str, candidate: str, alpha: float
 ) -> None:
-    """One line per swept parameter whose scaling exponent both sides have (analysis.scaling)."""
+    """One line per swept parameter whose scaling exponent both sides have (analysis.scaling).
+
+    Args:
+        frame: Rows of :func:`jaxbench.analysis.load_results` of both sides.
+        by: The column naming the side (``jax`` or ``side``).
+        baseline: Its value for the baseline.
+        candidate: Its value for the candidate.
+        alpha: ``1 -`` the confidence level of the exponents' intervals.
+    """
     from jaxbench.analysis.scaling import exponent_changes, exponents_frame
 
     changes = exponent_changes(exponents_frame(frame, alpha, by=by), [(baseline, candidate)],

@@ -96,7 +96,20 @@ def explain_result_sets(
         explained += 1
         for line in lines:
             console.print(line, highlight=False, markup=False, soft_wrap=True)
+    _scaling(baseline, candidate)
     return 0 if explained else 1
+
+
+def _scaling(baseline: str, candidate: str) -> None:
+    """The change of each swept parameter's scaling exponent, as ``compare`` prints it."""
+    import pandas as pd
+
+    from jaxbench.analysis import load_results
+    from jaxbench.compare_cli import print_exponent_changes
+
+    frames = [load_results([side])[0].assign(side=side) for side in (baseline, candidate)]
+    print_exponent_changes(pd.concat(frames, ignore_index=True), "side", baseline, candidate,
+                           alpha=0.05)  # fmt: skip
 
 
 def _report(title: str, sections: list[tuple[str, list[str], list[str]]]) -> str:

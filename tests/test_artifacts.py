@@ -229,3 +229,23 @@ def test_two_processes_compiling_one_program_save_one_artifact(tmp_path):
     assert records[0].programs == records[1].programs
     assert records[0].compile_phases_s != records[1].compile_phases_s  # timings are per process
     assert len(list((tmp_path / "programs").iterdir())) == 1
+
+
+def test_explaining_two_result_sets_names_a_changed_scaling_exponent(tmp_path):
+    from tests.analysis_data import lognormal, record, write
+
+    programs = _programs(lambda x, w: x @ w)
+    for side, power in (("a", 1.0), ("b", 2.0)):  # latency ∝ n, then ∝ n²
+        folder = tmp_path / side
+        digest = save_programs(folder, programs)
+        for p in range(3):
+            recs = [record("0.12.0.1", lognormal(1e-4 * n**power, 30, seed=10 * p + n, sigma=0.01),
+                           benchmark="user/attention", params={"n": n}, run_id=f"{side}{p}",
+                           env={"process_id": f"{side}{p}"}, programs=digest)
+                    for n in (16, 32, 64, 128)]  # fmt: skip
+            write(folder / f"run-{p}.jsonl", recs)
+    out = run_cli("explain", str(tmp_path / "a"), str(tmp_path / "b"))
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.count("identical programs") == 4
+    (line,) = [x for x in out.stdout.splitlines() if x.startswith("scaling:")]
+    assert "exponent of latency in n 1.00 -> 2.00" in line and line.endswith("changed")
