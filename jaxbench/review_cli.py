@@ -65,7 +65,8 @@ def jax_version(python: str) -> str:
     probe = subprocess.run([python, "-c", "import jax; print(jax.__version__)"],
                            capture_output=True, text=True, check=False)  # fmt: skip
     if probe.returncode != 0:
-        raise fail(f"{python} cannot import jax: {probe.stderr.strip().splitlines()[-1:]}")
+        last = (probe.stderr.strip().splitlines() or ["no output"])[-1]
+        raise fail(f"{python} cannot import jax: {last}")
     return probe.stdout.strip()
 
 
