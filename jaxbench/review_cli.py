@@ -198,7 +198,7 @@ def _review(
     from jaxbench.analysis.review import Settings
     from jaxbench.compare_cli import python_for
     from jaxbench.interleave import Variant, WorkerError
-    from jaxbench.upgrade.confirm import confirm, finished, open_cases
+    from jaxbench.upgrade.confirm import complete, confirm, finished, open_cases, unfinished
     from jaxbench.upgrade.screen import ScreenError, Side, screen
     from jaxbench.upgrade.summary import answers
 
@@ -226,16 +226,28 @@ def _review(
         review = load_review([folder], baseline=versions[0], candidate=versions[1],
                              settings=settings)  # fmt: skip
         done = finished(review.live, *versions, schedule.pairs)
-        need = [label for label in open_cases(review.results, labels) if label not in done]
+        opened = open_cases(review.results, labels)
+        if reused := [label for label in opened if label in done]:
+            err_console.print(f"confirm: {len(reused)} case(s) compared live before, reused",
+                              highlight=False)  # fmt: skip
+        need = [label for label in opened if label not in done]
+        variants = [Variant(s.name, s.python, {}) for s in sides]
+
+        def saved(n: int, path: Path) -> None:
+            err_console.print(f"confirm: pair {n} saved in {path.name}", highlight=False)
+
+        for path, found in unfinished(folder, *versions, schedule.pairs).items():
+            err_console.print(f"confirm: completing the first look cut short in {path.name}",
+                              highlight=False)  # fmt: skip
+            completed = complete(path, found, *variants, backend, schedule, rule["threshold"],
+                                 rule["alpha"], saved)  # fmt: skip
+            need = [label for label in need if label not in completed]
         if need:
             err_console.print(f"confirm: {len(need)} case(s) live, up to {schedule.max_pairs} "
                               "process pairs", highlight=False)  # fmt: skip
             by_label = {c.record_label: c for c in cases}
-            variants = [Variant(s.name, s.python, {}) for s in sides]
             confirm(*variants, [(by_label[x].workload, dict(by_label[x].params)) for x in need],
-                    backend, schedule, folder, rule["threshold"], rule["alpha"],
-                    lambda n, path: err_console.print(f"confirm: pair {n} saved in {path.name}",
-                                                      highlight=False))  # fmt: skip
+                    backend, schedule, folder, rule["threshold"], rule["alpha"], saved)  # fmt: skip
         if drift:
             for side in sides:
                 status = _drift(side, backend, reference, logs)
@@ -261,7 +273,12 @@ def _review(
 def _print(found: list) -> None:
     from rich.table import Table
 
-    table = Table("case", "recorded runs", "live pairs", "verdict", "program change")
+    table = Table("case", "recorded runs", "live pairs", "verdict", "compile time (recorded)")
     for a in found:
-        table.add_row(a.case, a.recorded, a.live or "-", a.verdict, "\n".join(a.explanation))
+        table.add_row(a.case, a.recorded, a.live or "-", a.verdict, a.compile)
     console.print(table)
+    for a in found:
+        if a.explanation:
+            console.print(f"{a.case} ({a.verdict}):", style="bold", highlight=False, markup=False)
+            for line in a.explanation:
+                console.print(f"  {line}", highlight=False, markup=False, soft_wrap=True)

@@ -54,7 +54,8 @@ class Simulation:
     def __init__(self) -> None:
         self.rng = np.random.default_rng(7)
         self.runs: list[str] = []
-        self.live: list[list[str]] = []
+        self.live: list[list[tuple[str, int]]] = []
+        self.interrupt_after: int | None = None
         self.process = itertools.count()
 
     def run_process(self, side, run_args, log):
@@ -80,30 +81,38 @@ class Simulation:
         return np.exp(CALL_SD * self.rng.standard_normal(n))
 
     def run_interleaved(self, a, b, cases, backend, schedule, on_pair, threshold, alpha):
+        """Pairs of the simulated versions, saved after each; Ctrl-C after ``interrupt_after``."""
         from jaxbench.store import CaseComparison
 
-        self.live.append([case_label for case_label, _ in cases])
+        self.live.append([(workload, schedule.pairs) for workload, _ in cases])
         found = []
         for workload, params in cases:
-            label = next(c.record_label for c in CASES if dict(c.params) == params)
             c = CaseComparison.start("interleaved", workload, params, schedule)
-            sides = [SideInfo(label=v.label, python=v.python, params=params,
-                              benchmark="train_step", jax=v.label, jaxlib=v.label, backend="cpu",
-                              device_kind="cpu", compile_s=0.2, flops=None, env={})
-                     for v in (a, b)]  # fmt: skip
-            c.baseline, c.candidate = sides
-            for i in range(schedule.pairs):
-                base, _ = _truth(label, a.label)
-                cand, _ = _truth(label, b.label)
+            c.baseline, c.candidate = (self._side(v, params) for v in (a, b))
+            found.append(c)
+        for i in range(schedule.pairs):
+            for n, c in enumerate(found):
+                label = next(x.record_label for x in CASES if dict(x.params) == c.params)
+                (base, _), (cand, _) = _truth(label, a.label), _truth(label, b.label)
                 shift = math.exp(PROCESS_SD * self.rng.standard_normal())
                 rounds = [Round(order="AB", baseline_s=list(base * self._calls(10)),
                                 candidate_s=list(cand * shift * self._calls(10)))
                           for _ in range(schedule.rounds)]  # fmt: skip
-                c.pairs.append(PairRun(index=i, rounds=rounds, baseline=sides[0],
-                                       candidate=sides[1], started_at="2026-12-02"))  # fmt: skip
-            found.append(c)
-        on_pair(found)
+                pair = PairRun(index=i, rounds=rounds, baseline=c.baseline,
+                               candidate=c.candidate, started_at="2026-12-02")  # fmt: skip
+                found[n] = c.with_pair(pair)
+            on_pair(found)
+            if self.interrupt_after == i + 1:
+                self.interrupt_after = None
+                raise KeyboardInterrupt
         return found
+
+    @staticmethod
+    def _side(variant, params):
+        return SideInfo(label=variant.label, python=variant.python, params=params,
+                        benchmark="train_step", jax=variant.label, jaxlib=variant.label,
+                        backend="cpu", device_kind="cpu", compile_s=0.2, flops=None,
+                        env={})  # fmt: skip
 
 
 @pytest.fixture
@@ -126,12 +135,14 @@ def test_a_review_screens_confirms_only_what_is_open_and_explains_the_change(sim
     result = _review(tmp_path / "review")
     assert result.exit_code == 1, result.output  # a case is slower
     assert simulated.runs == ["0.11.2", "0.12.0.1"] * 3  # the sides in turn
-    assert simulated.live == [["train_step"]]  # only the slower case went live
+    assert simulated.live == [[("train_step", 4)]]  # only the slower case went live
     rows = result.output.split("┡")[1]
     tiny, small = rows.split("│ train_step donate")[1:3]  # selection order: tiny, small
     assert "same" in tiny and "│ -" in tiny and "slower" not in tiny  # settled by the screen
-    assert "slower +29.7 %" in small and "slower 1.302 [1.296, 1.309] (4" in small
-    assert "optimized HLO differ" in small
+    assert "slower 1.297 [1.288, 1.305]" in small and "slower 1.302 [1.296, 1.309]" in small
+    assert "same 1.000 [1.000, 1.000]" in small  # compile time, recorded
+    (explained,) = [x for x in result.output.splitlines() if x.startswith("  train_step: ")]
+    assert "optimized HLO differ" in explained
     report = (tmp_path / "review" / "report" / "report.md").read_text()
     section = report.split("## Explanations", 1)[1]
     assert f"### {SLOW}: 0.11.2 -> 0.12.0.1, slower (recorded steady state, live)" in section
@@ -148,6 +159,29 @@ def test_a_second_review_reuses_what_is_on_disk(simulated, tmp_path):
     assert "on disk, reused" in second.output
     table = [line for line in first.output.splitlines() if line.startswith("│")]
     assert table == [line for line in second.output.splitlines() if line.startswith("│")]
+
+
+def test_an_interrupted_confirmation_is_completed_in_its_own_file_and_nothing_is_lost(
+    simulated, tmp_path
+):
+    out = tmp_path / "review"
+    simulated.interrupt_after = 1  # Ctrl-C after the first of four pairs
+    first = _review(out)
+    assert first.exit_code == 130 and "the same command resumes from it" in first.output
+    (path,) = out.glob("interleave-*.jsonl")
+    kept = path.read_text()
+    second = _review(out)
+    assert second.exit_code == 1, second.output
+    assert simulated.live[-1] == [("train_step", 3)]  # only the three pairs still missing
+    assert list(out.glob("interleave-*.jsonl")) == [path]  # completed in the same file
+    from jaxbench.store import load
+
+    (comparison,) = load(path).models("live-comparison")
+    assert [p.index for p in comparison.pairs] == [0, 1, 2, 3]
+    assert kept.split('"pairs"')[1][:200] in path.read_text()  # the first pair, as measured
+    report = (out / "report" / "report.md").read_text()
+    assert "0 of 1 live comparison(s) disagree" in report
+    assert "slower (recorded steady state, live)" in report
 
 
 def test_an_interrupted_screen_runs_only_the_missing_processes(simulated, tmp_path):
@@ -180,3 +214,21 @@ def test_two_sides_of_one_jax_version_are_refused(simulated, monkeypatch, tmp_pa
     result = _review(tmp_path / "review")
     assert result.exit_code == 2
     assert "both import JAX 0.12.0.1: a review compares two versions" in result.output
+
+
+@pytest.mark.parametrize(
+    ("recorded", "live", "answer"),
+    [
+        ("faster", "inconclusive", "faster"),  # inconclusive claims nothing
+        ("inconclusive", "same", "same"),
+        ("slower", "slower", "slower"),
+        ("faster", "same", "disagree"),  # two that hold and contradict: neither is the answer
+        ("same", "", "same"),  # settled by the screen, no live comparison
+        ("unstable", "inconclusive", "inconclusive"),
+        ("inconclusive", "", "inconclusive"),
+    ],
+)
+def test_the_final_verdict_is_the_one_that_holds(recorded, live, answer):
+    from jaxbench.upgrade.summary import final
+
+    assert final(recorded, live) == answer

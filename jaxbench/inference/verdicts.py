@@ -275,6 +275,8 @@ def _advice(
         return (f"the estimate sits at the threshold ({math.expm1(abs(log_ratio)):.1%} against "
                 f"{threshold:.1%}): more {what} will not settle it soon")  # fmt: skip
     more = max(1, math.ceil(needed) - n)
+    if more == 1:
+        what = "process pair" if paired else "process a side"
     return f"run about {more} more {what}"
 
 

@@ -5,12 +5,14 @@ A recorded verdict of ``same`` is an equivalence shown, and stands. ``slower``, 
 pairs of fresh workers, blocks interleaved at random, the interval over pairs), which cancels
 the slow drifts of the machine that separate recorded runs. The comparison is saved after each
 pair as ``interleave-<id>.jsonl`` in the review's folder; a case whose live comparison there
-has completed its first look is not measured again.
+has completed its first look is not measured again, and one cut short in its first look is
+completed in its own file (:func:`complete`).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
+from dataclasses import replace
 from pathlib import Path
 
 import pandas as pd
@@ -89,3 +91,81 @@ def confirm(
     run_interleaved(baseline, candidate, list(cases), backend, schedule, on_pair=save,
                     threshold=threshold, alpha=alpha)  # fmt: skip
     return path
+
+
+def unfinished(
+    folder: Path, baseline_jax: str, candidate_jax: str, first_look: int
+) -> dict[Path, list[CaseComparison]]:
+    """The files of these versions' live comparisons that were cut short in their first look.
+
+    Returns:
+        Path -> every comparison in it, for files where some ``ok`` comparison of these
+        versions has at least one pair and fewer than ``first_look``.
+    """
+    from jaxbench.store import load
+
+    by_file: dict[Path, list[CaseComparison]] = {}
+    for item in load([folder], kinds={"live-comparison"}).of("live-comparison"):
+        by_file.setdefault(Path(item.path), []).append(item.model)
+    return {
+        path: found
+        for path, found in by_file.items()
+        if any(_cut_short(c, baseline_jax, candidate_jax, first_look) for c in found)
+    }
+
+
+def _cut_short(c: CaseComparison, baseline_jax: str, candidate_jax: str, first_look: int) -> bool:
+    sides = (c.baseline.jax if c.baseline else None, c.candidate.jax if c.candidate else None)
+    return (
+        sides == (baseline_jax, candidate_jax)
+        and c.status == "ok"
+        and 0 < len(c.pairs) < first_look
+    )
+
+
+def complete(
+    path: Path,
+    comparisons: list[CaseComparison],
+    baseline: Variant,
+    candidate: Variant,
+    backend: str,
+    schedule: Schedule,
+    threshold: float,
+    alpha: float,
+    on_pair: Callable[[int, Path], None] | None = None,
+) -> list[str]:
+    """Finish the first look of the comparisons cut short in ``path``, in that file.
+
+    The pairs still missing from the first look run with the same design (rounds, blocks, a
+    seed moved on by the pairs done), and each is added to its comparison, so what was measured
+    before the interruption is kept and pooled: the pairs are independent whenever they ran.
+    A resumed comparison stops at its first look. The file is rewritten after every pair.
+
+    Returns:
+        The labels of the comparisons completed.
+    """
+    short = [c for c in comparisons if c.status == "ok" and 0 < len(c.pairs) < schedule.pairs]
+    done = min(len(c.pairs) for c in short)
+    rest = replace(schedule, pairs=schedule.pairs - done, max_pairs=schedule.pairs - done,
+                   seed=schedule.seed + done)  # fmt: skip
+    count = [0]
+
+    def save(new: list[CaseComparison]) -> None:
+        merged = {id(old): _pooled(old, add) for old, add in zip(short, new, strict=True)}
+        write_jsonl(path, [merged.get(id(c), c) for c in comparisons])
+        count[0] += 1
+        if on_pair is not None:
+            on_pair(count[0], path)
+
+    run_interleaved(baseline, candidate, [(c.workload, dict(c.params)) for c in short], backend,
+                    rest, on_pair=save, threshold=threshold, alpha=alpha)  # fmt: skip
+    return [c.label for c in short]
+
+
+def _pooled(old: CaseComparison, new: CaseComparison) -> CaseComparison:
+    """``old`` with the pairs of ``new`` after its own, numbered on."""
+    for pair in new.pairs:
+        old = old.with_pair(pair.model_copy(update={"index": len(old.pairs)}))
+    if new.status != "ok" and old.status == "ok":
+        old = old.model_copy(update={"status": new.status, "error": new.error})
+    return old

@@ -1,8 +1,11 @@
 """The review's answer per case: recorded verdict, live verdict where measured, and the final one.
 
-The final verdict is the live one where a live comparison ran (it was run because the recorded
-runs did not settle the case, and its pairs cancel the drifts that separate recorded runs), and
-the recorded one otherwise (``same``, shown as an equivalence).
+The final verdict is the one that holds (``slower``, ``faster`` or ``same``): the live one where
+it holds (its pairs cancel the drifts that separate recorded runs), else the recorded one where
+it holds (``inconclusive`` or ``unstable`` claims nothing, so it contradicts nothing), else the
+live one, else the recorded one. Two that hold and contradict each other give ``disagree``:
+at least one of them is one of the rare false calls, or the two measured different states of
+the machine; neither is reported as the answer.
 """
 
 from __future__ import annotations
@@ -12,8 +15,9 @@ from dataclasses import dataclass
 import pandas as pd
 
 from jaxbench.analysis import markdown as md
-from jaxbench.analysis.compare import STEADY_STATE
+from jaxbench.analysis.compare import COMPILE, STEADY_STATE
 from jaxbench.analysis.report_explain import side_artifact
+from jaxbench.analysis.report_live import HOLDING
 from jaxbench.analysis.review import Review
 from jaxbench.explain.saved import explain_saved
 from jaxbench.interleave import estimate
@@ -26,16 +30,19 @@ class CaseAnswer:
 
     Attributes:
         case: Its record label.
-        recorded: Recorded steady-state verdict and ratio with its processes, as text.
+        recorded: Recorded steady-state verdict, ratio [interval] and processes, as text.
         live: Live verdict, ratio [interval] and pairs, as text; ``""`` when not measured.
-        verdict: The final verdict.
-        explanation: For ``slower``/``faster``, the headline of each program's explanation.
+        verdict: The final verdict (see the module docstring).
+        compile: Recorded compile-time verdict and ratio [interval], as text.
+        explanation: For a final ``slower``/``faster``, the headline of each program's
+            explanation; for ``disagree``, which verdicts disagree.
     """
 
     case: str
     recorded: str
     live: str
     verdict: str
+    compile: str
     explanation: list[str]
 
 
@@ -52,25 +59,44 @@ def answers(
     """
     s = review.settings
     results = review.results
-    steady = results[results["metric"] == STEADY_STATE]
     out = []
     for label in labels:
-        rows = steady[steady["case"] == label]
-        recorded, verdict = _recorded(rows)
-        text = ""
-        if label in live:
-            text, verdict = _live(live[label], s.threshold, s.alpha)
-        explanation = _explain(review.frame, label, versions, verdict)
-        out.append(CaseAnswer(label, recorded, text, verdict, explanation))
+        rows = results[results["case"] == label]
+        recorded, by_records = _recorded(rows[rows["metric"] == STEADY_STATE])
+        compile_text, _ = _recorded(rows[rows["metric"] == COMPILE], processes=False)
+        text, by_pairs = _live(live[label], s.threshold, s.alpha) if label in live else ("", "")
+        verdict = final(by_records, by_pairs)
+        if verdict == "disagree":
+            explanation = [f"recorded runs: {by_records}, live pairs: {by_pairs}; rerun with "
+                           "more processes and pairs"]  # fmt: skip
+        else:
+            explanation = _explain(review.frame, label, versions, verdict)
+        out.append(CaseAnswer(label, recorded, text, verdict, compile_text, explanation))
     return out
 
 
-def _recorded(rows: pd.DataFrame) -> tuple[str, str]:
+def final(recorded: str, live: str) -> str:
+    """The final verdict of a case from its recorded and live ones (module docstring).
+
+    Args:
+        recorded: The recorded steady-state verdict.
+        live: The live verdict, ``""`` when no live comparison ran.
+    """
+    if live in HOLDING and recorded in HOLDING and live != recorded:
+        return "disagree"
+    for verdict in (live, recorded):
+        if verdict in HOLDING:
+            return verdict
+    return live or recorded
+
+
+def _recorded(rows: pd.DataFrame, processes: bool = True) -> tuple[str, str]:
     if rows.empty:
         return "not compared (no records on one side)", "failed"
     row = rows.iloc[0]
-    processes = f"{row['n_baseline']}+{row['n_candidate']} processes"
-    return f"{row['verdict']} {md.change(row['ratio'])} ({processes})", str(row["verdict"])
+    ci = md.ratio_ci(row["ratio"], row["ci_low"], row["ci_high"])
+    count = f" ({row['n_baseline']}+{row['n_candidate']} processes)" if processes else ""
+    return f"{row['verdict']} {ci}{count}", str(row["verdict"])
 
 
 def _live(comparison: CaseComparison, threshold: float, alpha: float) -> tuple[str, str]:
