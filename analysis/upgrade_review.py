@@ -146,6 +146,9 @@ else:
             index=["case", "target"], columns="jax", values="instructions", aggfunc="first"
         )
     )
+    broken = programs[programs["problem"].notna()]
+    if not broken.empty:  # named, and left out of the table above
+        display(broken[["case", "jax", "digest", "problem"]])
     display(Markdown(explanations_section(ReportContext(review, results)) or "No verdict holds."))
 
 # %% [markdown]

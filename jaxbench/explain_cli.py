@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -70,12 +71,18 @@ def explain_result_sets(
     from jaxbench.store import ArtifactError
 
     sets = [read_result_set(side) for side in (baseline, candidate)]
-    for found in sets:
+    for side, found in zip((baseline, candidate), sets, strict=True):
         for problem in found.problems:
             err_console.print(f"problem: {problem}", highlight=False, markup=False)
-    common = sorted(set(sets[0].entries) & set(sets[1].entries))
-    if labels is not None:
-        common = [label for label in common if label in labels]
+        if not found.entries:
+            raise fail(f"{side} holds no timed records")
+    chosen = [{x for x in found.entries if labels is None or x in labels} for found in sets]
+    common = sorted(chosen[0] & chosen[1])
+    for side, only in (("baseline", chosen[0] - chosen[1]), ("candidate", chosen[1] - chosen[0])):
+        if only:
+            named = sorted(only)[:5] + ([f"and {len(only) - 5} more"] if len(only) > 5 else [])
+            err_console.print(f"only on the {side} side, not explained: {', '.join(named)}",
+                              highlight=False, markup=False)  # fmt: skip
     if not common:
         raise fail(f"{baseline} and {candidate}: no timed case in common (with saved programs "
                    "on both sides) to explain")  # fmt: skip
@@ -191,6 +198,12 @@ def register(app: typer.Typer) -> None:
             raise fail(str(exc)) from None
         saved = [is_result_set(side) for side in (baseline, candidate)]
         if any(saved):
+            other = Path(candidate if saved[0] else baseline)
+            if not all(saved) and other.is_file() and not os.access(other, os.X_OK):
+                raise fail(f"{other}: not a file of records (.jsonl or .json) nor a folder")
+            looks_like_a_path = "/" in str(other) or other.suffix in (".jsonl", ".json", ".gz")
+            if not all(saved) and not other.exists() and looks_like_a_path:
+                raise fail(f"{other}: no such file or folder")
             if not all(saved):
                 raise fail(f"explain {baseline} {candidate}: give two result sets, or two "
                            "interpreters or versions, not one of each")  # fmt: skip

@@ -171,6 +171,8 @@ def register(app: typer.Typer) -> None:
             timing = timing_fields(budget, min_samples, warmup)
         except ValueError as exc:
             raise fail(str(exc)) from None
+        if baseline == candidate:
+            raise fail(f"{baseline} twice: a review compares two versions")
         if reference is not None and not reference.is_dir():
             raise fail(f"--reference {reference}: no such folder")
         _review(baseline, candidate, cases, run_options(chosen, full, backend, timing),
@@ -202,13 +204,20 @@ def _review(
     from jaxbench.upgrade.screen import ScreenError, Side, screen
     from jaxbench.upgrade.summary import answers
 
-    folder = writable_folder(out or f"results/review/{baseline}-{candidate}")
-    pythons = [python_for(side, spec, envs) for side, spec in
-               (("baseline", baseline), ("candidate", candidate))]  # fmt: skip
-    versions = (jax_version(pythons[0]), jax_version(pythons[1]))
-    if versions[0] == versions[1]:
-        raise fail(f"{baseline} and {candidate} both import JAX {versions[0]}: a review compares "
-                   "two versions")  # fmt: skip
+    target = Path(out or f"results/review/{baseline}-{candidate}")
+    made = not target.exists()
+    folder = writable_folder(str(target))  # before any environment is built
+    try:
+        pythons = [python_for(side, spec, envs) for side, spec in
+                   (("baseline", baseline), ("candidate", candidate))]  # fmt: skip
+        versions = (jax_version(pythons[0]), jax_version(pythons[1]))
+        if versions[0] == versions[1]:
+            raise fail(f"{baseline} and {candidate} both import JAX {versions[0]}: a review "
+                       "compares two versions")  # fmt: skip
+    except typer.Exit:
+        if made and not any(folder.iterdir()):
+            folder.rmdir()  # a refused review leaves no folder behind
+        raise
     sides = [Side(v, p, folder / v) for v, p in zip(versions, pythons, strict=True)]
     labels = list(dict.fromkeys(c.record_label for c in cases))
     logs = folder / "logs"

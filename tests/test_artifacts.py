@@ -78,7 +78,8 @@ def test_a_case_under_the_bound_is_kept_whole():
     ("damage", "reason"),
     [
         (lambda p: p.unlink(), "missing"),
-        (lambda p: p.write_bytes(p.read_bytes()[:40]), "not a gzip file"),
+        (lambda p: p.write_bytes(p.read_bytes()[:40]), "cut short"),
+        (lambda p: p.write_bytes(b"junk, not gzip"), "not a gzip file"),
         (lambda p: p.write_bytes(gzip.compress(b'[{"name": "edited"}]')), "does not match"),
     ],
 )
@@ -183,8 +184,10 @@ def test_a_corrupt_artifact_is_named_in_the_report_and_the_report_is_written(tmp
     path.write_bytes(path.read_bytes()[:50])
     from jaxbench.analysis.report import write_report
 
-    section = _section(write_report([folder], tmp_path / "report").read_text())
-    assert f"Not explained: {path}: not a gzip file" in section
+    text = write_report([folder], tmp_path / "report").read_text()
+    assert f"Not explained: {path}: cut short (the gzip stream ends early)" in _section(text)
+    problems = text.split("## Problems", 1)[1].split("\n## ", 1)[0]
+    assert str(path) in problems and "its cases are not explained" in problems
 
 
 def test_no_verdict_that_holds_means_no_explanations_section(tmp_path):
@@ -249,3 +252,40 @@ def test_explaining_two_result_sets_names_a_changed_scaling_exponent(tmp_path):
     assert out.stdout.count("identical programs") == 4
     (line,) = [x for x in out.stdout.splitlines() if x.startswith("scaling:")]
     assert "exponent of latency in n 1.00 -> 2.00" in line and line.endswith("changed")
+
+
+def test_explain_names_a_missing_side_an_artifact_given_as_a_side_and_an_empty_one(
+    saved_run, tmp_path
+):
+    folder, record = saved_run
+    cases = [
+        (str(tmp_path / "nowhere"), "nowhere: no such file or folder"),
+        (str(artifact_path(folder, record.programs)), "not a file of records (.jsonl or .json)"),
+    ]
+    for side, message in cases:
+        out = run_cli("explain", str(folder), side)
+        assert out.returncode == 2 and message in out.stderr, out.stderr
+    (tmp_path / "empty").mkdir()
+    out = run_cli("explain", str(folder), str(tmp_path / "empty"))
+    assert out.returncode == 2 and "empty holds no timed records" in out.stderr
+
+
+def test_cases_on_one_side_only_are_named(saved_run, tmp_path):
+    folder, _ = saved_run
+    plain = _programs(lambda x, w: x @ w)
+    a = _result_set(tmp_path / "a", folder, {64: plain})
+    b = _result_set(tmp_path / "b", folder, {64: plain, 65: plain})
+    out = run_cli("explain", str(a), str(b))
+    assert out.returncode == 0
+    assert "only on the candidate side, not explained: loop/at_set" in out.stderr
+    assert "trip=65" in out.stderr
+
+
+def test_a_side_whose_records_name_several_programs_says_which_it_compared():
+    from jaxbench.explain.saved import pick_artifact
+
+    side = pick_artifact([("r/a.jsonl", "aa" * 32, None), ("r/b.jsonl", "bb" * 32, None),
+                          ("r/c.jsonl", None, None)])  # fmt: skip
+    assert (side.digest, side.records, side.distinct, side.total, side.tie) == (
+        "aa" * 32, 1, 2, 2, True)  # fmt: skip
+    assert pick_artifact([("r/a.jsonl", None, None)]) is None

@@ -209,11 +209,16 @@ def test_bad_input_is_one_line_and_exit_2_before_anything_runs(simulated, tmp_pa
     assert message in result.output and simulated.runs == []
 
 
-def test_two_sides_of_one_jax_version_are_refused(simulated, monkeypatch, tmp_path):
+def test_two_sides_of_one_jax_version_are_refused_and_leave_no_folder(
+    simulated, monkeypatch, tmp_path
+):
     monkeypatch.setattr("jaxbench.review_cli.jax_version", lambda python: "0.12.0.1")
     result = _review(tmp_path / "review")
     assert result.exit_code == 2
     assert "both import JAX 0.12.0.1: a review compares two versions" in result.output
+    assert not (tmp_path / "review").exists()
+    same = CliRunner().invoke(app, ["review", "0.12.0.1", "0.12.0.1", "-o", str(tmp_path / "r")])
+    assert same.exit_code == 2 and "0.12.0.1 twice: a review compares two versions" in same.output
 
 
 @pytest.mark.parametrize(

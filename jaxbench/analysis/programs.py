@@ -15,7 +15,7 @@ import pandas as pd
 
 from jaxbench.explain import hlo_counts
 from jaxbench.explain.saved import pick_artifact
-from jaxbench.store import ArtifactError, load_programs
+from jaxbench.store import ArtifactError, Problem, load_programs
 
 #: Derived counts kept as columns (the rest of :func:`hlo_counts`' keys are left out).
 COUNT_COLUMNS = ("instructions", "fusion:kLoop", "fusion:kInput", "fusion:kOutput", "copy",
@@ -58,6 +58,31 @@ def programs_frame(records: pd.DataFrame) -> pd.DataFrame:
         medians = side.phases_s if side is not None else {}
         rows += [base | _program_row(p, medians.get(p["name"], {})) for p in programs]
     return pd.DataFrame(rows, columns=PROGRAM_COLUMNS)
+
+
+def artifact_problems(records: pd.DataFrame) -> list[Problem]:
+    """One :class:`~jaxbench.store.Problem` per artifact named by ``ok`` records that does not load.
+
+    Args:
+        records: Rows of :func:`jaxbench.analysis.load_results` (``file``, ``programs``).
+    """
+    if "programs" not in records:
+        return []
+    named = records[(records["status"] == "ok") & records["programs"].notna()]
+    places = {
+        (str(Path(f).parent), d) for f, d in zip(named["file"], named["programs"], strict=True)
+    }
+    out = []
+    for folder, digest in sorted(places):
+        try:
+            load_programs(folder, digest)
+        except ArtifactError as exc:
+            out.append(
+                Problem(
+                    str(exc.path), f"program artifact {exc.reason}; its cases are not explained"
+                )
+            )
+    return out
 
 
 def _program_row(program: dict, phases: dict[str, float]) -> dict:

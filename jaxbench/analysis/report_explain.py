@@ -74,7 +74,9 @@ def explanations_section(ctx: ReportContext) -> str:
         "figures that changed, and each side's compile phases (the median over its records). "
         "Identical "
         "programs under a timing verdict mean the cause is below HLO. Diffs are cut at "
-        f"{MAX_LINES} lines; `jaxbench explain BASE_RESULTS CAND_RESULTS` prints them whole.",
+        f"{MAX_LINES} lines here; `jaxbench explain BASE_RESULTS CAND_RESULTS` prints 60 of "
+        "each diff, and `jaxbench explain BASE CAND -o DIR` with two versions saves both "
+        "sides' programs whole.",
     ]
     for row in changes.itertuples():
         head = f"### {row.case}: {row.baseline} -> {row.candidate}, {row.verdict} ({row.basis})"

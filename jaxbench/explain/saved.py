@@ -32,6 +32,8 @@ class SavedSide:
         digest: The artifact's SHA-256.
         records: How many of the side's records name it.
         distinct: How many distinct artifacts the side's records name (1 when all agree).
+        total: How many of the side's records name an artifact.
+        tie: Whether another artifact is named as often (the first named was taken).
         phases_s: Program name -> compile phase -> the median over the side's records of its
             seconds (``trace``, ``lower``, ``backend_compile``); empty where not recorded.
     """
@@ -40,6 +42,8 @@ class SavedSide:
     digest: str
     records: int
     distinct: int
+    total: int = 0
+    tie: bool = False
     phases_s: dict[str, dict[str, float]] = field(default_factory=dict)
 
     @property
@@ -66,7 +70,7 @@ def pick_artifact(entries: Iterable[Entry]) -> SavedSide | None:
     counts = Counter(d for _, d, _ in entries)
     if not counts:
         return None
-    digest, n = counts.most_common(1)[0]
+    (digest, n), *others = counts.most_common()
     folder = next(f.parent for f, d, _ in entries if d == digest)
     seconds: dict[tuple[str, str], list[float]] = {}
     for _, _, phases in entries:
@@ -76,7 +80,8 @@ def pick_artifact(entries: Iterable[Entry]) -> SavedSide | None:
     medians: dict[str, dict[str, float]] = {}
     for (name, phase), values in seconds.items():
         medians.setdefault(name, {})[phase] = statistics.median(values)
-    return SavedSide(folder, digest, n, len(counts), medians)
+    tie = bool(others) and others[0][1] == n
+    return SavedSide(folder, digest, n, len(counts), len(entries), tie, medians)
 
 
 def _with_phases(programs: list[dict[str, Any]], side: SavedSide) -> list[dict[str, Any]]:
@@ -100,11 +105,13 @@ def explain_saved(
     """
     base, cand = (_with_phases(load_programs(s.folder, s.digest), s) for s in (baseline, candidate))
     notes = [
-        f"{label}: {side.distinct} distinct programs among its records; compared: the one "
-        f"{side.records} of them name"
+        f"{label}: its {side.total} records name {side.distinct} distinct programs (other "
+        "flags or settings, or a compile that is not deterministic); compared: "
+        f"{side.digest[:12]}, named by {side.records}" + (" (a tie: the first named)"
+                                                          if side.tie else "")
         for label, side in (("baseline", baseline), ("candidate", candidate))
         if side.distinct > 1
-    ]
+    ]  # fmt: skip
     return notes + explain_lines(diff_programs(base, cand), verdict)
 
 

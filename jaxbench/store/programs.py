@@ -98,15 +98,18 @@ def load_programs(folder: str | os.PathLike[str], digest: str) -> list[dict[str,
         also has each program's ``phases_s``).
 
     Raises:
-        ArtifactError: The file is missing, not gzip, not JSON, not a list of programs with
-            names, or its content does not hash to ``digest`` (the message names the file).
+        ArtifactError: The file is missing, cut short, not gzip, not JSON, not a list of
+            programs with names, or its content does not hash to ``digest`` (the message names
+            the file).
     """
     path = artifact_path(folder, digest)
     try:
         data = gzip.decompress(path.read_bytes())
     except FileNotFoundError:
         raise ArtifactError(path, "missing") from None
-    except (OSError, EOFError, zlib.error) as exc:
+    except EOFError:
+        raise ArtifactError(path, "cut short (the gzip stream ends early)") from None
+    except (OSError, zlib.error) as exc:
         raise ArtifactError(path, f"not a gzip file ({exc})") from None
     if hashlib.sha256(data).hexdigest() != digest:
         raise ArtifactError(path, "its content does not match its name (cut or edited)")
