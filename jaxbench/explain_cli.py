@@ -64,19 +64,30 @@ def explain_result_sets(
 ) -> int:
     """Explain every case both result sets hold (or those of ``labels``) from saved artifacts.
 
+    Each side is read once (:func:`jaxbench.analysis.load_results`); the same frames give the
+    change of each swept parameter's scaling exponent at the end.
+
     Returns:
         The exit status: 0, or 1 when no case could be explained.
     """
-    from jaxbench.explain.saved import explain_saved, pick_artifact, read_result_set
+    import pandas as pd
+
+    from jaxbench.analysis import load_results
+    from jaxbench.analysis.programs import artifact_of
+    from jaxbench.compare_cli import print_exponent_changes
+    from jaxbench.explain.saved import explain_saved
     from jaxbench.store import ArtifactError
 
-    sets = [read_result_set(side) for side in (baseline, candidate)]
-    for side, found in zip((baseline, candidate), sets, strict=True):
-        for problem in found.problems:
+    frames = []
+    for side in (baseline, candidate):
+        frame, problems = load_results([side])
+        for problem in problems:
             err_console.print(f"problem: {problem}", highlight=False, markup=False)
-        if not found.entries:
+        timed = frame[frame["status"] == "ok"] if not frame.empty else frame
+        if timed.empty:
             raise fail(f"{side} holds no timed records")
-    chosen = [{x for x in found.entries if labels is None or x in labels} for found in sets]
+        frames.append(timed.assign(side=side))
+    chosen = [{x for x in f["case"] if labels is None or x in labels} for f in frames]
     common = sorted(chosen[0] & chosen[1])
     for side, only in (("baseline", chosen[0] - chosen[1]), ("candidate", chosen[1] - chosen[0])):
         if only:
@@ -84,11 +95,10 @@ def explain_result_sets(
             err_console.print(f"only on the {side} side, not explained: {', '.join(named)}",
                               highlight=False, markup=False)  # fmt: skip
     if not common:
-        raise fail(f"{baseline} and {candidate}: no timed case in common (with saved programs "
-                   "on both sides) to explain")  # fmt: skip
+        raise fail(f"{baseline} and {candidate}: no timed case in common to explain")
     explained = 0
     for label in common:
-        a, b = (pick_artifact(found.entries[label]) for found in sets)
+        a, b = (artifact_of(f[f["case"] == label]) for f in frames)
         console.print(label, style="bold", highlight=False, markup=False)
         if a is None or b is None:
             which = "baseline" if a is None else "candidate"
@@ -103,20 +113,9 @@ def explain_result_sets(
         explained += 1
         for line in lines:
             console.print(line, highlight=False, markup=False, soft_wrap=True)
-    _scaling(baseline, candidate)
-    return 0 if explained else 1
-
-
-def _scaling(baseline: str, candidate: str) -> None:
-    """The change of each swept parameter's scaling exponent, as ``compare`` prints it."""
-    import pandas as pd
-
-    from jaxbench.analysis import load_results
-    from jaxbench.compare_cli import print_exponent_changes
-
-    frames = [load_results([side])[0].assign(side=side) for side in (baseline, candidate)]
     print_exponent_changes(pd.concat(frames, ignore_index=True), "side", baseline, candidate,
                            alpha=0.05)  # fmt: skip
+    return 0 if explained else 1
 
 
 def _report(title: str, sections: list[tuple[str, list[str], list[str]]]) -> str:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import subprocess
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -57,30 +56,27 @@ def run_options(values: list[list | None], full: bool, backend: str, timing: dic
 
 
 def jax_version(python: str) -> str:
-    """The JAX version an interpreter imports.
+    """The JAX version an interpreter imports (exit 2 with its error when it cannot)."""
+    from jaxbench.cluster import pyenvs
 
-    Raises:
-        typer.Exit: It cannot import JAX (one line, exit 2).
-    """
-    probe = subprocess.run([python, "-c", "import jax; print(jax.__version__)"],
-                           capture_output=True, text=True, check=False)  # fmt: skip
-    if probe.returncode != 0:
-        last = (probe.stderr.strip().splitlines() or ["no output"])[-1]
-        raise fail(f"{python} cannot import jax: {last}")
-    return probe.stdout.strip()
+    try:
+        return pyenvs.imported_jax(python)
+    except pyenvs.PyEnvError as exc:
+        raise fail(f"{python}: {exc}") from None
 
 
 def _drift(side: Any, backend: str, reference: Path | None, logs: Path) -> str:
     """Check numerical drift of one side once (a check already in its folder is reused)."""
+    from jaxbench.upgrade.screen import run_logged
+
     if any(side.folder.glob("drift-*.jsonl")):
         return "reused"
     command = [side.python, "-m", "jaxbench", "drift", "-o", str(side.folder), "-b", backend]
     if reference is not None:
         command += ["--reference", str(reference)]
     log = logs / f"drift-{side.name}.log"
-    with log.open("ab") as out:
-        code = subprocess.run(command, stdout=out, stderr=subprocess.STDOUT, check=False)
-    return {0: "within tolerance", 1: "findings"}.get(code.returncode, f"not checked; see {log}")
+    code, _ = run_logged(command, log)
+    return {0: "within tolerance", 1: "findings"}.get(code, f"not checked; see {log}")
 
 
 def register(app: typer.Typer) -> None:

@@ -14,7 +14,7 @@ from pathlib import Path
 import pandas as pd
 
 from jaxbench.explain import hlo_counts
-from jaxbench.explain.saved import pick_artifact
+from jaxbench.explain.saved import SavedSide, pick_artifact
 from jaxbench.store import ArtifactError, Problem, load_programs
 
 #: Derived counts kept as columns (the rest of :func:`hlo_counts`' keys are left out).
@@ -53,11 +53,27 @@ def programs_frame(records: pd.DataFrame) -> pd.DataFrame:
         except ArtifactError as exc:
             rows.append(base | {"problem": str(exc)})
             continue
-        phases = group["compile_phases_s"] if "compile_phases_s" in group else [None] * len(group)
-        side = pick_artifact(zip(group["file"], group["programs"], phases, strict=True))
+        side = artifact_of(group)
         medians = side.phases_s if side is not None else {}
         rows += [base | _program_row(p, medians.get(p["name"], {})) for p in programs]
     return pd.DataFrame(rows, columns=PROGRAM_COLUMNS)
+
+
+def artifact_of(rows: pd.DataFrame) -> SavedSide | None:
+    """The artifact most of ``rows`` name (:func:`jaxbench.explain.saved.pick_artifact`).
+
+    Args:
+        rows: Rows of :func:`jaxbench.analysis.load_results` of one case and side (``file``,
+            ``programs``, ``compile_phases_s`` where recorded); only ``ok`` rows count.
+
+    Returns:
+        The :class:`~jaxbench.explain.saved.SavedSide`, ``None`` when no row names one.
+    """
+    if "programs" not in rows:
+        return None
+    rows = rows[rows["status"] == "ok"]
+    phases = rows["compile_phases_s"] if "compile_phases_s" in rows else [None] * len(rows)
+    return pick_artifact(zip(rows["file"], rows["programs"], phases, strict=True))
 
 
 def artifact_problems(records: pd.DataFrame) -> list[Problem]:

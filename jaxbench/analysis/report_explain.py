@@ -13,8 +13,9 @@ from __future__ import annotations
 import pandas as pd
 
 from jaxbench.analysis.live import comparisons_frame
+from jaxbench.analysis.programs import artifact_of
 from jaxbench.analysis.report_context import ReportContext
-from jaxbench.explain.saved import SavedSide, explain_saved, pick_artifact
+from jaxbench.explain.saved import SavedSide, explain_saved
 from jaxbench.store import ArtifactError
 
 #: Verdicts whose programs are explained.
@@ -50,11 +51,7 @@ def side_artifact(frame: pd.DataFrame, case: str, version: str) -> SavedSide | N
     """The artifact most ``ok`` records of ``case`` under JAX ``version`` name, if any."""
     if "programs" not in frame:
         return None
-    rows = frame[
-        (frame["case"] == case) & (frame["jax"].astype(str) == version) & (frame["status"] == "ok")
-    ]
-    phases = rows["compile_phases_s"] if "compile_phases_s" in rows else [None] * len(rows)
-    return pick_artifact(zip(rows["file"], rows["programs"], phases, strict=True))
+    return artifact_of(frame[(frame["case"] == case) & (frame["jax"].astype(str) == version)])
 
 
 def explanations_section(ctx: ReportContext) -> str:

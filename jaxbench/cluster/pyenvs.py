@@ -183,9 +183,7 @@ def ensure_env(
              jax_req, f"jaxlib=={jax_version}"],
             f"pip install {jax_req}",
         )  # fmt: skip
-        imported = _run(
-            [str(env_python(folder)), "-c", "import jax; print(jax.__version__)"], "import jax"
-        ).strip()
+        imported = imported_jax(str(env_python(folder)))
         if imported != jax_version:
             raise PyEnvError(f"{folder}: imports jax {imported}, not {jax_version}")
         marker = {"jax": jax_version, "extra": extra, "base_python": python,
@@ -219,6 +217,15 @@ class VersionEnvs:
     def offered(self, base: str) -> list[list[str]]:
         """Versions on the index of each of :func:`packages` (jax, jaxlib, the plugin)."""
         return [index_versions(base, p, self.extra_index_url) for p in packages(self.extra)]
+
+
+def imported_jax(python: str) -> str:
+    """The JAX version ``python`` imports.
+
+    Raises:
+        PyEnvError: It cannot import JAX (the message has its last lines).
+    """
+    return _run([python, "-c", "import jax; print(jax.__version__)"], "import jax").strip()
 
 
 def _run(cmd: list[str], what: str) -> str:

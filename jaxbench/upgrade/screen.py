@@ -49,18 +49,23 @@ def complete_processes(folder: Path, labels: set[str]) -> int:
     return sum(labels <= cases for cases in seen.values())
 
 
+def run_logged(command: Sequence[str], log: Path) -> tuple[int, float]:
+    """Run ``command`` with its output appended to ``log``; its exit status and wall seconds."""
+    log.parent.mkdir(parents=True, exist_ok=True)
+    start = time.perf_counter()
+    with log.open("ab") as out:
+        code = subprocess.run(list(command), stdout=out, stderr=subprocess.STDOUT, check=False)
+    return code.returncode, time.perf_counter() - start
+
+
 def run_process(side: Side, run_args: Sequence[str], log: Path) -> tuple[int, float]:
     """One ``jaxbench run`` process of ``side`` into its folder, output appended to ``log``.
 
     Returns:
         Its exit status (1: some case failed, its record says why) and wall time, seconds.
     """
-    log.parent.mkdir(parents=True, exist_ok=True)
     command = [side.python, "-m", "jaxbench", "run", *run_args, "-o", str(side.folder)]
-    start = time.perf_counter()
-    with log.open("ab") as out:
-        code = subprocess.run(command, stdout=out, stderr=subprocess.STDOUT, check=False)
-    return code.returncode, time.perf_counter() - start
+    return run_logged(command, log)
 
 
 def screen(
