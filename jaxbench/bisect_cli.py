@@ -269,6 +269,7 @@ def register(app: typer.Typer) -> None:
             for line in case_lines(result, label):
                 console.print(line, highlight=False, markup=False, soft_wrap=True)
         path = folder / f"bisect-{new_run_id()}.md"
-        text = markdown(result, f"jaxbench bisect {good} {bad}", files(), explanations)
+        design = ("processes", "Sweeps") if prof is not None else ("process pairs", "Comparisons")
+        text = markdown(result, f"jaxbench bisect {good} {bad}", files(), explanations, *design)
         write_atomic(path, text.encode())
         console.print(f"wrote {path}", highlight=False)

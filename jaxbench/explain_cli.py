@@ -88,6 +88,9 @@ def explain_result_sets(
             raise fail(f"{side} holds no timed records")
         frames.append(timed.assign(side=side))
     chosen = [{x for x in f["case"] if labels is None or x in labels} for f in frames]
+    if not (chosen[0] or chosen[1]):
+        raise fail(f"no case of {baseline} or {candidate} matches the selection (-w, --param, "
+                   "...)")  # fmt: skip
     common = sorted(chosen[0] & chosen[1])
     for side, only in (("baseline", chosen[0] - chosen[1]), ("candidate", chosen[1] - chosen[0])):
         if only:

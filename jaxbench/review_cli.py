@@ -192,13 +192,13 @@ def _review(
     reference: Path | None,
     rule: dict[str, float],
 ) -> None:
-    from jaxbench.analysis.report import load_review, render_report
+    from jaxbench.analysis.report import DEFAULT_SECTIONS, load_review, render_report
     from jaxbench.analysis.review import Settings
     from jaxbench.compare_cli import python_for
     from jaxbench.interleave import Variant, WorkerError
     from jaxbench.upgrade.confirm import complete, confirm, finished, open_cases, unfinished
     from jaxbench.upgrade.screen import ScreenError, Side, screen
-    from jaxbench.upgrade.summary import answers
+    from jaxbench.upgrade.summary import answers, answers_markdown
 
     target = Path(out or f"results/review/{baseline}-{candidate}")
     made = not target.exists()
@@ -244,7 +244,7 @@ def _review(
         for path, found in unfinished(folder, *versions, schedule.pairs).items():
             err_console.print(f"confirm: completing the first look cut short in {path.name}",
                               highlight=False)  # fmt: skip
-            completed = complete(path, found, *variants, backend, schedule, rule["threshold"],
+            completed = complete(path, found, *variants, backend, rule["threshold"],
                                  rule["alpha"], saved)  # fmt: skip
             need = [label for label in need if label not in completed]
         if need:
@@ -259,7 +259,11 @@ def _review(
                 err_console.print(f"drift, JAX {side.name}: {status}", highlight=False)
         review = load_review([folder], baseline=versions[0], candidate=versions[1],
                              settings=settings)  # fmt: skip
-        report = render_report(review, folder / "report")
+        found = answers(review, labels, finished(review.live, *versions, schedule.pairs),
+                        versions)  # fmt: skip
+        head, *rest = DEFAULT_SECTIONS
+        report = render_report(review, folder / "report",
+                               [head, lambda ctx: answers_markdown(found), *rest])  # fmt: skip
     except ScreenError as exc:
         raise fail(f"{exc}; what was measured is in {folder}", code=1) from None
     except WorkerError as exc:
@@ -268,7 +272,6 @@ def _review(
     except KeyboardInterrupt:
         raise fail(f"interrupted; what was measured is in {folder}, and the same command "
                    "resumes from it", code=130) from None  # fmt: skip
-    found = answers(review, labels, finished(review.live, *versions, schedule.pairs), versions)
     _print(found)
     console.print(f"report: {report}", highlight=False)
     if any(a.verdict == "slower" for a in found):

@@ -265,6 +265,8 @@ def test_explain_names_a_missing_side_an_artifact_given_as_a_side_and_an_empty_o
     for side, message in cases:
         out = run_cli("explain", str(folder), side)
         assert out.returncode == 2 and message in out.stderr, out.stderr
+    out = run_cli("explain", str(folder), str(folder), "-w", "transformer")
+    assert out.returncode == 2 and "matches the selection" in out.stderr
     (tmp_path / "empty").mkdir()
     out = run_cli("explain", str(folder), str(tmp_path / "empty"))
     assert out.returncode == 2 and "empty holds no timed records" in out.stderr

@@ -144,6 +144,10 @@ def test_a_review_screens_confirms_only_what_is_open_and_explains_the_change(sim
     (explained,) = [x for x in result.output.splitlines() if x.startswith("  train_step: ")]
     assert "optimized HLO differ" in explained
     report = (tmp_path / "review" / "report" / "report.md").read_text()
+    answer = report.split("## The review's answer", 1)[1].split("\n## ", 1)[0]
+    assert report.index("## The review's answer") < report.index("## Regressions")
+    row = next(line for line in answer.splitlines() if "size=small" in line)
+    assert "| slower " in row and "optimized HLO differ" in row
     section = report.split("## Explanations", 1)[1]
     assert f"### {SLOW}: 0.11.2 -> 0.12.0.1, slower (recorded steady state, live)" in section
     assert "op:tanh: 0 -> 1 (+1)" in section
@@ -170,14 +174,16 @@ def test_an_interrupted_confirmation_is_completed_in_its_own_file_and_nothing_is
     assert first.exit_code == 130 and "the same command resumes from it" in first.output
     (path,) = out.glob("interleave-*.jsonl")
     kept = path.read_text()
-    second = _review(out)
+    second = _review(out, "--pairs", "6", "--max-pairs", "6", "--rounds", "6")  # asks otherwise
     assert second.exit_code == 1, second.output
-    assert simulated.live[-1] == [("train_step", 3)]  # only the three pairs still missing
+    assert simulated.live[-1] == [("train_step", 3)]  # the three pairs the saved design lacks
+    assert "confirm: pair 2 saved" in second.output and "pair 1 saved" not in second.output
     assert list(out.glob("interleave-*.jsonl")) == [path]  # completed in the same file
     from jaxbench.store import load
 
     (comparison,) = load(path).models("live-comparison")
     assert [p.index for p in comparison.pairs] == [0, 1, 2, 3]
+    assert {len(p.rounds) for p in comparison.pairs} == {8}  # the saved design's rounds
     assert kept.split('"pairs"')[1][:200] in path.read_text()  # the first pair, as measured
     report = (out / "report" / "report.md").read_text()
     assert "0 of 1 live comparison(s) disagree" in report

@@ -55,27 +55,33 @@ def markdown(
     title: str,
     files: Sequence[str],
     explanations: Mapping[tuple[str, str, str], list[str]],
+    unit: str = "process pairs",
+    sources: str = "Comparisons",
 ) -> str:
     """The whole report: releases, strategy, per case its findings and explanations, the files.
 
     Args:
         result: The search.
         title: The first heading.
-        files: The comparison files (``interleave-<id>.jsonl``) the verdicts come from.
+        files: The files the verdicts come from (``interleave-<id>.jsonl``, or sweep folders).
         explanations: ``(case, before, after) -> jaxbench explain's lines`` for each step.
+        unit: What the intervals are taken over (``process pairs``, or ``processes``).
+        sources: The heading of the list of ``files``.
     """
     out = [f"# {title}", "",
            f"Releases ({len(result.releases)}): {', '.join(result.releases)}. Strategy: "
            f"{result.strategy}. Comparisons: {len(result.comparisons)}.", ""]  # fmt: skip
     table = sweep_table(result)
     if table:
-        out += ["## Each release against GOOD", "", "Time of the release over GOOD's, its "
-                "95 % interval over process pairs, and the verdict.", "", *table, ""]  # fmt: skip
+        good = result.releases[0]
+        out += [f"## Each release against GOOD ({good})", "", f"Time of the release over "
+                f"{good}'s, its 95 % interval over {unit}, and the verdict.", "", *table,
+                ""]  # fmt: skip
     for case in result.cases:
         out += [f"## {case}", "", *case_lines(result, case), ""]
         for (c, before, after), lines in explanations.items():
             if c == case:
                 out += [f"### What changed in the program, {before} -> {after}", "", "```",
                         *lines, "```", ""]  # fmt: skip
-    out += ["## Comparisons", "", *(f"- `{f}`" for f in files), ""]
+    out += [f"## {sources}", "", *(f"- `{f}`" for f in files), ""]
     return "\n".join(out)

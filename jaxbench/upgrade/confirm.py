@@ -12,7 +12,6 @@ completed in its own file (:func:`complete`).
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import replace
 from pathlib import Path
 
 import pandas as pd
@@ -44,8 +43,9 @@ def finished(
 ) -> dict[str, CaseComparison]:
     """Live comparisons of these versions on disk that completed a first look, by case label.
 
-    The latest of several is kept; failed or recompiled ones count as finished (their status
-    is the finding).
+    A comparison's first look is its own schedule's (``first_look`` where it has none). The
+    latest of several is kept; failed or recompiled ones count as finished (their status is
+    the finding).
     """
     out: dict[str, CaseComparison] = {}
     for c in live:
@@ -53,7 +53,7 @@ def finished(
             continue
         if (c.baseline.jax, c.candidate.jax) != (baseline_jax, candidate_jax):
             continue
-        if c.status == "ok" and len(c.pairs) < first_look:
+        if c.status == "ok" and len(c.pairs) < int(c.schedule.get("pairs", first_look)):
             continue
         out[c.label] = c
     return out
@@ -116,11 +116,8 @@ def unfinished(
 
 def _cut_short(c: CaseComparison, baseline_jax: str, candidate_jax: str, first_look: int) -> bool:
     sides = (c.baseline.jax if c.baseline else None, c.candidate.jax if c.candidate else None)
-    return (
-        sides == (baseline_jax, candidate_jax)
-        and c.status == "ok"
-        and 0 < len(c.pairs) < first_look
-    )
+    own = int(c.schedule.get("pairs", first_look))
+    return sides == (baseline_jax, candidate_jax) and c.status == "ok" and 0 < len(c.pairs) < own
 
 
 def complete(
@@ -129,26 +126,40 @@ def complete(
     baseline: Variant,
     candidate: Variant,
     backend: str,
-    schedule: Schedule,
     threshold: float,
     alpha: float,
     on_pair: Callable[[int, Path], None] | None = None,
 ) -> list[str]:
     """Finish the first look of the comparisons cut short in ``path``, in that file.
 
-    The pairs still missing from the first look run with the same design (rounds, blocks, a
-    seed moved on by the pairs done), and each is added to its comparison, so what was measured
-    before the interruption is kept and pooled: the pairs are independent whenever they ran.
-    A resumed comparison stops at its first look. The file is rewritten after every pair.
+    The pairs still missing from the first look run with the comparisons' own saved design
+    (rounds, blocks, warm-up; the seed moved on by the pairs done), whatever the command asks
+    now, and each is added to its comparison: what was measured before the interruption is kept
+    and pooled, the pairs being independent whenever they ran. A resumed comparison stops at
+    its first look. The file is rewritten after every pair.
+
+    Args:
+        path: The file.
+        comparisons: Every comparison in it (:func:`unfinished`); the others are kept as read.
+        baseline: Side A, as it ran (the same versions).
+        candidate: Side B.
+        backend: Backend of the workers.
+        threshold: The verdicts' threshold.
+        alpha: Their level.
+        on_pair: Called with the pair's number in the comparison (from 1) and the path.
 
     Returns:
         The labels of the comparisons completed.
     """
-    short = [c for c in comparisons if c.status == "ok" and 0 < len(c.pairs) < schedule.pairs]
+    short = [c for c in comparisons if c.status == "ok"
+             and 0 < len(c.pairs) < int(c.schedule.get("pairs", 0))]  # fmt: skip
     done = min(len(c.pairs) for c in short)
-    rest = replace(schedule, pairs=schedule.pairs - done, max_pairs=schedule.pairs - done,
-                   seed=schedule.seed + done)  # fmt: skip
-    count = [0]
+    saved = short[0].schedule
+    fields = ("pairs_step", "rounds", "calls_per_block", "warmup_rounds", "warmup_calls")
+    rest = Schedule(pairs=saved["pairs"] - done, max_pairs=saved["pairs"] - done,
+                    seed=int(saved.get("seed", 0)) + done,
+                    **{f: int(saved[f]) for f in fields if f in saved})  # fmt: skip
+    count = [done]
 
     def save(new: list[CaseComparison]) -> None:
         merged = {id(old): _pooled(old, add) for old, add in zip(short, new, strict=True)}

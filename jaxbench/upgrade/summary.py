@@ -121,3 +121,28 @@ def _explain(frame: pd.DataFrame, label: str, versions: tuple[str, str], verdict
     except (ArtifactError, ValueError) as exc:
         return [f"not explained: {exc}"]
     return [line for line in lines if not line.startswith(" ")]
+
+
+def answers_markdown(found: list[CaseAnswer]) -> str:
+    """The report section of a review's answers: one row per case, the final verdict first."""
+    rows = pd.DataFrame(
+        {
+            "case": [a.case for a in found],
+            "verdict": [a.verdict for a in found],
+            "recorded runs": [a.recorded for a in found],
+            "live pairs": [a.live or "-" for a in found],
+            "compile time (recorded)": [a.compile for a in found],
+            "program change": ["; ".join(a.explanation) for a in found],
+        }
+    )
+    return "\n\n".join(
+        [
+            "## The review's answer",
+            "One row per case of this `jaxbench review`. The verdict is the one that holds: the "
+            "live pairs' where it holds, else the recorded runs' (`inconclusive` and `unstable` "
+            "claim nothing); two that hold and contradict each other give `disagree`. The "
+            "counts in the header above are of the recorded runs alone; the live comparisons "
+            "are in their own section below.",
+            md.table(rows),
+        ]
+    )
