@@ -4,6 +4,7 @@ import json
 import multiprocessing
 import os
 import pickle
+import signal
 import subprocess
 import sys
 import textwrap
@@ -13,7 +14,7 @@ import pytest
 import submitit
 from conftest import ROOT, run_cli
 
-from jaxbench.cluster import dispatch, preflight
+from jaxbench.cluster import dispatch, jobstate, preflight, worker
 from jaxbench.cluster.executors import (
     FLOOR_MIN,
     is_requeueable,
@@ -243,6 +244,43 @@ def test_worker_skips_cases_that_already_have_an_ok_record(tmp_path, monkeypatch
     summary = ShardTask(str(tmp_path), 0, [TINY], None, "cpu", TIMING)()
     assert summary["statuses"] == {TINY.label: "ok (earlier)"}
     assert read_model(sweep.record_path(TINY, None), Record).run_id == "earlier"
+
+
+@pytest.mark.parametrize("failures", [worker.REQUEUE_TRIES - 1, worker.REQUEUE_TRIES])
+def test_requeue_survives_a_sigterm_and_is_tried_again_when_scontrol_fails(monkeypatch, failures):
+    """The pre-emption's ``SIGTERM`` reaches ``scontrol requeue`` too: it must be ignored there
+    (a child inherits ``SIG_IGN``), and a failing ``scontrol`` is tried again, up to a limit."""
+    monkeypatch.setattr(worker, "REQUEUE_RETRY_S", 0.0)
+    sigterm_seen = []
+
+    def submitit_handler(signum, frame):
+        sigterm_seen.append(signal.getsignal(signal.SIGTERM))
+        if len(sigterm_seen) <= failures:
+            raise subprocess.CalledProcessError(1, ["scontrol", "requeue", "7"])
+        raise SystemExit(-1)  # what submitit does once it has requeued
+
+    gives_up = failures == worker.REQUEUE_TRIES
+    before = signal.getsignal(signal.SIGTERM)
+    try:
+        with pytest.raises(subprocess.CalledProcessError if gives_up else SystemExit):
+            worker._requeue_or_end(submitit_handler, signal.SIGUSR2)
+    finally:
+        signal.signal(signal.SIGTERM, before)
+    assert sigterm_seen == [signal.SIG_IGN] * worker.REQUEUE_TRIES
+
+
+def test_a_failed_job_is_detailed_by_its_exception_line_with_its_module():
+    trace = (
+        'Traceback (most recent call last):\n  File "x.py", line 1, in <module>\n'
+        "subprocess.CalledProcessError: Command 'scontrol requeue 7' died with SIGTERM.\n"
+    )
+    failed = submitit.core.utils.FailedJobError(
+        f"Job (task=0) failed during processing with trace:\n---\n{trace}---\nYou can check"
+    )
+    job = type("Job", (), {"exception": lambda self: failed})()
+    assert jobstate._from_result(job) == (
+        "failed", "subprocess.CalledProcessError: Command 'scontrol requeue 7' died with SIGTERM."
+    )  # fmt: skip
 
 
 # --- collect --------------------------------------------------------------------------------

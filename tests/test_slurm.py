@@ -5,6 +5,7 @@ Skipped with the reason where the cluster cannot run (no root, packages missing)
 """
 
 import os
+import shutil
 import subprocess
 import time
 from datetime import datetime
@@ -45,8 +46,9 @@ def slurm(tmp_path_factory):
         yield cluster
 
 
-def _submit(slurm, tmp_path, *args, profile="test-cluster"):
-    proc = run_cli("submit", "-p", profile, "--sweeps-dir", str(tmp_path), *args, env=slurm.env())
+def _submit(slurm, tmp_path, *args, profile="test-cluster", env=None):
+    env = {**slurm.env(), **(env or {})}
+    proc = run_cli("submit", "-p", profile, "--sweeps-dir", str(tmp_path), *args, env=env)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     (sweep_dir,) = [p for p in tmp_path.iterdir() if p.name.startswith("sweep-")]
     return Sweep(sweep_dir)
@@ -219,10 +221,19 @@ def test_profile_the_cluster_cannot_serve_is_refused_before_submission(
 
 
 def test_preempted_long_task_is_requeued_and_skips_its_finished_cases(slurm, tmp_path):
+    """A ``SIGTERM`` that lands while ``scontrol requeue`` runs must not end the job: each
+    signal reaches every process of the job, and it once killed the requeue (CI, stop 23).
+    A slowed ``scontrol`` on the job's ``PATH`` holds that window open for 3 s."""
+    slowed = tmp_path / "bin"
+    slowed.mkdir()
+    scontrol = slowed / "scontrol"
+    scontrol.write_text(f'#!/bin/sh\nsleep 3\nexec {shutil.which("scontrol")} "$@"\n')
+    scontrol.chmod(0o755)
     args = ["-w", "forward", "-s", "tiny", "--wrt", "input", "--strategy", "jvp_loop"]
     args += ["-k", "1", "-k", "2", "-k", "4", "-k", "8", "--cases-per-task", "4"]
     args += ["--budget", "5", "--time-limit", "15"]  # over 10 min: requeueable
-    sweep = _submit(slurm, tmp_path, *args)
+    path = {"PATH": f"{slowed}{os.pathsep}{os.environ['PATH']}"}
+    sweep = _submit(slurm, tmp_path / "sweeps", *args, env=path)
     (task,) = sweep.load().tasks
     assert task.requeueable
     job_id = sweep.load().latest_jobs()[0]
@@ -230,10 +241,12 @@ def test_preempted_long_task_is_requeued_and_skips_its_finished_cases(slurm, tmp
     first = read_model(sweep.record_path(task.cases[0], None), Record).started_at
     slurm.run("scancel", "--signal=TERM", job_id, check=True)  # what pre-emption sends first
     slurm.run("scancel", "--signal=USR2", job_id, check=True)
+    time.sleep(1)
+    slurm.run("scancel", "--signal=TERM", job_id, check=True)  # during the slowed requeue
     (state,) = dispatch.wait(sweep, poll_s=2, timeout_s=600)
-    assert state.state == "completed" and state.ok == 4, state
-    assert read_model(sweep.record_path(task.cases[0], None), Record).started_at == first
     log = "".join(p.read_text() for p in (sweep.submitit_dir / job_id).glob("*_log.*"))
+    assert state.state == "completed" and state.ok == 4, (state, log[-3000:])
+    assert read_model(sweep.record_path(task.cases[0], None), Record).started_at == first
     assert "this job is preempted" in log and "Requeued job" in log, log[-2000:]
 
 

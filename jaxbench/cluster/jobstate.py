@@ -122,7 +122,10 @@ def _from_result(job: submitit.Job[Any]) -> tuple[str, str]:
     if reason:
         state = "timed out" if "timed-out" in reason.group(1) else "failed"
         return state, f"not requeued: {reason.group(1)}"
-    raised = re.findall(r"^(\w+(?:Error|Exception|Interrupt)\b.*)$", message, re.MULTILINE)
+    # A traceback's last line names the exception, maybe with its module
+    # ("subprocess.CalledProcessError: ..."), and a message after ": ".
+    raised = re.findall(r"^((?:\w+\.)*\w+(?::\s.*|(?:Error|Exception|Interrupt)))$", message,
+                        re.MULTILINE)  # fmt: skip
     return "failed", (raised[-1] if raised else message.strip().splitlines()[0])[:200]
 
 

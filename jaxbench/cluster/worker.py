@@ -18,7 +18,9 @@ from __future__ import annotations
 import os
 import signal
 import socket
+import subprocess
 import sys
+import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -91,7 +93,7 @@ class ShardTask:
                 return self._run_cases(placement)
         except _Signalled as stop:
             if callable(stopper.submitit_handler):
-                stopper.submitit_handler(stop.signum, None)  # requeues and exits, or raises
+                _requeue_or_end(stopper.submitit_handler, stop.signum)
             raise RuntimeError(f"task stopped by signal {stop.signum}") from None
 
     def _run_cases(self, placement: dict[str, Any]) -> dict[str, Any]:
@@ -177,6 +179,38 @@ class RequeueableShardTask(ShardTask):
         import submitit
 
         return submitit.helpers.DelayedSubmission(self)
+
+
+#: How often the worker asks submitit to requeue before the job ends as failed, and the wait
+#: between tries, in seconds.
+REQUEUE_TRIES = 3
+REQUEUE_RETRY_S = 5.0
+
+
+def _requeue_or_end(submitit_handler: Any, signum: int) -> None:
+    """Let submitit checkpoint and requeue the job (exits) or end it (raises).
+
+    A pre-emption sends ``SIGTERM`` to every process of the job, and the pre-emption signal may
+    come first: the ``scontrol requeue`` that submitit's handler starts would die of it and the
+    job would end as failed instead of requeued. So ``SIGTERM`` is ignored from here on (an
+    ignored signal stays ignored in a child; submitit's own handler only logs it). A requeue
+    that fails for another reason (``slurmctld`` busy) is tried ``REQUEUE_TRIES`` times; each
+    try checkpoints again, which is idempotent.
+
+    Raises:
+        submitit.core.utils.UncompletedJobError: submitit will not requeue (not checkpointable,
+            or timed out too many times).
+        subprocess.SubprocessError: ``scontrol requeue`` failed ``REQUEUE_TRIES`` times.
+    """
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    for attempt in range(1, REQUEUE_TRIES + 1):
+        try:
+            submitit_handler(signum, None)
+            return
+        except subprocess.SubprocessError:
+            if attempt == REQUEUE_TRIES:
+                raise
+            time.sleep(REQUEUE_RETRY_S)
 
 
 class _StopOnSignal:
