@@ -6,6 +6,7 @@ import gzip
 import hashlib
 import io
 import json
+import re
 
 import jax
 import jax.numpy as jnp
@@ -82,8 +83,7 @@ def test_a_change_made_by_xla_alone_is_put_down_to_its_passes():
     )
 
 
-def test_normalising_drops_metadata_stack_frames_and_names_and_keeps_the_program():
-    text = """HloModule jit_f, entry_computation_layout={(f32[2]{0})->f32[2]{0}}
+HLO_TEXT = """HloModule jit_f, entry_computation_layout={(f32[2]{0})->f32[2]{0}}
 
 FileNames
 1 "a.py"
@@ -101,19 +101,47 @@ ENTRY %main.7 (x.1: f32[2]) -> f32[2] {
   ROOT %fusion = f32[2]{0} fusion(%x.1), kind=kLoop, calls=%fused_add
 }
 """
-    assert normalize_hlo(text).splitlines() == [
+
+
+def test_normalising_drops_metadata_stack_frames_and_names_and_keeps_the_program():
+    lines = normalize_hlo(HLO_TEXT).splitlines()
+    add, entry = (re.fullmatch(r"(?:ENTRY )?(%c[0-9a-f]{8}) \(f32\[2\]\) -> f32\[2\] \{", lines[i])
+                  for i in (1, 5))  # fmt: skip
+    assert add and entry and add.group(1) != entry.group(1)
+    assert lines == [
         "HloModule _, entry_computation_layout={(f32[2]{0})->f32[2]{0}}",
-        "%c0 (f32[2]) -> f32[2] {",
+        f"{add.group(1)} (f32[2]) -> f32[2] {{",
         "  %0 = f32[2]{0} parameter(0)",
         "  ROOT %1 = f32[2]{0} add(%0, %0)",
         "}",
-        "ENTRY %c1 (f32[2]) -> f32[2] {",
+        f"ENTRY {entry.group(1)} (f32[2]) -> f32[2] {{",
         "  %0 = f32[2]{0} parameter(0)",
-        "  ROOT %1 = f32[2]{0} fusion(%0), kind=kLoop, calls=%c0",
+        f"  ROOT %1 = f32[2]{{0}} fusion(%0), kind=kLoop, calls={add.group(1)}",
         "}",
     ]
-    counts = hlo_counts(text)
+    counts = hlo_counts(HLO_TEXT)
     assert counts["instructions"] == 4 and counts["fusion:kLoop"] == 1 and counts["op:add"] == 1
+    renumbered = HLO_TEXT.replace("fused_add", "fused_add.12").replace("main.7", "main.9")
+    assert normalize_hlo(renumbered) == normalize_hlo(HLO_TEXT)
+
+
+def test_a_computation_xla_inserts_first_changes_its_own_lines_and_its_callers_only():
+    inserted = HLO_TEXT.replace(
+        "%fused_add (",
+        "%fused_neg (p: f32[2]) -> f32[2] {\n  %p = f32[2]{0} parameter(0)\n"
+        "  ROOT %n = f32[2]{0} negate(%p)\n}\n\n%fused_add (",
+    ).replace(
+        "  ROOT %fusion = f32[2]{0} fusion(%x.1), kind=kLoop, calls=%fused_add",
+        "  %fusion = f32[2]{0} fusion(%x.1), kind=kLoop, calls=%fused_add\n"
+        "  ROOT %neg = f32[2]{0} fusion(%fusion), kind=kLoop, calls=%fused_neg",
+    )  # fmt: skip
+    (d,) = diff_programs(
+        [{"name": "f", "hlo": HLO_TEXT}], [{"name": "f", "hlo": inserted}]
+    )  # fmt: skip
+    changed = [line for line in d.hlo_diff if line[:1] in "+-" and line[:3] not in "---+++"]
+    assert [line[0] for line in changed] == ["+"] * 4 + ["-", "+", "-", "+", "+"], changed
+    assert "negate(" in changed[2] and " add(" not in "".join(changed)
+    assert d.counts["op:negate"] == (0, 1) and d.counts["op:fusion"] == (1, 2)
 
 
 def test_ops_inside_a_while_body_are_counted():

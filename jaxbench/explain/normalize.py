@@ -8,6 +8,7 @@ the program's structure.
 
 from __future__ import annotations
 
+import hashlib
 import re
 from collections import Counter
 from typing import Any
@@ -38,9 +39,10 @@ def normalize_hlo(text: str) -> str:
 
     Drops the stack-frame tables newer XLA prints after the module line, every
     ``metadata={...}``, the module's name, and the parameter names of computation signatures.
-    Computations are renamed ``%c0, %c1, ...`` in order, and instructions ``%0, %1, ...``
-    within each computation, so one inserted instruction changes its own computation's lines
-    only.
+    Instructions are renamed ``%0, %1, ...`` within each computation. A computation is named by
+    its content, ``%c<8 hex digits>`` (a SHA-256 of its normalised text, in which the
+    computations it calls have their content names), so a computation that XLA inserts or
+    renumbers changes its own lines and the lines that call it, not every later name.
     """
     lines, skipping = [], False
     for line in text.splitlines():
@@ -59,22 +61,60 @@ def normalize_hlo(text: str) -> str:
             line = _SIGNATURE_PARAM.sub(r"\1", line)
         if line.strip():
             lines.append(line.rstrip())
-    computations = {}
+    blocks: dict[str, list[str]] = {}
+    owner: list[str | None] = []  # the computation of each line (None: module level)
+    current = None
     for line in lines:
         if head := _COMPUTATION.match(line):
-            computations.setdefault(head.group(1), f"%c{len(computations)}")
-    local: dict[str, str] = {}
-
-    def rename(m: re.Match[str]) -> str:
-        token = m.group()
-        return computations.get(token) or local.setdefault(token, f"%{len(local)}")
-
-    out = []
-    for line in lines:
-        if _COMPUTATION.match(line):
-            local = {}
-        out.append(_HLO_NAME.sub(rename, line))
+            current = head.group(1)
+            blocks.setdefault(current, [])
+        owner.append(current)
+        if current is not None:
+            blocks[current].append(line)
+        if line.strip() == "}":
+            current = None
+    renamed = _content_named(blocks)
+    out, done = [], set()
+    for line, computation in zip(lines, owner, strict=True):
+        if computation is None:
+            out.append(line)
+        elif computation not in done:
+            done.add(computation)
+            out.extend(renamed[computation])
     return "\n".join(out)
+
+
+def _content_named(blocks: dict[str, list[str]]) -> dict[str, list[str]]:
+    """Each computation's lines, renamed.
+
+    Instructions are numbered in order within their computation, and every computation (itself
+    and those it calls) is named by the hash of its own text so renamed.
+    """
+    names: dict[str, str] = {}
+    texts: dict[str, list[str]] = {}
+
+    def name_of(computation: str) -> str:
+        if computation in names:
+            return names[computation]
+        names[computation] = "%<self>"  # a call cycle (HLO has none) hashes as a self-reference
+        local: dict[str, str] = {}
+
+        def rename(m: re.Match[str]) -> str:
+            token = m.group()
+            if token == computation:
+                return "%<self>"
+            if token in blocks:
+                return name_of(token)
+            return local.setdefault(token, f"%{len(local)}")
+
+        text = [_HLO_NAME.sub(rename, line) for line in blocks[computation]]
+        names[computation] = "%c" + hashlib.sha256("\n".join(text).encode()).hexdigest()[:8]
+        texts[computation] = [line.replace("%<self>", names[computation]) for line in text]
+        return names[computation]
+
+    for computation in blocks:
+        name_of(computation)
+    return texts
 
 
 def normalize_stablehlo(text: str) -> str:
