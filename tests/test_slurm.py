@@ -222,12 +222,12 @@ def test_profile_the_cluster_cannot_serve_is_refused_before_submission(
 
 def test_preempted_long_task_is_requeued_and_skips_its_finished_cases(slurm, tmp_path):
     """A ``SIGTERM`` that lands while ``scontrol requeue`` runs must not end the job: each
-    signal reaches every process of the job, and it once killed the requeue (CI, stop 23).
-    A slowed ``scontrol`` on the job's ``PATH`` holds that window open for 3 s."""
+    signal reaches every process of the job, and it once killed the requeue (seen in CI).
+    A slowed ``scontrol`` on the job's ``PATH`` holds that window open for 5 s."""
     slowed = tmp_path / "bin"
     slowed.mkdir()
     scontrol = slowed / "scontrol"
-    scontrol.write_text(f'#!/bin/sh\nsleep 3\nexec {shutil.which("scontrol")} "$@"\n')
+    scontrol.write_text(f'#!/bin/sh\nsleep 5\nexec {shutil.which("scontrol")} "$@"\n')
     scontrol.chmod(0o755)
     args = ["-w", "forward", "-s", "tiny", "--wrt", "input", "--strategy", "jvp_loop"]
     args += ["-k", "1", "-k", "2", "-k", "4", "-k", "8", "--cases-per-task", "4"]
@@ -241,10 +241,14 @@ def test_preempted_long_task_is_requeued_and_skips_its_finished_cases(slurm, tmp
     first = read_model(sweep.record_path(task.cases[0], None), Record).started_at
     slurm.run("scancel", "--signal=TERM", job_id, check=True)  # what pre-emption sends first
     slurm.run("scancel", "--signal=USR2", job_id, check=True)
-    time.sleep(1)
+
+    def job_log():
+        return "".join(p.read_text() for p in (sweep.submitit_dir / job_id).glob("*_log.*"))
+
+    _wait_for(lambda: "this job is preempted" in job_log(), 60, "submitit's requeue handler")
     slurm.run("scancel", "--signal=TERM", job_id, check=True)  # during the slowed requeue
     (state,) = dispatch.wait(sweep, poll_s=2, timeout_s=600)
-    log = "".join(p.read_text() for p in (sweep.submitit_dir / job_id).glob("*_log.*"))
+    log = job_log()
     assert state.state == "completed" and state.ok == 4, (state, log[-3000:])
     assert read_model(sweep.record_path(task.cases[0], None), Record).started_at == first
     assert "this job is preempted" in log and "Requeued job" in log, log[-2000:]
