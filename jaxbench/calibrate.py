@@ -37,6 +37,7 @@ import numpy as np
 
 from jaxbench.inference import verdicts
 from jaxbench.inference.paired import pair_log_ratio
+from jaxbench.inference.sequential import looks_at, nominal_level
 from jaxbench.live_defaults import DEFAULT_COMPARISONS
 from jaxbench.store import Calibration, Problem, case_label, load, write_json
 from jaxbench.store.calibration import (
@@ -97,8 +98,10 @@ def default_design(
     from jaxbench.interleave.session import Schedule
 
     s = Schedule()
+    last = nominal_level(looks_at(s.max_pairs, s.pairs, s.pairs_step, s.max_pairs), s.max_pairs,
+                         alpha)  # fmt: skip
     return Design(pairs=s.pairs, max_pairs=s.max_pairs, looks=s.looks, threshold=threshold,
-                  alpha=alpha, alpha_per_look=verdicts.look_alpha(alpha, s.looks))  # fmt: skip
+                  alpha=alpha, alpha_per_look=last)  # fmt: skip
 
 
 def summarize_calibration(

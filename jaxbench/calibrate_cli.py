@@ -23,9 +23,9 @@ from jaxbench.cli_options import (
     writable_folder,
 )
 from jaxbench.live_defaults import (
+    DEFAULT_CALIBRATION_PAIRS,
     DEFAULT_CALLS_PER_BLOCK,
     DEFAULT_COMPARISONS,
-    DEFAULT_PAIRS,
     DEFAULT_ROUNDS,
     DEFAULT_WARMUP_ROUNDS,
 )
@@ -153,7 +153,7 @@ def register(app: typer.Typer) -> None:
         ] = DEFAULT_COMPARISONS,
         pairs: Annotated[
             int, typer.Option(help="Process pairs per comparison (one look).")
-        ] = DEFAULT_PAIRS,
+        ] = DEFAULT_CALIBRATION_PAIRS,
         rounds: Annotated[int, typer.Option(help="Timed rounds per pair.")] = DEFAULT_ROUNDS,
         calls_per_block: Annotated[
             int, typer.Option(help="Timed calls per block.")

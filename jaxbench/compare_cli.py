@@ -29,6 +29,7 @@ from jaxbench.cli_options import (
 )
 from jaxbench.live_defaults import (
     DEFAULT_MAX_PAIRS,
+    DEFAULT_MAX_TIME_S,
     DEFAULT_PAIRS,
     DEFAULT_PAIRS_STEP,
     DEFAULT_ROUNDS,
@@ -62,7 +63,11 @@ def assignments(values: list[str] | None, option: str) -> dict[str, Any]:
     return out
 
 
-def _offline(baseline: str, candidate: str, results: list[Path], opts: dict[str, float]) -> None:
+#: Exit status when a case is undecided (inconclusive, unstable) and --fail-on-undecided is set.
+EXIT_UNDECIDED = 3
+
+
+def _offline(baseline: str, candidate: str, results: list[Path], opts: dict[str, Any]) -> None:
     from jaxbench.analysis import compare_versions, load_results
     from jaxbench.analysis.compare import BASIS
     from jaxbench.tables import comparison_table, verdict_notes
@@ -100,6 +105,7 @@ def _offline(baseline: str, candidate: str, results: list[Path], opts: dict[str,
         if frame.empty:
             raise fail(f"no records could be loaded from {', '.join(map(str, results))}")
         by = "version"
+    fail_on_undecided = opts.pop("fail_on_undecided", False)
     try:
         result = compare_versions(frame, baseline, candidate, by=by, **opts)
     except ValueError as exc:
@@ -115,10 +121,34 @@ def _offline(baseline: str, candidate: str, results: list[Path], opts: dict[str,
     for line in verdict_notes(result.table):
         console.print(line, highlight=False)
     console.print(f"mode: sequential; {BASIS}; verdicts: {_counts(result.table)}")
+    _print_processes_needed(result, opts)
     print_exponent_changes(frame, "side" if by == "side" else "jax", baseline, candidate,
                             opts["alpha"])  # fmt: skip
     _cite_calibration(results if not all(exists) else as_paths, set(result.table["case"]))
-    _exit_for(result.table)
+    _exit_for(result.table, fail_on_undecided)
+
+
+#: The change ``compare`` of recorded runs plans for ("how many processes to decide 5 %").
+PLANNED_EFFECT = 0.05
+
+
+def _print_processes_needed(result: Any, opts: dict[str, Any]) -> None:
+    """One line: processes a side this machine needs to decide a 5 % change, and what it has."""
+    from jaxbench.analysis.compare import processes_to_decide
+
+    need, spread = processes_to_decide(result.table, PLANNED_EFFECT, opts["threshold"],
+                                       opts["alpha"], opts.get("strict", False))  # fmt: skip
+    table = result.table
+    have = int(table[["n_baseline", "n_candidate"]].min(axis=1).median()) if len(table) else 0
+    if need is None:
+        console.print(f"design: {have} process(es) a side measure no spread between processes; "
+                      f"run at least 2 a side (each run is one)", highlight=False)  # fmt: skip
+        return
+    verdict = "enough" if have >= need else f"run {need - have} more a side"
+    console.print(f"design: to call a {PLANNED_EFFECT:.0%} change slower with 80 % power this "
+                  f"machine needs about {need} processes a side (spread between processes: sd "
+                  f"{spread:.3f} in log, median over the cases); these runs have {have}: "
+                  f"{verdict}", highlight=False)  # fmt: skip
 
 
 def print_exponent_changes(
@@ -156,39 +186,48 @@ def _counts(table: Any) -> str:
 
 
 def _cite_calibration(folders: list[Path], cases: set[str]) -> None:
-    """One line on this machine's measured false-alarm rate, or how to measure it."""
-    from jaxbench.calibrate import latest_calibration
+    """One line per compared case that has a calibration of this host, or how to make one.
+
+    The calibrations under ``folders`` and ``results/`` are read once. A calibration measures
+    one case's spread on one host, so only one of the same case and host is cited.
+    """
+    from jaxbench.calibrate import load_calibrations
     from jaxbench.env import host
+    from jaxbench.store.calibration import newest_calibration
 
     here = host()["hostname"]
     roots = [f for f in {*folders, Path("results")} if f.exists()]
-    found = [latest_calibration(roots, host=here, case=c) for c in sorted(cases)]
-    cal = max((c for c in found if c), key=lambda c: c.started_at, default=None)
-    other_case = cal is None
-    cal = cal or latest_calibration(roots, host=here)
-    if cal is None:
-        console.print(f"calibration: none for {here} under {', '.join(map(str, roots))}; "
-                      "`jaxbench calibrate` measures the A/A false-alarm rate and the smallest "
-                      "detectable change here", highlight=False)  # fmt: skip
+    found = [c for c in load_calibrations(roots)[0] if c.host.get("hostname") == here]
+    cited = [(c, newest_calibration(found, here, c)) for c in sorted(cases)]
+    cited = [(case, cal) for case, cal in cited if cal is not None]
+    if not cited:
+        console.print(f"calibration: none of these cases on {here} under "
+                      f"{', '.join(map(str, roots))}; `jaxbench calibrate` measures the A/A "
+                      "false-alarm rate and the smallest detectable change of a case here",
+                      highlight=False)  # fmt: skip
         return
-    s = cal.summary
-    rate = "n/a" if s.false_alarm_rate is None else f"{s.false_alarms}/{s.comparisons}"
-    ci = "" if s.false_alarm_ci_high is None else f" (95 % up to {s.false_alarm_ci_high:.0%})"
-    det = "n/a" if s.detectable_80 is None else f"{s.detectable_80:.1%}"
-    caveat = (
-        "; another case: its spread, and so what it detects, may not be this case's"
-        if other_case
-        else ""
-    )
-    console.print(f"calibration of {here} ({cal.case.label}, {cal.started_at}): A/A false "
-                  f"alarms {rate}{ci}; live default design detects {det} at 80 % power "
-                  f"(run {cal.run_id}){caveat}", highlight=False)  # fmt: skip
+    for case, cal in cited:
+        s = cal.summary
+        rate = "n/a" if s.false_alarm_rate is None else f"{s.false_alarms}/{s.comparisons}"
+        ci = "" if s.false_alarm_ci_high is None else f" (95 % up to {s.false_alarm_ci_high:.0%})"
+        det = "n/a" if s.detectable_80 is None else f"{s.detectable_80:.1%}"
+        d = s.design
+        console.print(f"calibration of {case} on {here} ({cal.started_at}, run {cal.run_id}): "
+                      f"A/A false alarms {rate}{ci}; {d.pairs} pairs at the first look detect "
+                      f"{det} at 80 % power", highlight=False)  # fmt: skip
 
 
-def _exit_for(table: Any) -> None:
-    """Exit 1 when any case is ``slower`` (a CI gate), 0 otherwise."""
-    if (table["verdict"] == "slower").any():
+def _exit_for(table: Any, fail_on_undecided: bool = False) -> None:
+    """The exit status of a comparison, for a CI gate.
+
+    1 when any case is ``slower``; else :data:`EXIT_UNDECIDED` when ``fail_on_undecided`` and
+    a case is ``inconclusive`` or ``unstable``; else 0 (bad input exits 2 before this).
+    """
+    verdict = table["verdict"]
+    if (verdict == "slower").any():
         raise typer.Exit(1)
+    if fail_on_undecided and verdict.isin(["inconclusive", "unstable"]).any():
+        raise typer.Exit(EXIT_UNDECIDED)
 
 
 def _print_problems(problems: list) -> None:
@@ -231,10 +270,10 @@ def _live(
     set_b: dict[str, Any],
     back_to_back: bool,
     backend: str,
-    schedule_fields: dict[str, int],
+    schedule_fields: dict[str, Any],
     envs: VersionEnvs,
     out: Path,
-    opts: dict[str, float],
+    opts: dict[str, Any],
 ) -> None:
     from jaxbench.analysis.live import comparisons_frame
     from jaxbench.interleave import (
@@ -266,6 +305,7 @@ def _live(
         err_console.print(f"pair {done[0]} done (up to {schedule.max_pairs}); saved {path}",
                           highlight=False)  # fmt: skip
 
+    fail_on_undecided = opts.pop("fail_on_undecided", False)
     try:
         found = run(a, b, pairs, backend, schedule, on_pair=save, **opts)
     except KeyboardInterrupt:
@@ -275,7 +315,7 @@ def _live(
     except WorkerError as exc:
         kept = f"; pairs finished before it are in {path}" if path.exists() else ""
         raise fail(f"{exc}{kept}", code=1) from None
-    frame = comparisons_frame(found, opts["threshold"], opts["alpha"])
+    frame = comparisons_frame(found, opts["threshold"], opts["alpha"], opts["strict"])
     for c in found:
         err_console.print(summary_line(c), highlight=False)
     console.print(live_comparison_table(frame))
@@ -283,13 +323,14 @@ def _live(
         console.print(line, highlight=False)
     mode = "back to back (sequential)" if back_to_back else "interleaved"
     design = BASIS["back_to_back" if back_to_back else "interleaved"]
-    console.print(f"mode: {mode}; {design}; alpha {opts['alpha']:g} over {schedule.looks} "
-                  f"look(s); verdicts: {_counts(frame)}")  # fmt: skip
+    console.print(f"mode: {mode}; {design}; alpha {opts['alpha']:g} spent over up to "
+                  f"{schedule.looks} look(s) (O'Brien-Fleming type); verdicts: "
+                  f"{_counts(frame)}")  # fmt: skip
     console.print(f"wrote {path}", highlight=False)
     _cite_calibration([out], {c.label for c in found})
     if any(c.status != "ok" for c in found):
         raise typer.Exit(1)
-    _exit_for(frame)
+    _exit_for(frame, fail_on_undecided)
 
 
 def _label(spec: str, overrides: dict[str, Any]) -> str:
@@ -346,6 +387,10 @@ def register(app: typer.Typer) -> None:
         pairs_step: Annotated[
             int, typer.Option(help="Live: pairs added per further look.")
         ] = DEFAULT_PAIRS_STEP,
+        max_time: Annotated[
+            float,
+            typer.Option(help="Live: seconds of pairs a case may take before it gets no more."),
+        ] = DEFAULT_MAX_TIME_S,
         rounds: Annotated[
             int, typer.Option(help="Live: timed rounds per pair (at least 6).")
         ] = DEFAULT_ROUNDS,
@@ -365,14 +410,31 @@ def register(app: typer.Typer) -> None:
         alpha: Annotated[
             float, typer.Option(help="1 - the confidence level of the intervals.")
         ] = 0.05,
+        strict: Annotated[
+            bool,
+            typer.Option(
+                "--strict",
+                help="Call a change only when the whole interval lies "
+                "beyond the threshold (minimum-effect test; needs far more processes).",
+            ),
+        ] = False,
+        fail_on_undecided: Annotated[
+            bool,
+            typer.Option(
+                "--fail-on-undecided",
+                help=f"Exit {EXIT_UNDECIDED} when a case is inconclusive or unstable "
+                "(and none is slower).",
+            ),
+        ] = False,
     ) -> None:
         """Compare a baseline with a candidate: ratio, interval over processes, verdict per case.
 
         Two result paths (files or folders) or two JAX versions found in --results: the
         sequential comparison of recorded runs, each run a process. With --interleave (or
         --back-to-back): run both now, in several pairs of fresh worker processes, on the
-        selected cases. Verdicts: slower, faster, same, inconclusive, unstable. Exit 1 when a
-        case is slower, 2 on bad input.
+        selected cases. Verdicts: slower, faster, same, inconclusive, unstable. Exit 0 when no
+        case is slower, 1 when one is, 2 on bad input, 3 with --fail-on-undecided when no case
+        is slower but one is inconclusive or unstable.
         """
         from jaxbench.inference.verdicts import check_rule
 
@@ -383,7 +445,8 @@ def register(app: typer.Typer) -> None:
             except ValueError as exc:
                 what = "--alpha" if "alpha" in str(exc) else name
                 raise fail(f"{what}: {exc}") from None
-        opts = {"threshold": threshold, "alpha": alpha}
+        opts = {"threshold": threshold, "alpha": alpha, "strict": strict,
+                "fail_on_undecided": fail_on_undecided}  # fmt: skip
         live_options = bool(set_a or set_b or workload or size or dtype or k or strategy
                             or optimizer or wrt or param or full)  # fmt: skip
         if interleave and back_to_back:
@@ -408,7 +471,7 @@ def register(app: typer.Typer) -> None:
         check_overrides(cases, a, "--set-a")
         check_overrides(cases, b, "--set-b")
         schedule = {"pairs": pairs, "max_pairs": max_pairs, "pairs_step": pairs_step,
-                    "rounds": rounds, "calls_per_block": calls_per_block,
+                    "max_time_s": max_time, "rounds": rounds, "calls_per_block": calls_per_block,
                     "warmup_rounds": warmup_rounds, "seed": seed}  # fmt: skip
         envs = version_envs(env_root, jax_extra, extra_index_url)
         _live(baseline, candidate, cases, a, b, back_to_back, backend, schedule,

@@ -10,14 +10,16 @@ Each row of a comparison is one case (benchmark and parameters) under one measur
   earlier case of the same process (one program shared by several K values, say) counts once,
   for the case that paid for it; persistent-cache hits are left out.
 
-A verdict becomes ``unstable`` when the noise indicators say the machine changed
-(:func:`jaxbench.inference.stability.processes_reasons`). A case measured for the baseline under
-one condition and for the candidate under another is not compared; :attr:`Comparison.unmatched`
+A verdict becomes ``unstable`` when the noise indicators show a disturbance that could explain it
+(:func:`jaxbench.inference.stability.processes_disturbances`,
+:func:`jaxbench.inference.stability.veto`). A case measured for the baseline under one
+condition and for the candidate under another is not compared; :attr:`Comparison.unmatched`
 names it and :attr:`Comparison.kept_apart` says which fields differ.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -51,6 +53,7 @@ COLUMNS = (
     "p_value",
     "verdict",
     "detectable",
+    "sd_log",
     "advice",
     "basis",
 )
@@ -68,8 +71,9 @@ class Comparison:
             per-process medians (seconds); ``ratio`` is candidate / baseline (geometric mean over
             processes; above 1: slower), ``ci_low``/``ci_high`` its ``1 - alpha`` interval,
             ``verdict`` one of :data:`jaxbench.inference.verdicts.VERDICTS`, ``detectable`` the
-            smallest slowdown this design detects at 80 % power, ``advice`` what would settle
-            an ``inconclusive`` case or why one is ``unstable``.
+            smallest slowdown this design detects at 80 % power, ``sd_log`` the spread of one
+            process's log median (pooled over the sides), ``advice`` what would settle an
+            ``inconclusive`` case or why one is ``unstable``.
         kept_apart: Why rows of one case were not pooled (differing condition fields).
         unmatched: Cases of one side with no counterpart under the same condition.
         threshold: Steady-state threshold used (relative, e.g. 0.02).
@@ -99,14 +103,14 @@ def _processes(rows: pd.DataFrame, column: str) -> tuple[list[np.ndarray], list[
 
 
 def _compare_values(
-    a: pd.DataFrame, b: pd.DataFrame, column: str, threshold: float, alpha: float
+    a: pd.DataFrame, b: pd.DataFrame, column: str, threshold: float, alpha: float, strict: bool
 ) -> dict[str, object]:
     va, na = _processes(a, column)
     vb, nb = _processes(b, column)
-    est = verdicts.estimate_independent(va, vb, threshold, alpha)
+    est = verdicts.estimate_independent(va, vb, threshold, alpha, strict)
     drift = column == "latency_s"
-    reasons = stability.processes_reasons(na, nb, va if drift else (), vb if drift else ())
-    est = est.unstable(reasons)
+    found = stability.processes_disturbances(na, nb, va if drift else (), vb if drift else ())
+    est = stability.veto(est, found)
     return {
         "baseline_median_s": float(np.median([np.median(v) for v in va])),
         "candidate_median_s": float(np.median([np.median(v) for v in vb])),
@@ -123,6 +127,7 @@ def _metric_rows(
     sides: tuple[str, str],
     threshold: float,
     alpha: float,
+    strict: bool,
 ) -> tuple[list[dict[str, object]], list[str]]:
     rows, unmatched = [], []
     side = values[by].astype(str)
@@ -145,7 +150,7 @@ def _metric_rows(
                     "benchmark": group["benchmark"].iloc[0],
                     CONDITION: cond,
                 }
-                | _compare_values(a, b, column, threshold, alpha)
+                | _compare_values(a, b, column, threshold, alpha, strict)
             )
         alone = {s: sorted(conds[s] - set(both)) for s in sides}
         for s, other in (sides, sides[::-1]):
@@ -176,6 +181,7 @@ def compare_versions(
     compile_threshold: float = DEFAULT_COMPILE_THRESHOLD,
     alpha: float = verdicts.DEFAULT_ALPHA,
     condition_fields: Sequence[str] = DEFAULT_FIELDS,
+    strict: bool = False,
 ) -> Comparison:
     """Compare ``candidate`` with ``baseline`` per case and condition, steady state and compile.
 
@@ -193,6 +199,7 @@ def compare_versions(
         alpha: ``1 -`` the confidence level of the intervals.
         condition_fields: Fixed condition fields
             (:func:`jaxbench.analysis.conditions.condition_fields`).
+        strict: The minimum-effect rule (:func:`jaxbench.inference.verdicts.decide`).
 
     Returns:
         A :class:`Comparison`; its table is sorted by metric and case.
@@ -212,9 +219,9 @@ def compare_versions(
     fields = [f for f in condition_fields if f != by]
     split = split_series(sub, fields)
     steady, un1 = _metric_rows(steady_state_samples(split.frame), "latency_s", STEADY_STATE,
-                               by, sides, threshold, alpha)  # fmt: skip
+                               by, sides, threshold, alpha, strict)  # fmt: skip
     comp, un2 = _metric_rows(compile_times(split.frame), "compile_s", COMPILE, by, sides,
-                             compile_threshold, alpha)  # fmt: skip
+                             compile_threshold, alpha, strict)  # fmt: skip
     table = pd.DataFrame([*steady, *comp], columns=list(COLUMNS))
     return Comparison(
         baseline=sides[0],
@@ -226,6 +233,38 @@ def compare_versions(
         compile_threshold=compile_threshold,
         alpha=alpha,
     )
+
+
+def processes_to_decide(
+    table: pd.DataFrame,
+    effect: float = 0.05,
+    threshold: float = verdicts.DEFAULT_THRESHOLD,
+    alpha: float = verdicts.DEFAULT_ALPHA,
+    strict: bool = False,
+) -> tuple[int | None, float]:
+    """Processes a side that this machine needs to call a change of ``effect`` ``slower``.
+
+    From the measured spread between processes: the median over the steady-state rows of
+    ``sd_log`` (one process's log median), through
+    :func:`jaxbench.inference.verdicts.units_needed` (80 % power).
+
+    Args:
+        table: :attr:`Comparison.table`.
+        effect: The change to decide (0.05 = 5 %).
+        threshold: Threshold of the verdicts.
+        alpha: Their level.
+        strict: The minimum-effect rule.
+
+    Returns:
+        ``(processes a side, the spread used)``; ``(None, nan)`` without two processes on a
+        side anywhere (no spread measured).
+    """
+    sd = table.loc[table["metric"] == STEADY_STATE, "sd_log"].astype(float).dropna()
+    if sd.empty:
+        return None, math.nan
+    spread = float(sd.median())
+    need = verdicts.units_needed(effect, spread, alpha, threshold, paired=False, strict=strict)
+    return (math.ceil(need) if math.isfinite(need) else None), spread
 
 
 def compare_to_previous(frame: pd.DataFrame, version: str, **kwargs: object) -> Comparison:

@@ -16,6 +16,7 @@ def comparisons_frame(
     comparisons: Sequence[CaseComparison],
     threshold: float = verdicts.DEFAULT_THRESHOLD,
     alpha: float = verdicts.DEFAULT_ALPHA,
+    strict: bool = False,
 ) -> pd.DataFrame:
     """One row per comparison: sides, JAX versions, pairs, rounds, and the estimate's figures.
 
@@ -40,7 +41,7 @@ def comparisons_frame(
             "calls_per_block": c.schedule.get("calls_per_block"),
         }
         if c.status == "ok" and runs:
-            row |= estimate(c, threshold, alpha).row() | {"basis": BASIS[c.mode]}
+            row |= estimate(c, threshold, alpha, strict=strict).row() | {"basis": BASIS[c.mode]}
         else:
             row |= {"verdict": c.status, "basis": c.error}
         rows.append(row)

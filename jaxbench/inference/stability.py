@@ -18,17 +18,29 @@ wall time of the timed region, ``steal_share`` the hypervisor's share of all CPU
   :data:`LATENCY_SHIFT` from one pair of processes to another;
 - **steal**: the hypervisor took more than :data:`MAX_STEAL` of the CPU time.
 
-Each check returns human-readable reasons; an empty list means no evidence of change.
+Each check returns :class:`Disturbance` objects: a human-readable reason and a **bound**, the
+largest shift of the comparison's log ratio the disturbance could cause (a pair whose CPU share
+moved by a factor ``f`` can be off by at most ``log f``, and it is one of ``n`` pairs in the mean:
+``log f / n``; steal ``s`` slows what it hits by at most ``1 / (1 - s)``; a latency that moved
+from ``a`` to ``b`` within a process moves its median by at most ``|log(b / a)|``).
+:func:`veto` then turns a verdict ``unstable`` only when a disturbance of that size could have
+made it: a ``slower`` whose interval, moved towards 1 by the summed bounds, would no longer be
+``slower`` (and the mirror for ``faster``), a ``same`` that either move would break, or an
+``inconclusive`` beside disturbances as large as the threshold. A 1000x slowdown beside 14 %
+steal stays ``slower``; a 3 % one beside a hog that doubles one side's time is ``unstable``.
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 from scipy import stats as sps
+
+from jaxbench.inference.verdicts import Estimate, decide
 
 #: Family-wise level of the drift tests of one comparison (split over the series checked).
 DRIFT_ALPHA = 0.01
@@ -46,6 +58,51 @@ MIN_SHARE_WALL_S = 0.01
 MAX_STEAL = 0.05
 #: Fewer values than this a half are not tested for drift.
 MIN_HALF = 5
+#: Share of a recorded process's latencies, from its start, left out of its drift test: the
+#: first tenth to fifth of the calls of a fresh process ran 2-50 % slower than the rest in the
+#: committed review's runs (a warm-up that outlasts the untimed calls), which is not the machine
+#: changing. Live blocks are preceded by untimed rounds instead.
+SETTLE_SHARE = 1 / 3
+
+
+@dataclass(frozen=True)
+class Disturbance:
+    """Evidence that the machine changed under a comparison, with what it could explain.
+
+    Attributes:
+        reason: Human-readable, e.g. ``"pair 3: the hypervisor stole 14.0 % of the CPU time"``.
+        bound: Largest shift of the comparison's log ratio (candidate / baseline) this
+            disturbance could cause, >= 0 (natural log units).
+    """
+
+    reason: str
+    bound: float
+
+
+def veto(est: Estimate, disturbances: Sequence[Disturbance]) -> Estimate:
+    """``est`` marked ``unstable`` when the disturbances seen could explain its verdict.
+
+    With ``B`` the sum of the bounds: a ``slower`` (``faster``) is vetoed when its interval
+    moved by ``B`` towards 1 would no longer be ``slower`` (``faster``); a ``same`` when a move
+    of ``B`` either way would leave the equivalence region; an ``inconclusive`` when ``B`` is at
+    least ``log(1 + threshold)`` (the disturbance alone could hide or fake a change that
+    matters). Otherwise the verdict stands and the disturbances are named in its advice.
+    """
+    if not disturbances:
+        return est
+    total = sum(d.bound for d in disturbances)
+    reasons = [d.reason for d in disturbances]
+    if est.verdict in ("slower", "faster", "same"):
+        moved = {decide(est.ci_low * math.exp(s), est.ci_high * math.exp(s), est.threshold,
+                        est.strict) for s in (-total, total)}  # fmt: skip
+        explains = moved != {est.verdict}
+    else:
+        explains = total >= math.log1p(est.threshold)
+    if explains:
+        return est.unstable(reasons)
+    note = (f"disturbances that could move the ratio by at most {math.expm1(total):.1%} do not "
+            f"explain this verdict: {'; '.join(reasons)}")  # fmt: skip
+    return est.with_note(note)
 
 
 def halves_shift(values: Sequence[float] | np.ndarray) -> tuple[float, float, float]:
@@ -63,31 +120,41 @@ def halves_shift(values: Sequence[float] | np.ndarray) -> tuple[float, float, fl
     return (float(np.median(first)), float(np.median(second)), p)
 
 
-def drift_reason(
-    log_values: Sequence[float] | np.ndarray, shift: float, alpha: float, what: str
-) -> str | None:
-    """A reason when the halves of a log-scale series differ by more than ``shift`` (relative).
+def drift(
+    log_values: Sequence[float] | np.ndarray,
+    shift: float,
+    alpha: float,
+    what: str,
+    weight: float = 1.0,
+) -> Disturbance | None:
+    """A disturbance when the halves of a log-scale series differ by more than ``shift``.
 
     Args:
         log_values: Shape ``(n,)``, logs in time order (per-round log ratios, log latencies).
         shift: Relative change that counts, e.g. 0.02.
         alpha: Level of the Mann-Whitney U test of the halves.
         what: What the series is, for the reason (``"pair 3: per-round ratio"``).
+        weight: The series' share of the comparison's mean log ratio (``1 / pairs``, or
+            ``1 / processes`` of its side); the bound is ``weight * |log(second / first)|``.
     """
     a, b, p = halves_shift(log_values)
     if math.isnan(a) or p >= alpha or abs(b - a) <= math.log1p(shift):
         return None
-    return f"{what} moved from {math.exp(a):.3g} to {math.exp(b):.3g} between halves (p={p:.1e})"
+    reason = f"{what} moved from {math.exp(a):.3g} to {math.exp(b):.3g} between halves (p={p:.1e})"
+    return Disturbance(reason, weight * abs(b - a))
 
 
 def _shares(noise: Iterable[Mapping[str, Any] | None]) -> np.ndarray:
     return np.asarray([v for v in map(_share, noise) if v is not None], dtype=float)
 
 
-def share_reason(
-    noise: Iterable[Mapping[str, Any] | None], what: str, factor: float = CPU_SHARE_FACTOR
-) -> str | None:
-    """A reason when the ``cpu_share`` of ``noise`` (in time order) moved by more than ``factor``.
+def share_change(
+    noise: Iterable[Mapping[str, Any] | None],
+    what: str,
+    factor: float = CPU_SHARE_FACTOR,
+    weight: float = 1.0,
+) -> Disturbance | None:
+    """A disturbance when the ``cpu_share`` of ``noise`` (in time order) moved beyond ``factor``.
 
     The series is cut into quarters (halves below 8 values, single values below 4) and the
     medians of the parts are compared, max / min (:func:`_parts_span`), so one odd block of a
@@ -98,14 +165,15 @@ def share_reason(
             or one per pair or process; entries without ``cpu_share`` are ignored.
         what: Where they come from, for the reason.
         factor: Largest max / min ratio of the parts' medians allowed.
+        weight: Share of the comparison's mean log ratio the series stands for; the bound is
+            ``weight * log(max / min)`` (time scales at most as the CPU share taken away).
     """
     span = _parts_span(_shares(noise))
     if span is None or span[1] / span[0] <= factor:
         return None
-    return (
-        f"{what}: CPU share of the timed region moved between {span[0]:.2f} and {span[1]:.2f} "
-        "(other processes took CPUs part of the time)"
-    )
+    reason = (f"{what}: CPU share of the timed region moved between {span[0]:.2f} and "
+              f"{span[1]:.2f} (other processes took CPUs part of the time)")  # fmt: skip
+    return Disturbance(reason, weight * math.log(span[1] / span[0]))
 
 
 def _parts_span(x: np.ndarray) -> tuple[float, float] | None:
@@ -117,13 +185,20 @@ def _parts_span(x: np.ndarray) -> tuple[float, float] | None:
     return (min(medians), max(medians))
 
 
-def steal_reason(noise: Iterable[Mapping[str, Any] | None], what: str) -> str | None:
-    """A reason when any ``steal_share`` of ``noise`` exceeds :data:`MAX_STEAL`."""
+def steal(
+    noise: Iterable[Mapping[str, Any] | None], what: str, weight: float = 1.0
+) -> Disturbance | None:
+    """A disturbance when any ``steal_share`` of ``noise`` exceeds :data:`MAX_STEAL`.
+
+    The bound is ``weight * -log(1 - worst steal)``: time stolen from a region stretches it by
+    at most ``1 / (1 - s)``.
+    """
     vals = [n.get("steal_share") for n in noise if isinstance(n, Mapping)]
     worst = max((v for v in vals if isinstance(v, int | float)), default=0.0)
     if worst <= MAX_STEAL:
         return None
-    return f"{what}: the hypervisor stole {worst:.1%} of the CPU time"
+    reason = f"{what}: the hypervisor stole {worst:.1%} of the CPU time"
+    return Disturbance(reason, weight * -math.log1p(-min(worst, 0.999)))
 
 
 def _share(noise: Mapping[str, Any] | None) -> float | None:
@@ -144,8 +219,10 @@ def _share_ratio(r: Any) -> dict[str, float] | None:
     return None if a is None or b is None else {"cpu_share": b / a}
 
 
-def pair_reasons(rounds: Sequence[Any], index: int, threshold: float, alpha: float) -> list[str]:
-    """Reasons to distrust one interleaved pair (rounds in time order).
+def pair_disturbances(
+    rounds: Sequence[Any], index: int, threshold: float, alpha: float, weight: float = 1.0
+) -> list[Disturbance]:
+    """Disturbances of one interleaved pair (rounds in time order).
 
     Interleaving cancels what changes for both workers alike (the machine's clock, load that
     slows both), so only what treats the two sides differently counts here: the per-round ratio
@@ -158,70 +235,81 @@ def pair_reasons(rounds: Sequence[Any], index: int, threshold: float, alpha: flo
         index: The pair's number, for the reasons.
         threshold: The verdict's threshold (drift of the ratio beyond it counts).
         alpha: Level of each drift test (already divided over the series checked).
+        weight: The pair's share of the comparison's mean log ratio (``1 / pairs``).
     """
     med_a = np.log([np.median(r.baseline_s) for r in rounds])
     med_b = np.log([np.median(r.candidate_s) for r in rounds])
     out = [
-        drift_reason(med_b - med_a, threshold, alpha, f"pair {index}: per-round ratio"),
-        share_reason(map(_share_ratio, rounds), f"pair {index}, candidate relative to baseline"),
-        steal_reason([n for r in rounds for n in (r.baseline_noise, r.candidate_noise)],
-                     f"pair {index}"),
+        drift(med_b - med_a, threshold, alpha, f"pair {index}: per-round ratio", weight),
+        share_change(map(_share_ratio, rounds),
+                     f"pair {index}, candidate relative to baseline", weight=weight),
+        steal([n for r in rounds for n in (r.baseline_noise, r.candidate_noise)],
+              f"pair {index}", weight),
     ]  # fmt: skip
-    return [r for r in out if r]
+    return [d for d in out if d]
 
 
-def pairs_reasons(pairs: Sequence[Sequence[Any]], threshold: float) -> list[str]:
-    """Reasons to distrust a comparison over several pairs (each a sequence of rounds).
+def pairs_disturbances(pairs: Sequence[Sequence[Any]], threshold: float) -> list[Disturbance]:
+    """Disturbances of a comparison over several pairs (each a sequence of rounds).
 
-    Every pair is checked (:func:`pair_reasons`, the drift tests sharing
-    :data:`DRIFT_ALPHA`), and the candidate's CPU share relative to the baseline's is compared
-    across pairs (each pair's median), so a hog that slows one side from some pair on shows.
+    Every pair is checked (:func:`pair_disturbances`, the drift tests sharing
+    :data:`DRIFT_ALPHA`, each pair weighing ``1 / pairs``), and the candidate's CPU share
+    relative to the baseline's is compared across pairs (each pair's median; weight 1), so a
+    hog that slows one side from some pair on shows.
     """
-    alpha = DRIFT_ALPHA / max(1, len(pairs))
-    out: list[str | None]
-    out = [r for i, rounds in enumerate(pairs) for r in pair_reasons(rounds, i, threshold, alpha)]
+    n = max(1, len(pairs))
+    alpha = DRIFT_ALPHA / n
+    out: list[Disturbance | None]
+    out = [d for i, rounds in enumerate(pairs)
+           for d in pair_disturbances(rounds, i, threshold, alpha, 1 / n)]  # fmt: skip
     medians = []
     for rounds in pairs:
         s = _shares(map(_share_ratio, rounds))
         if s.size:
             medians.append({"cpu_share": float(np.median(s))})
-    out.append(share_reason(medians, "between pairs, candidate relative to baseline"))
-    return [r for r in out if r]
+    out.append(share_change(medians, "between pairs, candidate relative to baseline"))
+    return [d for d in out if d]
 
 
-def processes_reasons(
+def processes_disturbances(
     baseline: Sequence[Mapping[str, Any] | None],
     candidate: Sequence[Mapping[str, Any] | None],
     baseline_samples: Sequence[Sequence[float]] = (),
     candidate_samples: Sequence[Sequence[float]] = (),
-) -> list[str]:
-    """Reasons to distrust a comparison of independent processes (recorded runs).
+) -> list[Disturbance]:
+    """Disturbances of a comparison of independent processes (recorded runs).
 
     Args:
         baseline: One noise dict per baseline process (``None`` or empty where not recorded).
         candidate: The candidate's.
-        baseline_samples: Per process, its latencies in call order (checked for drift).
+        baseline_samples: Per process, its latencies in call order (checked for drift after
+            the first :data:`SETTLE_SHARE` of them; each process weighs ``1 / processes`` of
+            its side).
         candidate_samples: The candidate's.
     """
-    out: list[str | None] = [
-        share_reason(baseline, "baseline processes"),
-        share_reason(candidate, "candidate processes"),
-        steal_reason([*baseline, *candidate], "a process"),
+    na, nb = max(1, len(baseline)), max(1, len(candidate))
+    out: list[Disturbance | None] = [
+        share_change(baseline, "baseline processes"),
+        share_change(candidate, "candidate processes"),
+        *(steal([n], f"baseline process {i}", 1 / na) for i, n in enumerate(baseline)),
+        *(steal([n], f"candidate process {i}", 1 / nb) for i, n in enumerate(candidate)),
     ]
     sa, sb = _shares(baseline), _shares(candidate)
     if sa.size and sb.size:
         med = sorted((float(np.median(sa)), float(np.median(sb))))
         if med[1] / med[0] > CPU_SHARE_FACTOR_SIDES:
-            out.append(
+            reason = (
                 f"CPU share differs between the sides ({np.median(sa):.2f} vs "
                 f"{np.median(sb):.2f}): the machine was not in the same state, or the versions "
                 "use the CPUs differently; compare live (--interleave) to tell"
             )
-    series = [("baseline", s) for s in baseline_samples] + [
-        ("candidate", s) for s in candidate_samples
+            out.append(Disturbance(reason, math.log(med[1] / med[0])))
+    series = [("baseline", s, 1 / max(1, len(baseline_samples))) for s in baseline_samples] + [
+        ("candidate", s, 1 / max(1, len(candidate_samples))) for s in candidate_samples
     ]
     alpha = DRIFT_ALPHA / max(1, len(series))
-    for i, (side, samples) in enumerate(series):
+    for i, (side, samples, weight) in enumerate(series):
         logs = np.log(np.asarray(samples, dtype=float).clip(min=1e-12))
-        out.append(drift_reason(logs, LATENCY_SHIFT, alpha, f"{side} process {i}: latency"))
-    return [r for r in out if r]
+        logs = logs[int(len(logs) * SETTLE_SHARE) :]
+        out.append(drift(logs, LATENCY_SHIFT, alpha, f"{side} process {i}: latency", weight))
+    return [d for d in out if d]

@@ -27,26 +27,33 @@ candidate / baseline ratio (above 1: the candidate is slower). One process a sid
 gives no interval for a between-process difference at all: the verdict is then
 ``inconclusive``.
 
-Verdict rule (:func:`decide`), with ``t`` the threshold (the smallest change that matters) and
-``[lo, hi]`` the ``1 - alpha`` interval of the ratio, after Chromium's Pinpoint (DIFFERENT /
-SAME / UNKNOWN):
+Verdict rule (:func:`decide`), with ``t`` the threshold (the smallest change that matters),
+``[lo, hi]`` the interval of the ratio and ``r`` its estimate (the interval's geometric
+midpoint), after asv's ``compare`` (a test says the sides differ and the ratio passes
+``--factor``) and Chromium's Pinpoint (DIFFERENT / SAME / UNKNOWN):
 
-- ``slower`` when ``lo > 1 + t``; ``faster`` when ``hi < 1 / (1 + t)`` (the interval lies wholly
-  beyond the threshold);
+- ``slower`` when ``lo > 1`` (a change is shown) and ``r >= 1 + t`` (it is at least the
+  threshold); ``faster`` when ``hi < 1`` and ``r <= 1 / (1 + t)``;
 - ``same`` when ``1 / (1 + t) < lo`` and ``hi < 1 + t`` (equivalence shown, two one-sided tests;
   Schuirmann, *J. Pharmacokin. Biopharm.* 15, 1987);
 - ``inconclusive`` otherwise, with the smallest change this design could detect
   (:attr:`Estimate.detectable`) and how many more processes would settle it
   (:attr:`Estimate.advice`);
-- ``unstable`` is set by the caller when the noise indicators say the machine changed under the
-  comparison (:mod:`jaxbench.inference.stability`): never ``slower`` or ``faster`` then.
+- ``unstable`` is set by the caller when the noise indicators show a disturbance that could
+  explain the verdict (:mod:`jaxbench.inference.stability`, :meth:`Estimate.disturbed`).
 
-Error rate: when the true ratio is at most ``1 + t``, ``slower`` is called with probability at
-most ``alpha / 2`` (the lower end of a ``1 - alpha`` interval exceeds the truth that often), and
-likewise ``faster``; ``same`` is wrong (a true change beyond ``t``) at most ``alpha / 2`` of the
-time. This holds per case; a comparison of many cases expects up to ``alpha / 2`` false calls
-per case in the worst case (a change just at the threshold), far fewer for unchanged code.
-Looking again after adding processes spends ``alpha`` over the looks (:func:`look_alpha`).
+``strict=True`` is the minimum-effect reading instead: ``slower`` only when ``lo > 1 + t`` (the
+whole interval beyond the threshold), ``faster`` when ``hi < 1 / (1 + t)``. It never calls a
+change smaller than the threshold, at the price of far more processes (about 50 pairs to call
+3 % at ``t`` = 2 % with a pair spread of 0.028, against about 15 by default).
+
+Error rate: with no change at all, ``slower`` is called with probability at most ``alpha / 2``
+(the lower end of a ``1 - alpha`` interval exceeds the truth that often), and likewise
+``faster``; ``same`` is wrong (a true change beyond ``t``) at most ``alpha / 2`` of the time.
+A true change between 0 and ``t`` may be called ``slower`` when its estimate reaches ``t``
+(by default; never with ``strict``). This holds per case. A live comparison that adds pairs
+looks again: its intervals are repeated confidence intervals
+(:mod:`jaxbench.inference.sequential`), so these rates hold over all the looks together.
 """
 
 from __future__ import annotations
@@ -96,6 +103,7 @@ class Estimate:
         detectable_95: The same at 95 % power.
         advice: What would settle an ``inconclusive`` verdict, e.g. ``"run about 6 more
             process pairs"``; why a verdict is ``unstable``; empty otherwise.
+        strict: Decided by the minimum-effect rule (:func:`decide`).
     """
 
     ratio: float
@@ -116,6 +124,7 @@ class Estimate:
     detectable: float
     detectable_95: float
     advice: str
+    strict: bool = False
 
     def unstable(self, reasons: Sequence[str]) -> Estimate:
         """A copy marked ``unstable`` (when ``reasons`` is not empty), reasons as its advice."""
@@ -123,12 +132,16 @@ class Estimate:
             return self
         return replace(self, verdict="unstable", advice="; ".join(reasons))
 
+    def with_note(self, note: str) -> Estimate:
+        """A copy with ``note`` added to its advice (e.g. disturbances that did not veto)."""
+        return replace(self, advice="; ".join(x for x in (self.advice, note) if x))
+
     def row(self) -> dict[str, object]:
         """The figures of a table row.
 
         Keys: ``ratio``, ``ci_low``, ``ci_high``, ``p_value``, ``verdict``, ``units`` (text),
         ``n_baseline``/``n_candidate`` (units), ``calls_baseline``/``calls_candidate``,
-        ``detectable`` (80 % power) and ``advice``.
+        ``detectable`` (80 % power), ``sd_log`` (spread of one unit) and ``advice``.
         """
         return {
             "ratio": self.ratio,
@@ -142,6 +155,7 @@ class Estimate:
             "calls_baseline": self.calls_baseline,
             "calls_candidate": self.calls_candidate,
             "detectable": self.detectable,
+            "sd_log": self.sd_log,
             "advice": self.advice,
         }
 
@@ -165,16 +179,20 @@ def check_rule(threshold: float, alpha: float) -> None:
         raise ValueError(f"alpha must be in (0, 1), got {alpha}")
 
 
-def decide(ci_low: float, ci_high: float, threshold: float = DEFAULT_THRESHOLD) -> Verdict:
+def decide(
+    ci_low: float, ci_high: float, threshold: float = DEFAULT_THRESHOLD, strict: bool = False
+) -> Verdict:
     """``slower``, ``faster``, ``same`` or ``inconclusive`` from an interval of the ratio.
 
-    See the module docstring for the rule. Swapping baseline and candidate inverts the interval
-    and swaps ``slower`` and ``faster`` exactly (the bounds are symmetric in log space).
+    See the module docstring for the rule; the estimate is the interval's geometric midpoint
+    (every interval here is symmetric on the log scale). Swapping baseline and candidate
+    inverts the interval and swaps ``slower`` and ``faster`` exactly.
 
     Args:
         ci_low: Lower end of the interval of candidate / baseline.
         ci_high: Upper end.
         threshold: Smallest relative change that matters (0.02 = 2 %).
+        strict: The minimum-effect reading (the whole interval beyond the threshold).
 
     Raises:
         ValueError: ``threshold`` is negative.
@@ -183,28 +201,14 @@ def decide(ci_low: float, ci_high: float, threshold: float = DEFAULT_THRESHOLD) 
     if math.isnan(ci_low) or math.isnan(ci_high):
         return "inconclusive"
     upper, lower = 1 + threshold, 1 / (1 + threshold)
-    if ci_low > upper:
+    mid = math.sqrt(ci_low * ci_high)
+    if ci_low > (upper if strict else 1.0) and mid >= upper:
         return "slower"
-    if ci_high < lower:
+    if ci_high < (lower if strict else 1.0) and mid <= lower:
         return "faster"
     if ci_low > lower and ci_high < upper:
         return "same"
     return "inconclusive"
-
-
-def look_alpha(alpha: float, looks: int) -> float:
-    """The level of each of ``looks`` interim looks, so that all of them together keep ``alpha``.
-
-    Bonferroni over looks: the chance that any of ``L`` looks makes a false call is at most the
-    sum of the chances of each, ``L * alpha / L`` (conservative; group-sequential boundaries such
-    as Pocock's would spend it less wastefully, at the cost of a fixed look schedule).
-
-    Raises:
-        ValueError: ``looks`` < 1.
-    """
-    if looks < 1:
-        raise ValueError(f"looks must be >= 1, got {looks}")
-    return alpha / looks
 
 
 def _log_medians(groups: Sequence[Sequence[float] | np.ndarray]) -> tuple[np.ndarray, int]:
@@ -218,28 +222,70 @@ def _log_medians(groups: Sequence[Sequence[float] | np.ndarray]) -> tuple[np.nda
     return np.asarray(logs, dtype=float), calls
 
 
-def detectable(se: float, df: float, alpha: float, threshold: float, power: float) -> float:
+def detectable(
+    se: float, df: float, alpha: float, threshold: float, power: float, strict: bool = False
+) -> float:
     """Smallest slowdown (relative: 0.03 = 3 %) called ``slower`` with probability ``power``.
 
-    The lower end of the ``1 - alpha`` t interval of the log ratio must clear ``log(1 +
-    threshold)``: with a true log ratio ``mu`` that happens with probability ``power`` when
-    ``mu - log(1 + threshold) >= (t_{1 - alpha/2, df} + t_{power, df}) * se`` (the usual
-    normal-theory sample-size relation, with t quantiles for few units).
+    By default ``slower`` needs the interval's lower end above 1 and the estimate at least
+    ``log(1 + threshold)``; with a true log ratio ``mu`` both hold with probability about
+    ``power`` when ``mu >= max((t_{1-alpha/2} + t_power) se, log(1 + threshold) + t_power se)``.
+    With ``strict`` the lower end must clear the threshold: ``mu >= log(1 + threshold) +
+    (t_{1-alpha/2} + t_power) se``. (The usual normal-theory sample-size relation, with t
+    quantiles of ``df`` degrees of freedom for few units.)
 
     Args:
         se: Standard error of the log ratio (e.g. ``sd / sqrt(pairs)``).
         df: Degrees of freedom of the t interval (e.g. ``pairs - 1``).
-        alpha: ``1 -`` the confidence level of the interval (per look).
+        alpha: ``1 -`` the confidence level of the interval (at this look).
         threshold: Threshold of the verdict.
         power: Wanted probability of calling the slowdown ``slower``, e.g. 0.8.
+        strict: The minimum-effect rule.
 
     Returns:
         The relative slowdown, or ``nan`` without a finite ``se`` or with ``df`` <= 0.
     """
     if not (math.isfinite(se) and df > 0):
         return math.nan
-    q = sps.t.ppf(1 - alpha / 2, df) + sps.t.ppf(power, df)
-    return (1 + threshold) * math.exp(q * se) - 1
+    q, zp = sps.t.ppf(1 - alpha / 2, df), sps.t.ppf(power, df)
+    bound = math.log1p(threshold)
+    mu = bound + (q + zp) * se if strict else max((q + zp) * se, bound + zp * se)
+    return math.expm1(mu) if mu < 700 else math.inf
+
+
+def units_needed(
+    effect: float, sd: float, alpha: float, threshold: float, paired: bool, strict: bool = False
+) -> float:
+    """Processes a side (``paired``: pairs) to call a slowdown of ``effect`` with 80 % power.
+
+    Normal approximation of :func:`detectable` solved for the units: the standard error of a
+    design with ``n`` units is ``sd / sqrt(n)`` for pairs and ``sd * sqrt(2 / n)`` for two
+    sides of ``n`` independent processes.
+
+    Args:
+        effect: Relative slowdown to detect (0.05 = 5 %).
+        sd: Spread of one unit's log value (a pair's log ratio, or one process's log median).
+        alpha: Two-sided level of the interval.
+        threshold: Threshold of the verdict.
+        paired: Pairs rather than independent processes.
+        strict: The minimum-effect rule.
+
+    Returns:
+        Units (at least 2), or ``inf`` when the effect does not clear the threshold or ``sd``
+        is not finite.
+    """
+    mu, bound = math.log1p(effect), math.log1p(threshold)
+    if mu < bound or not math.isfinite(sd):
+        return math.inf
+    z, zp = sps.norm.ppf(1 - alpha / 2), sps.norm.ppf(POWERS[0])
+    factor = 1.0 if paired else 2.0
+    if strict:
+        need = factor * ((z + zp) * sd / (mu - bound)) ** 2 if mu > bound else math.inf
+    else:
+        gap = mu - bound
+        need = factor * max(((z + zp) * sd / mu) ** 2,
+                            (zp * sd / gap) ** 2 if gap > 0 else math.inf)  # fmt: skip
+    return max(2.0, need)
 
 
 def _units_needed(gap: float, sd: float, alpha: float, per_unit_factor: float) -> float:
@@ -258,6 +304,7 @@ def _advice(
     alpha: float,
     threshold: float,
     paired: bool,
+    strict: bool,
 ) -> str:
     what = "process pairs" if paired else "processes a side"
     if n < 2:
@@ -268,7 +315,11 @@ def _advice(
     if verdict != "inconclusive":
         return ""
     bound = math.log1p(threshold)
-    gap = abs(abs(log_ratio) - bound)
+    effect = abs(log_ratio)
+    # By default a change is settled once the interval excludes 1 (gap: the effect itself),
+    # "same" once it fits inside the threshold (gap: threshold - effect); strict needs the
+    # interval clear of the threshold on either side.
+    gap = abs(effect - bound) if strict else effect if effect >= bound else bound - effect
     factor = 1.0 if paired else 2.0
     needed = _units_needed(gap, sd, alpha, factor)
     if not math.isfinite(needed) or needed > MAX_ADVICE_UNITS:
@@ -291,13 +342,16 @@ def _finish(
     design: Literal["independent", "paired"],
     alpha: float,
     threshold: float,
+    strict: bool,
 ) -> Estimate:
     if math.isfinite(se) and df > 0:
         q = float(sps.t.ppf(1 - alpha / 2, df))
-        low, high = math.exp(log_ratio - q * se), math.exp(log_ratio + q * se)
+        # An early look's level can be tiny, its t quantile huge: an interval of (0, inf).
+        low = math.exp(max(-700.0, log_ratio - q * se))
+        high = math.exp(min(700.0, log_ratio + q * se))
     else:
         low = high = p = math.nan
-    verdict = decide(low, high, threshold)
+    verdict = decide(low, high, threshold, strict)
     n = units[0] if design == "paired" else min(units)
     return Estimate(
         ratio=math.exp(log_ratio) if math.isfinite(log_ratio) else math.nan,
@@ -315,9 +369,10 @@ def _finish(
         alpha=alpha,
         threshold=threshold,
         verdict=verdict,
-        detectable=detectable(se, df, alpha, threshold, POWERS[0]),
-        detectable_95=detectable(se, df, alpha, threshold, POWERS[1]),
-        advice=_advice(verdict, log_ratio, sd, n, alpha, threshold, design == "paired"),
+        detectable=detectable(se, df, alpha, threshold, POWERS[0], strict),
+        detectable_95=detectable(se, df, alpha, threshold, POWERS[1], strict),
+        advice=_advice(verdict, log_ratio, sd, n, alpha, threshold, design == "paired", strict),
+        strict=strict,
     )
 
 
@@ -326,6 +381,7 @@ def estimate_independent(
     candidate: Sequence[Sequence[float] | np.ndarray],
     threshold: float = DEFAULT_THRESHOLD,
     alpha: float = DEFAULT_ALPHA,
+    strict: bool = False,
 ) -> Estimate:
     """Compare two sides made of independent processes, calls nested in each process.
 
@@ -336,6 +392,7 @@ def estimate_independent(
         candidate: The candidate's processes, same unit.
         threshold: Smallest relative change that matters.
         alpha: ``1 -`` the confidence level of the interval.
+        strict: The minimum-effect rule (:func:`decide`).
 
     Returns:
         An :class:`Estimate` (design ``independent``): Welch's interval of the difference of
@@ -365,7 +422,7 @@ def estimate_independent(
         df = float(a.size + b.size - 2)
         p = float(2 * sps.t.sf(abs(diff) / se, df))
     return _finish(diff, se, df, p, sd, (int(a.size), int(b.size)), (calls_a, calls_b),
-                   "independent", alpha, threshold)  # fmt: skip
+                   "independent", alpha, threshold, strict)  # fmt: skip
 
 
 def _pooled_sd(a: np.ndarray, b: np.ndarray) -> float:
@@ -381,6 +438,7 @@ def estimate_paired(
     calls: tuple[int, int] = (0, 0),
     threshold: float = DEFAULT_THRESHOLD,
     alpha: float = DEFAULT_ALPHA,
+    strict: bool = False,
 ) -> Estimate:
     """Compare over independent process pairs: one log ratio (candidate / baseline) per pair.
 
@@ -389,7 +447,9 @@ def estimate_paired(
             per-round log ratios (:func:`jaxbench.inference.paired.pair_log_ratio`).
         calls: Timed calls of the baseline and the candidate over all pairs (for the record).
         threshold: Smallest relative change that matters.
-        alpha: ``1 -`` the confidence level of the interval.
+        alpha: ``1 -`` the confidence level of the interval (at this look: a live comparison's
+            :func:`jaxbench.inference.sequential.nominal_level`).
+        strict: The minimum-effect rule (:func:`decide`).
 
     Returns:
         An :class:`Estimate` (design ``paired``): the one-sample t interval of the mean log
@@ -412,4 +472,4 @@ def estimate_paired(
         se = sd / math.sqrt(d.size)
         p = float(sps.ttest_1samp(d, 0.0).pvalue) if sd > 0 else float(mean == 0)
     n = int(d.size)
-    return _finish(mean, se, df, p, sd, (n, n), calls, "paired", alpha, threshold)
+    return _finish(mean, se, df, p, sd, (n, n), calls, "paired", alpha, threshold, strict)

@@ -12,9 +12,9 @@ from typing import Any
 
 import numpy as np
 
-from jaxbench.inference import stability, verdicts
+from jaxbench.inference import sequential, stability, verdicts
 from jaxbench.inference.paired import pair_log_ratio
-from jaxbench.store.live import CaseComparison, Mode, Round
+from jaxbench.store.live import LEGACY_PAIRS, CaseComparison, Mode, Round
 
 #: How each mode's interval is formed, for tables.
 BASIS = {
@@ -23,11 +23,32 @@ BASIS = {
 }
 
 
+def look_level(comparison: CaseComparison, pairs: int, alpha: float) -> float:
+    """The level of a comparison's interval after ``pairs`` pairs: a repeated CI.
+
+    The comparison looked at its schedule's pair counts (``pairs``, then every ``pairs_step``,
+    up to ``max_pairs``) and, when cut short between two of them, at ``pairs``
+    (:func:`jaxbench.inference.sequential.looks_at`); the level of the last look follows from
+    O'Brien-Fleming-type error spending over them
+    (:func:`jaxbench.inference.sequential.nominal_level`), so all looks together keep
+    ``alpha``. A file of the one-look format gets ``alpha``.
+
+    Raises:
+        ValueError: ``pairs`` < 1.
+    """
+    s = comparison.schedule
+    first = int(s.get("pairs", LEGACY_PAIRS["pairs"]))
+    step = int(s.get("pairs_step", LEGACY_PAIRS["pairs_step"]))
+    cap = max(first, int(s.get("max_pairs", first)))
+    return sequential.nominal_level(sequential.looks_at(pairs, first, step, cap), cap, alpha)
+
+
 def estimate(
     comparison: CaseComparison,
     threshold: float = verdicts.DEFAULT_THRESHOLD,
     alpha: float = verdicts.DEFAULT_ALPHA,
     mode: Mode | None = None,
+    strict: bool = False,
 ) -> verdicts.Estimate:
     """A live comparison's ratio (candidate / baseline), interval over processes, and verdict.
 
@@ -35,9 +56,11 @@ def estimate(
     and the t interval over pairs (:func:`jaxbench.inference.verdicts.estimate_paired`).
     ``back_to_back`` (or ``mode="back_to_back"`` on interleaved data, to read it the
     sequential way): each process's calls pooled, processes independent
-    (:func:`jaxbench.inference.verdicts.estimate_independent`). Each of the schedule's looks
-    spends ``alpha / looks`` (:func:`jaxbench.inference.verdicts.look_alpha`). A verdict is
-    ``unstable`` when :mod:`jaxbench.inference.stability` finds the machine changed.
+    (:func:`jaxbench.inference.verdicts.estimate_independent`). The interval is the repeated
+    CI of the look the comparison ended at (:func:`look_level`), so the verdict keeps its
+    error rate over all looks. A verdict is ``unstable`` when
+    :mod:`jaxbench.inference.stability` finds a disturbance that could explain it
+    (:func:`jaxbench.inference.stability.veto`); ``strict`` is the minimum-effect rule.
 
     Raises:
         ValueError: No pair has timed rounds (status not ``ok``), or the mode asks for
@@ -49,7 +72,7 @@ def estimate(
         raise ValueError(
             f"{comparison.label}: no timed rounds ({comparison.status}: {comparison.error})"
         )
-    a_level = verdicts.look_alpha(alpha, comparison.looks)
+    a_level = look_level(comparison, len(pairs), alpha)
     calls = (sum(len(r.baseline_s) for p in pairs for r in p.rounds),
              sum(len(r.candidate_s) for p in pairs for r in p.rounds))  # fmt: skip
     if mode == "interleaved":
@@ -59,18 +82,19 @@ def estimate(
             pair_log_ratio([r.baseline_s for r in p.rounds], [r.candidate_s for r in p.rounds])
             for p in pairs
         ]
-        est = verdicts.estimate_paired(logs, calls, threshold, a_level)
-        return est.unstable(stability.pairs_reasons([p.rounds for p in pairs], threshold))
+        est = verdicts.estimate_paired(logs, calls, threshold, a_level, strict)
+        return stability.veto(est, stability.pairs_disturbances([p.rounds for p in pairs],
+                                                                threshold))  # fmt: skip
     a = [np.concatenate([r.baseline_s for r in p.rounds]) for p in pairs]
     b = [np.concatenate([r.candidate_s for r in p.rounds]) for p in pairs]
-    est = verdicts.estimate_independent(a, b, threshold, a_level)
-    reasons = stability.processes_reasons(
+    est = verdicts.estimate_independent(a, b, threshold, a_level, strict)
+    disturbances = stability.processes_disturbances(
         [_block_noise(p.rounds, "baseline_noise") for p in pairs],
         [_block_noise(p.rounds, "candidate_noise") for p in pairs],
         a,
         b,
     )
-    return est.unstable(reasons)
+    return stability.veto(est, disturbances)
 
 
 def summary_line(comparison: CaseComparison) -> str:

@@ -10,8 +10,10 @@ sleeps on its input. :func:`run_back_to_back` is the sequential design for contr
 whole of the baseline in one process, then the whole of the candidate in another.
 
 Pairs come in batches (:class:`Schedule`): ``pairs`` first, then ``pairs_step`` more while some
-case is still ``inconclusive``, up to ``max_pairs``. Each look spends ``alpha / looks``
-(:func:`jaxbench.inference.verdicts.look_alpha`), so adding pairs keeps the error rate.
+case is still undecided, up to ``max_pairs`` or until a case has had ``max_time_s`` of pairs.
+Each look reads a repeated confidence interval (:mod:`jaxbench.inference.sequential`), so
+looking after every pair keeps the error rate: a large change stops after a few pairs, a small
+one runs on towards the cap.
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ import os
 import select
 import subprocess
 import tempfile
+import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import IO, Any
@@ -34,6 +37,7 @@ from jaxbench.interleave.estimate import estimate
 from jaxbench.live_defaults import (
     DEFAULT_CALLS_PER_BLOCK,
     DEFAULT_MAX_PAIRS,
+    DEFAULT_MAX_TIME_S,
     DEFAULT_PAIRS,
     DEFAULT_PAIRS_STEP,
     DEFAULT_ROUNDS,
@@ -73,8 +77,12 @@ class Schedule:
 
     Attributes:
         pairs: Process pairs of the first batch (the first look).
-        max_pairs: Most pairs in all; ``pairs`` alone when equal (one look).
-        pairs_step: Pairs added per further look while a case is ``inconclusive``.
+        max_pairs: Most pairs in all; ``pairs`` alone when equal (one look). It is the
+            information at fraction 1 of the error spending: fix it before the first pair.
+        pairs_step: Pairs added per further look while a case is undecided.
+        max_time_s: Seconds of pairs a case may take (the wall time of the pairs it ran in,
+            preparation included) before it gets no more; ``None``: no limit. Stopping on
+            time never raises the error rate (:mod:`jaxbench.inference.sequential`).
         rounds: Timed rounds per pair (one block per side each), at least
             :data:`jaxbench.inference.paired.MIN_ROUNDS`.
         calls_per_block: Timed calls per block; each block is preceded by one untimed call.
@@ -86,6 +94,7 @@ class Schedule:
     pairs: int = DEFAULT_PAIRS
     max_pairs: int = DEFAULT_MAX_PAIRS
     pairs_step: int = DEFAULT_PAIRS_STEP
+    max_time_s: float | None = DEFAULT_MAX_TIME_S
     rounds: int = DEFAULT_ROUNDS
     calls_per_block: int = DEFAULT_CALLS_PER_BLOCK
     warmup_rounds: int = DEFAULT_WARMUP_ROUNDS
@@ -104,6 +113,8 @@ class Schedule:
             )
         if self.pairs_step < 1:
             raise ValueError(f"--pairs-step must be >= 1, got {self.pairs_step!r}")
+        if self.max_time_s is not None and not self.max_time_s > 0:
+            raise ValueError(f"--max-time must be > 0 seconds, got {self.max_time_s!r}")
         if self.calls_per_block < 1:
             raise ValueError(f"--calls-per-block must be >= 1, got {self.calls_per_block!r}")
         for name in ("warmup_rounds", "warmup_calls"):
@@ -280,11 +291,23 @@ RunPair = Callable[[Variant, Variant, Sequence[Case], str, Schedule, int, np.ran
                    list[PairRun]]  # fmt: skip
 
 
-def decided(comparison: CaseComparison, threshold: float, alpha: float) -> bool:
-    """True when a case needs no more pairs: it failed, or its verdict is not inconclusive."""
+def decided(
+    comparison: CaseComparison, threshold: float, alpha: float, strict: bool = False
+) -> bool:
+    """True when a case needs no more pairs: it failed, or it is ``slower``, ``faster`` or ``same``.
+
+    An ``unstable`` or ``inconclusive`` case goes on: more pairs may settle it or outlast the
+    disturbance.
+    """
     if comparison.status != "ok":
         return True
-    return estimate(comparison, threshold, alpha).verdict != "inconclusive"
+    return estimate(comparison, threshold, alpha, strict=strict).verdict in (
+        "slower", "faster", "same")  # fmt: skip
+
+
+def _out_of_time(comparison: CaseComparison, limit: float | None) -> bool:
+    spent = sum(p.seconds or 0.0 for p in comparison.pairs)
+    return limit is not None and spent >= limit
 
 
 def _run_pairs(
@@ -298,23 +321,29 @@ def _run_pairs(
     on_pair: OnPair | None,
     threshold: float,
     alpha: float,
+    strict: bool = False,
 ) -> list[CaseComparison]:
     s = schedule or Schedule()
     rng = np.random.default_rng(s.seed)
     out = [CaseComparison.start(mode, w, p, s) for w, p in cases]
     index = 0
     for batch in s.batches():
-        active = [i for i, c in enumerate(out) if not (index and decided(c, threshold, alpha))]
+        active = [i for i, c in enumerate(out)
+                  if not (index and decided(c, threshold, alpha, strict))
+                  and not _out_of_time(c, s.max_time_s)]  # fmt: skip
         if not active:
             break
         for _ in range(batch):
+            start = time.monotonic()
             runs = run_pair(baseline, candidate, [cases[i] for i in active], backend, s, index, rng)
+            seconds = time.monotonic() - start
             for i, run in zip(active, runs, strict=True):
-                out[i] = out[i].with_pair(run)
+                out[i] = out[i].with_pair(run.model_copy(update={"seconds": seconds}))
             index += 1
             if on_pair:
                 on_pair(out)
-            active = [i for i in active if out[i].status == "ok"]
+            active = [i for i in active if out[i].status == "ok"
+                      and not _out_of_time(out[i], s.max_time_s)]  # fmt: skip
             if not active:
                 break
     return out
@@ -329,6 +358,7 @@ def run_interleaved(
     on_pair: OnPair | None = None,
     threshold: float = verdicts.DEFAULT_THRESHOLD,
     alpha: float = verdicts.DEFAULT_ALPHA,
+    strict: bool = False,
 ) -> list[CaseComparison]:
     """Compare two variants case by case over pairs of processes, blocks strictly interleaved.
 
@@ -344,6 +374,7 @@ def run_interleaved(
         on_pair: Called after each pair (see :data:`OnPair`).
         threshold: Threshold of the verdict that decides whether a case needs more pairs.
         alpha: Its level (spent over the schedule's looks).
+        strict: Decide by the minimum-effect rule.
 
     Returns:
         One :class:`~jaxbench.store.CaseComparison` per case (mode
@@ -355,7 +386,7 @@ def run_interleaved(
         WorkerDied: A worker ended (every case after it would fail the same way).
     """
     return _run_pairs("interleaved", _interleaved_pair, baseline, candidate, cases, backend,
-                      schedule, on_pair, threshold, alpha)  # fmt: skip
+                      schedule, on_pair, threshold, alpha, strict)  # fmt: skip
 
 
 def _interleaved_pair(
@@ -492,6 +523,7 @@ def run_back_to_back(
     on_pair: OnPair | None = None,
     threshold: float = verdicts.DEFAULT_THRESHOLD,
     alpha: float = verdicts.DEFAULT_ALPHA,
+    strict: bool = False,
 ) -> list[CaseComparison]:
     """The sequential design: per pair, all of the baseline in one process, then the candidate.
 
@@ -503,4 +535,4 @@ def run_back_to_back(
     Args, returns and raises as :func:`run_interleaved` (mode ``back_to_back``).
     """
     return _run_pairs("back_to_back", _back_to_back_pair, baseline, candidate, cases, backend,
-                      schedule, on_pair, threshold, alpha)  # fmt: skip
+                      schedule, on_pair, threshold, alpha, strict)  # fmt: skip

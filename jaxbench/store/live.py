@@ -73,6 +73,8 @@ class PairRun(BaseModel):
         candidate: Side B in this pair's candidate process.
         rounds: Timed rounds in order (warm-up rounds are not kept).
         started_at: ISO-8601 UTC time the pair started the case.
+        seconds: Wall seconds of the whole pair (worker starts and every case it ran);
+            ``None`` in files written before it was kept.
     """
 
     model_config = ConfigDict(extra="forbid")
@@ -84,6 +86,7 @@ class PairRun(BaseModel):
     candidate: SideInfo | None = None
     rounds: list[Round] = Field(default_factory=list)
     started_at: str
+    seconds: float | None = None
 
 
 def now() -> str:
