@@ -28,7 +28,6 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
-from scipy import stats as sps
 
 #: Family-wise level of the drift tests of one comparison (split over the series checked).
 DRIFT_ALPHA = 0.01
@@ -53,6 +52,8 @@ def halves_shift(values: Sequence[float] | np.ndarray) -> tuple[float, float, fl
 
     Returns ``nan`` figures (and p = 1) when a half has fewer than :data:`MIN_HALF` values.
     """
+    from scipy import stats as sps  # not at the top: a live worker never needs it
+
     x = np.asarray(values, dtype=float)
     x = x[np.isfinite(x)]
     half = x.size // 2

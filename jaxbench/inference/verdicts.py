@@ -57,7 +57,6 @@ from dataclasses import dataclass, replace
 from typing import Literal
 
 import numpy as np
-from scipy import stats as sps
 
 Verdict = Literal["slower", "faster", "same", "inconclusive", "unstable"]
 #: Verdicts in report order: the ones that hold first.
@@ -236,6 +235,8 @@ def detectable(se: float, df: float, alpha: float, threshold: float, power: floa
     Returns:
         The relative slowdown, or ``nan`` without a finite ``se`` or with ``df`` <= 0.
     """
+    from scipy import stats as sps  # not at the top: a live worker never needs it
+
     if not (math.isfinite(se) and df > 0):
         return math.nan
     q = sps.t.ppf(1 - alpha / 2, df) + sps.t.ppf(power, df)
@@ -244,6 +245,8 @@ def detectable(se: float, df: float, alpha: float, threshold: float, power: floa
 
 def _units_needed(gap: float, sd: float, alpha: float, per_unit_factor: float) -> float:
     """Units (per side, or pairs) so that ``z * se`` fits into ``gap`` with 80 % power."""
+    from scipy import stats as sps  # not at the top: a live worker never needs it
+
     z = sps.norm.ppf(1 - alpha / 2) + sps.norm.ppf(POWERS[0])
     if gap <= 0 or not math.isfinite(sd):
         return math.inf
@@ -292,6 +295,8 @@ def _finish(
     alpha: float,
     threshold: float,
 ) -> Estimate:
+    from scipy import stats as sps  # not at the top: a live worker never needs it
+
     if math.isfinite(se) and df > 0:
         q = float(sps.t.ppf(1 - alpha / 2, df))
         low, high = math.exp(log_ratio - q * se), math.exp(log_ratio + q * se)
@@ -345,6 +350,8 @@ def estimate_independent(
     Raises:
         ValueError: A bad ``threshold`` or ``alpha``, or a side without any value.
     """
+    from scipy import stats as sps  # not at the top: a live worker never needs it
+
     check_rule(threshold, alpha)
     a, calls_a = _log_medians(baseline)
     b, calls_b = _log_medians(candidate)
@@ -398,6 +405,8 @@ def estimate_paired(
     Raises:
         ValueError: A bad ``threshold`` or ``alpha``, no pair, or a non-finite log ratio.
     """
+    from scipy import stats as sps  # not at the top: a live worker never needs it
+
     check_rule(threshold, alpha)
     d = np.asarray(pair_log_ratios, dtype=float).ravel()
     if d.size == 0:
