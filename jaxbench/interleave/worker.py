@@ -126,13 +126,23 @@ def serve(requests: IO[str], answers: IO[str]) -> None:
 
 
 def main() -> None:
-    """Entry point: set ``JAX_PLATFORMS`` from ``--backend`` before JAX loads, then serve."""
+    """Entry point: set ``JAX_PLATFORMS`` from ``--backend`` before JAX loads, then serve.
+
+    JAX and the preparation code are imported before the first request is read: the session
+    starts both workers of a pair at once but prepares them one after the other, so the
+    second one's imports run while the first prepares, not after it.
+    """
     backend = sys.argv[sys.argv.index("--backend") + 1] if "--backend" in sys.argv else None
     if backend in JAX_PLATFORMS:
         os.environ["JAX_PLATFORMS"] = JAX_PLATFORMS[backend]
     answers = os.fdopen(os.dup(1), "w")
     os.dup2(2, 1)
     sys.stdout = sys.stderr
+    import jax  # noqa: F401
+
+    import jaxbench.env
+    import jaxbench.prepared  # noqa: F401
+
     serve(sys.stdin, answers)
 
 
