@@ -185,6 +185,7 @@ class Worker:
         except OSError as exc:
             raise WorkerError(f"cannot start a worker with {python}: {exc}") from exc
         self.python = python
+        self._quit_sent = False
 
     def request(self, **request: Any) -> dict[str, Any]:
         """Send one request and wait for its answer.
@@ -220,16 +221,25 @@ class Worker:
         text = self._stderr.read().decode(errors="replace").strip().splitlines()
         return " | ".join(text[-lines:]) or f"exit code {self._proc.poll()}"
 
-    def close(self) -> None:
-        """Ask the worker to quit, then make sure it is gone (a dead worker is just reaped)."""
+    def quit(self) -> None:
+        """Ask the worker to quit, without waiting for it to end (once; :meth:`close` waits)."""
         proc = self._proc
-        assert proc.stdin and proc.stdout
+        assert proc.stdin
+        if self._quit_sent:
+            return
+        self._quit_sent = True
         try:
             if proc.poll() is None:
                 proc.stdin.write('{"op": "quit"}\n')
                 proc.stdin.flush()
         except OSError:
             pass
+
+    def close(self) -> None:
+        """Ask the worker to quit, then make sure it is gone (a dead worker is just reaped)."""
+        proc = self._proc
+        assert proc.stdin and proc.stdout
+        self.quit()
         for stream in (proc.stdin, proc.stdout):
             with contextlib.suppress(OSError):  # unflushed input to a process that is gone
                 stream.close()
@@ -410,8 +420,12 @@ def _interleaved_pair(
     gated: Gated | None = None,
 ) -> list[PairRun]:
     with Worker(a.python, backend) as wa, Worker(b.python, backend) as wb:
-        return [interleave_case(wa, wb, a, b, w, p, backend, s, rng, index, gated)
-                for w, p in cases]  # fmt: skip
+        try:
+            return [interleave_case(wa, wb, a, b, w, p, backend, s, rng, index, gated)
+                    for w, p in cases]  # fmt: skip
+        finally:  # both end at once, not one after the other
+            wa.quit()
+            wb.quit()
 
 
 def interleave_case(
