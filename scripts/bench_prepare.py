@@ -13,7 +13,9 @@ With ``--gated``, a first process prepares the case and every timed one is then 
 program's hash as already gated (``gated`` in the prepare request), as the second and later
 pairs of a live comparison are; a worker that does not know ``gated`` ignores it.
 
-Run it on an idle machine: on a shared one the figures are rough.
+Run it on an idle machine: on a shared one the figures are rough. The processes import
+jaxbench from the current folder first (``python -c``), so to measure another checkout run the
+script from that checkout's root.
 Usage: .venv/bin/python scripts/bench_prepare.py [--runs 3] [--workload train_step]
        [--param size=small] [--param dtype=float32] [--backend cpu] [--warmup 10] [--gated]
 """
