@@ -11,7 +11,7 @@ remembered too and raised again on every call.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -38,10 +38,16 @@ class PreparedCase:
         built: The workload's :class:`~jaxbench.workloads.Built` (timed unit, state, metrics).
         stats: Lowering and compile figures of its programs (seconds, FLOP, bytes), measured cold
             by the first preparation in the process.
-        gate: Facts from the correctness gate (tolerances, largest errors).
+        gate: Facts from the correctness gate (tolerances, largest errors); where the gate was
+            reused (``gate_mode``), the hash it was reused for and the finiteness check's.
         warmup: The harness's first call and warm-up calls, compile events counted.
         state: The argument PyTree of the next call, committed to ``device``; outputs that feed
             the next call (donated params) are threaded into it.
+        programs_hash: Content hash of the compiled programs
+            (:func:`jaxbench.store.programs.programs_digest`, the name of their artifact).
+        gate_mode: ``"run"`` (the full gate ran here) or ``"reused"`` (``programs_hash`` had
+            passed it in an earlier process: only the finiteness of one call's output was
+            checked here).
     """
 
     case: Case
@@ -51,6 +57,8 @@ class PreparedCase:
     gate: dict[str, Any]
     warmup: Measurement = field(repr=False)
     state: Any = field(repr=False)
+    programs_hash: str = ""
+    gate_mode: str = "run"
 
     def call_once(self) -> Any:
         """One call of the timed unit on the current state, blocked on its whole output.
@@ -87,6 +95,7 @@ def prepare(
     backend: str = "default",
     keep: bool = True,
     warmup_calls: int = WARMUP_CALLS,
+    gated: Collection[str] = (),
 ) -> PreparedCase:
     """The case ``workload`` at ``params`` on ``backend``: built, compiled, gated, warmed up.
 
@@ -94,6 +103,13 @@ def prepare(
     call and ``warmup_calls`` warm-up calls through the harness. With ``keep`` the result (or the
     error) is kept and returned again by every later call in the process; without it nothing is
     kept but the compiled programs, so a long run holds one case's arrays at a time.
+
+    ``gated`` holds program hashes (:func:`jaxbench.store.programs.programs_digest`) that
+    passed this case's full gate in an earlier process with the same inputs (a live
+    comparison's earlier pairs, one side and case). When the programs compiled here hash to
+    one of them, the op-by-op gate is not run again: only one call's output is checked to be
+    finite (``gate_mode`` ``"reused"``). A program that hashes otherwise is gated in full.
+    Ignored with ``keep`` (a kept case is gated once per process anyway).
 
     Raises:
         ValueError: Unknown workload or backend, or a bad parameter.
@@ -106,7 +122,7 @@ def prepare(
     spec.validate(params)
     case = Case(workload, dict(params))
     if not keep:
-        return _prepare_now(spec, case, backend, warmup_calls)
+        return _prepare_now(spec, case, backend, warmup_calls, frozenset(gated))
     key = (*case.key, backend)
     if key not in _PREPARED:
         try:
@@ -120,14 +136,20 @@ def prepare(
     return found
 
 
-def _prepare_now(spec: Workload, case: Case, backend: str, warmup_calls: int) -> PreparedCase:
+def _prepare_now(
+    spec: Workload, case: Case, backend: str, warmup_calls: int, gated: frozenset[str] = frozenset()
+) -> PreparedCase:
     import jax
+
+    from jaxbench.store.programs import programs_digest
 
     device = resolve_device(backend)
     with jax.default_device(device):
         built = spec.build(case.params)
         stats = compile_targets(built.targets)
-        gate = built.check()
+        digest = programs_digest(stats.programs)
+        reused = digest in gated
+        gate = {"reused": digest} if reused else built.check()
         state = jax.device_put(built.make_state(), device)
     # Outside the default-device context, like every later call: that context is part of jit's
     # cache key, so warming inside it would leave a compile for the first sample.
@@ -135,4 +157,32 @@ def _prepare_now(spec: Workload, case: Case, backend: str, warmup_calls: int) ->
     # caches are loaded); the steady-state region, whose samples count, collects before it.
     warmup = TimingConfig(budget_s=0.0, min_samples=1, max_samples=1, warmup_calls=warmup_calls)
     warm = measure(built.call, state, warmup, built.next_state, device, collect_garbage=False)
-    return PreparedCase(case, device, built, stats, gate, warm, state=warm.final_state)
+    p = PreparedCase(case, device, built, stats, gate, warm, state=warm.final_state,
+                     programs_hash=digest, gate_mode="reused" if reused else "run")  # fmt: skip
+    if reused:
+        p.gate["finite_leaves"] = check_finite("output of one call", p.call_once())
+    return p
+
+
+def check_finite(name: str, tree: Any) -> int:
+    """The number of floating-point leaves of ``tree``, all checked to be finite.
+
+    Raises:
+        GateFailure: A leaf holds a NaN or an infinity (the message names its index).
+    """
+    import jax
+    import jax.numpy as jnp
+    import numpy as np
+
+    from jaxbench.workloads import GateFailure
+
+    checked = 0
+    for i, leaf in enumerate(jax.tree.leaves(tree)):
+        dtype = getattr(leaf, "dtype", None)
+        if dtype is None or not jnp.issubdtype(dtype, jnp.inexact):  # ints, bools, PRNG keys
+            continue
+        wide = np.complex128 if jnp.issubdtype(dtype, jnp.complexfloating) else np.float64
+        if not np.isfinite(np.asarray(leaf).astype(wide)).all():
+            raise GateFailure(f"{name}: leaf {i} is not finite")
+        checked += 1
+    return checked

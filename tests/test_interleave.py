@@ -142,6 +142,34 @@ def test_worker_answers_errors_and_stays_up():
     assert "unknown op 'dance'" in lines[1]["error"]
 
 
+def _prepare_in(gated=None, params=TINY):
+    """One worker's ``prepare`` answer, served in this process."""
+    request = {"op": "prepare", "workload": "train_step", "params": params, "backend": "cpu",
+               "warmup": 1}  # fmt: skip
+    if gated is not None:
+        request["gated"] = gated
+    answers = io.StringIO()
+    serve(io.StringIO(json.dumps(request) + "\n"), answers)
+    answer = json.loads(answers.getvalue())
+    assert answer["ok"], answer
+    return answer
+
+
+def test_a_worker_skips_the_op_by_op_gate_only_for_a_program_already_gated():
+    first = _prepare_in()
+    digest = first["programs_hash"]
+    assert first["gate_mode"] == "run" and "max_abs_err_loss" in first["gate"]
+    assert first["compilation_cache_dir"] is None
+    again = _prepare_in(gated=[digest, "0" * 64])
+    assert again["gate_mode"] == "reused" and again["programs_hash"] == digest
+    assert again["gate"]["reused"] == digest and "max_abs_err_loss" not in again["gate"]
+    assert again["gate"]["finite_leaves"] > 0  # the cheap check still ran
+    assert _prepare_in(gated=["0" * 64])["gate_mode"] == "run"
+    # Other parameters compile another program: its hash differs, so it is gated in full.
+    wider = _prepare_in(gated=[digest], params=TINY | {"size": "tiny*1.5"})
+    assert wider["gate_mode"] == "run" and wider["programs_hash"] != digest
+
+
 class FakeWorker:
     """Answers like a worker; records the order in which it was timed."""
 
@@ -151,10 +179,14 @@ class FakeWorker:
 
     def request(self, op, **kw):
         if op == "prepare":
+            self.prepared = kw
             size = get_size(kw["params"]["size"])
             env = {"jax": "0.0", "jaxlib": "0.0", "backend": "cpu", "device_kind": "cpu"}
+            digest = f"hash-of-{size.name}"
+            mode = "reused" if digest in kw.get("gated", []) else "run"
             return {"env": env, "benchmark": "train_step", "compile_s": 0.1,
-                    "flops": float(size.params_count)}  # fmt: skip
+                    "flops": float(size.params_count), "programs_hash": digest,
+                    "gate_mode": mode}  # fmt: skip
         self.log.append(self.name)
         self.blocks += 1
         recompiled = self.blocks == self.recompile_at
@@ -179,6 +211,28 @@ def test_each_round_times_one_block_per_side_in_a_random_order():
     assert np.exp(log_ratio) == pytest.approx(1.2)
 
 
+def test_later_pairs_send_each_side_the_programs_it_gated_and_record_the_reuse():
+    log: list[str] = []
+    a, b = Variant("a", "py"), Variant("b", "py", {"size": "tiny*1.5"})
+    s, rng, gated = Schedule(rounds=6, warmup_rounds=0), np.random.default_rng(0), {}
+
+    def pair(params, index):
+        wa, wb = FakeWorker("A", log, 1e-3), FakeWorker("B", log, 1e-3)
+        run = interleave_case(wa, wb, a, b, "train_step", params, "cpu", s, rng, index, gated)
+        return run, wa.prepared, wb.prepared
+
+    first, sent_a, sent_b = pair(TINY, 0)
+    assert "gated" not in sent_a and "gated" not in sent_b  # the first pair always gates
+    assert (first.baseline.gate, first.candidate.gate) == ("run", "run")
+    second, sent_a, sent_b = pair(TINY, 1)
+    assert sent_a["gated"] == ["hash-of-tiny"] and sent_b["gated"] == ["hash-of-tiny*1.5"]
+    assert (second.baseline.gate, second.candidate.gate) == ("reused", "reused")
+    assert second.baseline.programs_hash == "hash-of-tiny"
+    # Another case (other parameters) has nothing gated yet on either side.
+    other, sent_a, _ = pair(TINY | {"size": "small"}, 2)
+    assert "gated" not in sent_a and other.baseline.gate == "run"
+
+
 def test_a_compile_inside_a_timed_block_marks_the_case_recompiled_not_timed():
     log: list[str] = []
     wa, wb = FakeWorker("A", log, 1e-3), FakeWorker("B", log, 1e-3, recompile_at=4)
@@ -196,7 +250,7 @@ def test_pairs_are_added_while_a_case_is_inconclusive_up_to_the_cap():
     spread = iter(np.random.default_rng(2).normal(0, 0.05, 100))
     calls = []
 
-    def fake_pair(a, b, cases, backend, s, index, rng):
+    def fake_pair(a, b, cases, backend, s, index, rng, gated):
         calls.append((index, [p["size"] for _, p in cases]))
         out = []
         for _, p in cases:
@@ -238,6 +292,15 @@ def test_live_interleaved_comparison_of_two_real_workers(tmp_path):
     assert c.baseline.jax and c.baseline.backend == "cpu"
     assert c.candidate.flops > 1.3 * c.baseline.flops  # the wider model really ran
     assert found[1].candidate.params == TINY | {"dtype": "bfloat16", "size": "tiny*1.5"}
+    # The first pair gates every case in full; the second reuses that gate for the same
+    # programs (the same hash), per side: the wider candidate compiled another program.
+    first, second = c.pairs
+    assert (first.baseline.gate, first.candidate.gate) == ("run", "run")
+    assert (second.baseline.gate, second.candidate.gate) == ("reused", "reused")
+    assert second.baseline.programs_hash == first.baseline.programs_hash
+    assert second.candidate.programs_hash == first.candidate.programs_hash
+    assert first.candidate.programs_hash != first.baseline.programs_hash
+    assert first.baseline.compilation_cache_dir is None  # no cache shared between workers
     path = write_jsonl(tmp_path / "interleave-x.jsonl", found)
     (tmp_path / "interleave-bad.jsonl").write_text('{"mode": "interleaved"}\n')
     store = load([tmp_path], kinds={"live-comparison"})
@@ -264,6 +327,7 @@ def test_a_side_that_cannot_prepare_is_recorded_as_failed():
 def test_live_workers_get_a_share_of_gpu_memory_each_unless_one_is_set():
     both = ("XLA_CLIENT_MEM_FRACTION", "XLA_PYTHON_CLIENT_MEM_FRACTION")
     assert [worker_environ({"A": "1"})[v] for v in both] == ["0.45", "0.45"]
+    assert "JAX_COMPILATION_CACHE_DIR" not in worker_environ({"JAX_COMPILATION_CACHE_DIR": "/c"})
     given = worker_environ({"XLA_PYTHON_CLIENT_MEM_FRACTION": "0.3"})
     assert [given[v] for v in both] == ["0.3", "0.3"]
 

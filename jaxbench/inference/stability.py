@@ -38,7 +38,6 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
-from scipy import stats as sps
 
 from jaxbench.inference.verdicts import Estimate, decide
 
@@ -110,6 +109,8 @@ def halves_shift(values: Sequence[float] | np.ndarray) -> tuple[float, float, fl
 
     Returns ``nan`` figures (and p = 1) when a half has fewer than :data:`MIN_HALF` values.
     """
+    from scipy import stats as sps  # not at the top: a live worker never needs it
+
     x = np.asarray(values, dtype=float)
     x = x[np.isfinite(x)]
     half = x.size // 2

@@ -64,7 +64,6 @@ from dataclasses import dataclass, replace
 from typing import Literal
 
 import numpy as np
-from scipy import stats as sps
 
 Verdict = Literal["slower", "faster", "same", "inconclusive", "unstable"]
 #: Verdicts in report order: the ones that hold first.
@@ -245,6 +244,8 @@ def detectable(
     Returns:
         The relative slowdown, or ``nan`` without a finite ``se`` or with ``df`` <= 0.
     """
+    from scipy import stats as sps  # not at the top: a live worker never needs it
+
     if not (math.isfinite(se) and df > 0):
         return math.nan
     q, zp = sps.t.ppf(1 - alpha / 2, df), sps.t.ppf(power, df)
@@ -290,6 +291,8 @@ def units_needed(
 
 def _units_needed(gap: float, sd: float, alpha: float, per_unit_factor: float) -> float:
     """Units (per side, or pairs) so that ``z * se`` fits into ``gap`` with 80 % power."""
+    from scipy import stats as sps  # not at the top: a live worker never needs it
+
     z = sps.norm.ppf(1 - alpha / 2) + sps.norm.ppf(POWERS[0])
     if gap <= 0 or not math.isfinite(sd):
         return math.inf
@@ -344,6 +347,8 @@ def _finish(
     threshold: float,
     strict: bool,
 ) -> Estimate:
+    from scipy import stats as sps  # not at the top: a live worker never needs it
+
     if math.isfinite(se) and df > 0:
         q = float(sps.t.ppf(1 - alpha / 2, df))
         # An early look's level can be tiny, its t quantile huge: an interval of (0, inf).
@@ -402,6 +407,8 @@ def estimate_independent(
     Raises:
         ValueError: A bad ``threshold`` or ``alpha``, or a side without any value.
     """
+    from scipy import stats as sps  # not at the top: a live worker never needs it
+
     check_rule(threshold, alpha)
     a, calls_a = _log_medians(baseline)
     b, calls_b = _log_medians(candidate)
@@ -458,6 +465,8 @@ def estimate_paired(
     Raises:
         ValueError: A bad ``threshold`` or ``alpha``, no pair, or a non-finite log ratio.
     """
+    from scipy import stats as sps  # not at the top: a live worker never needs it
+
     check_rule(threshold, alpha)
     d = np.asarray(pair_log_ratios, dtype=float).ravel()
     if d.size == 0:

@@ -146,14 +146,23 @@ LIVE_MEM_FRACTION = "0.45"
 driver's own memory; the CPU ignores it."""
 
 
+CACHE_DIR_VAR = "JAX_COMPILATION_CACHE_DIR"
+"""The variable that turns JAX's persistent compilation cache on; live workers start without it."""
+
+
 def worker_environ(environ: dict[str, str]) -> dict[str, str]:
     """The environment a live worker starts with: ``environ`` plus a GPU memory fraction each.
 
     A fraction the user set (either name of :data:`MEM_FRACTION_VARS`) is kept as it is, and
-    given under both names, so JAX releases that read either see it.
+    given under both names, so JAX releases that read either see it. :data:`CACHE_DIR_VAR` is
+    left out: a persistent compilation cache shared by the two workers of a pair (and by every
+    pair) would let one process's compiles serve the other's, so their preparations would
+    depend on each other. Each worker answers its cache folder (``None`` when off) and the
+    record keeps it (``SideInfo.compilation_cache_dir``).
     """
     given = next((environ[v] for v in MEM_FRACTION_VARS if environ.get(v)), LIVE_MEM_FRACTION)
-    return {**environ, **dict.fromkeys(MEM_FRACTION_VARS, given)}
+    kept = {k: v for k, v in environ.items() if k != CACHE_DIR_VAR}
+    return {**kept, **dict.fromkeys(MEM_FRACTION_VARS, given)}
 
 
 class Worker:
@@ -187,6 +196,7 @@ class Worker:
         except OSError as exc:
             raise WorkerError(f"cannot start a worker with {python}: {exc}") from exc
         self.python = python
+        self._quit_sent = False
 
     def request(self, **request: Any) -> dict[str, Any]:
         """Send one request and wait for its answer.
@@ -222,16 +232,25 @@ class Worker:
         text = self._stderr.read().decode(errors="replace").strip().splitlines()
         return " | ".join(text[-lines:]) or f"exit code {self._proc.poll()}"
 
-    def close(self) -> None:
-        """Ask the worker to quit, then make sure it is gone (a dead worker is just reaped)."""
+    def quit(self) -> None:
+        """Ask the worker to quit, without waiting for it to end (once; :meth:`close` waits)."""
         proc = self._proc
-        assert proc.stdin and proc.stdout
+        assert proc.stdin
+        if self._quit_sent:
+            return
+        self._quit_sent = True
         try:
             if proc.poll() is None:
                 proc.stdin.write('{"op": "quit"}\n')
                 proc.stdin.flush()
         except OSError:
             pass
+
+    def close(self) -> None:
+        """Ask the worker to quit, then make sure it is gone (a dead worker is just reaped)."""
+        proc = self._proc
+        assert proc.stdin and proc.stdout
+        self.quit()
         for stream in (proc.stdin, proc.stdout):
             with contextlib.suppress(OSError):  # unflushed input to a process that is gone
                 stream.close()
@@ -249,13 +268,37 @@ class Worker:
         self.close()
 
 
+#: Program hashes that passed the full gate, per side (0 baseline, 1 candidate) and case
+#: (workload and that side's parameters as sorted JSON); kept over the pairs of a comparison.
+Gated = dict[tuple[int, str, str], set[str]]
+
+
 def prepare_side(
-    worker: Worker, workload: str, params: dict[str, Any], backend: str, s: Schedule
+    worker: Worker,
+    workload: str,
+    params: dict[str, Any],
+    backend: str,
+    s: Schedule,
+    gated: Gated | None = None,
+    side: int = 0,
 ) -> dict[str, Any]:
-    """Have ``worker`` build, compile, gate and warm a case; returns its answer."""
-    return worker.request(
-        op="prepare", workload=workload, params=params, backend=backend, warmup=s.warmup_calls
-    )
+    """Have ``worker`` build, compile, gate and warm a case; returns its answer.
+
+    With ``gated``, the worker is sent the hashes of this side and case that passed the full
+    gate in earlier pairs (none in the first pair, so it always gates in full), and the hash
+    of a program it gated in full is added for the pairs after.
+    """
+    key = (side, workload, json.dumps(params, sort_keys=True, default=str))
+    known = sorted(gated.get(key, ())) if gated is not None else []
+    request: dict[str, Any] = {"op": "prepare", "workload": workload, "params": params,
+                               "backend": backend, "warmup": s.warmup_calls}  # fmt: skip
+    if known:
+        request["gated"] = known
+    answer = worker.request(**request)
+    digest = answer.get("programs_hash")
+    if gated is not None and digest and answer.get("gate_mode") == "run":
+        gated.setdefault(key, set()).add(digest)
+    return answer
 
 
 def timed_block(worker: Worker, calls: int) -> tuple[list[float], dict[str, Any], bool]:
@@ -280,6 +323,9 @@ def side_info(variant: Variant, prepared: dict[str, Any], params: dict[str, Any]
         compile_s=prepared["compile_s"],
         flops=prepared["flops"],
         env=env,
+        gate=prepared.get("gate_mode"),
+        programs_hash=prepared.get("programs_hash"),
+        compilation_cache_dir=prepared.get("compilation_cache_dir"),
     )
 
 
@@ -287,8 +333,8 @@ def side_info(variant: Variant, prepared: dict[str, Any], params: dict[str, Any]
 #: an interruption or a worker that dies later loses nothing already measured).
 OnPair = Callable[[list[CaseComparison]], None]
 Case = tuple[str, dict[str, Any]]
-RunPair = Callable[[Variant, Variant, Sequence[Case], str, Schedule, int, np.random.Generator],
-                   list[PairRun]]  # fmt: skip
+RunPair = Callable[[Variant, Variant, Sequence[Case], str, Schedule, int, np.random.Generator,
+                    Gated], list[PairRun]]  # fmt: skip
 
 
 def decided(
@@ -326,6 +372,7 @@ def _run_pairs(
     s = schedule or Schedule()
     rng = np.random.default_rng(s.seed)
     out = [CaseComparison.start(mode, w, p, s) for w, p in cases]
+    gated: Gated = {}
     index = 0
     for batch in s.batches():
         active = [i for i, c in enumerate(out)
@@ -334,8 +381,9 @@ def _run_pairs(
         if not active:
             break
         for _ in range(batch):
+            todo = [cases[i] for i in active]
             start = time.monotonic()
-            runs = run_pair(baseline, candidate, [cases[i] for i in active], backend, s, index, rng)
+            runs = run_pair(baseline, candidate, todo, backend, s, index, rng, gated)
             seconds = time.monotonic() - start
             for i, run in zip(active, runs, strict=True):
                 out[i] = out[i].with_pair(run.model_copy(update={"seconds": seconds}))
@@ -363,7 +411,10 @@ def run_interleaved(
     """Compare two variants case by case over pairs of processes, blocks strictly interleaved.
 
     Each pair starts two fresh workers and runs every case still undecided on them
-    (:func:`interleave_case`); see :class:`Schedule` for how many pairs.
+    (:func:`interleave_case`); see :class:`Schedule` for how many pairs. The first pair gates
+    every case in full on each side; a later worker whose compiled programs hash to ones that
+    side already gated for that case skips the op-by-op gate (:func:`prepare_side`; the record
+    says ``gate: reused`` with the hash).
 
     Args:
         baseline: Side A.
@@ -397,9 +448,15 @@ def _interleaved_pair(
     s: Schedule,
     index: int,
     rng: np.random.Generator,
+    gated: Gated | None = None,
 ) -> list[PairRun]:
     with Worker(a.python, backend) as wa, Worker(b.python, backend) as wb:
-        return [interleave_case(wa, wb, a, b, w, p, backend, s, rng, index) for w, p in cases]
+        try:
+            return [interleave_case(wa, wb, a, b, w, p, backend, s, rng, index, gated)
+                    for w, p in cases]  # fmt: skip
+        finally:  # both end at once, not one after the other
+            wa.quit()
+            wb.quit()
 
 
 def interleave_case(
@@ -413,18 +470,20 @@ def interleave_case(
     s: Schedule,
     rng: np.random.Generator,
     index: int = 0,
+    gated: Gated | None = None,
 ) -> PairRun:
     """One case on one pair of workers that are already running.
 
-    Both workers prepare the case (each with its variant's overrides), run ``s.warmup_rounds``
-    untimed rounds, then ``s.rounds`` timed rounds in an order drawn from ``rng``.
+    Both workers prepare the case (each with its variant's overrides; ``gated`` as
+    :func:`prepare_side`), run ``s.warmup_rounds`` untimed rounds, then ``s.rounds`` timed
+    rounds in an order drawn from ``rng``.
     """
     pa, pb = params | a.params, params | b.params
     run = PairRun(index=index, started_at=now())
     try:
         sides = (
-            side_info(a, prepare_side(wa, workload, pa, backend, s), pa),
-            side_info(b, prepare_side(wb, workload, pb, backend, s), pb),
+            side_info(a, prepare_side(wa, workload, pa, backend, s, gated, 0), pa),
+            side_info(b, prepare_side(wb, workload, pb, backend, s, gated, 1), pb),
         )
     except WorkerDied:
         raise
@@ -456,9 +515,16 @@ def interleave_case(
 
 
 def run_side(
-    variant: Variant, cases: Sequence[Case], backend: str, s: Schedule
+    variant: Variant,
+    cases: Sequence[Case],
+    backend: str,
+    s: Schedule,
+    gated: Gated | None = None,
+    side: int = 0,
 ) -> list[tuple[SideInfo | str, list[tuple[list[float], dict[str, Any]]]]]:
     """Every case of one variant in one fresh worker: prepare, warm-up rounds, timed blocks.
+
+    ``gated`` and ``side`` as :func:`prepare_side`.
 
     Returns:
         Per case, ``(side info, timed blocks as (latencies, noise))``, or ``(error, [])`` when
@@ -473,7 +539,8 @@ def run_side(
         for workload, params in cases:
             p = params | variant.params
             try:
-                info = side_info(variant, prepare_side(w, workload, p, backend, s), p)
+                answer = prepare_side(w, workload, p, backend, s, gated, side)
+                info = side_info(variant, answer, p)
                 blocks = [
                     timed_block(w, s.calls_per_block) for _ in range(s.warmup_rounds + s.rounds)
                 ]
@@ -497,10 +564,12 @@ def _back_to_back_pair(
     s: Schedule,
     index: int,
     rng: np.random.Generator,
+    gated: Gated | None = None,
 ) -> list[PairRun]:
     del rng  # nothing to order: one side after the other
     runs = []
-    for (ia, ba), (ib, bb) in zip(*(run_side(v, cases, backend, s) for v in (a, b)), strict=True):
+    sides = (run_side(v, cases, backend, s, gated, i) for i, v in enumerate((a, b)))
+    for (ia, ba), (ib, bb) in zip(*sides, strict=True):
         run = PairRun(index=index, started_at=now())
         if isinstance(ia, str) or isinstance(ib, str):
             error = ia if isinstance(ia, str) else str(ib)

@@ -4,10 +4,16 @@ Started by :class:`jaxbench.interleave.session.Worker` as ``python -m jaxbench.i
 with any interpreter that has jaxbench installed (e.g. a venv of another JAX version). It reads
 one JSON request per line on stdin and answers each with one JSON line:
 
-- ``{"op": "prepare", "workload": ..., "params": {...}, "backend": ..., "warmup": N}``: build,
-  compile, gate and warm the case (:func:`jaxbench.prepared.prepare`), answering the
-  environment (:func:`jaxbench.env.collect`, with this process's ``process_id``), compile time
-  and FLOP;
+- ``{"op": "prepare", "workload": ..., "params": {...}, "backend": ..., "warmup": N,
+  "gated": [hash, ...]}``: build, compile, gate and warm the case
+  (:func:`jaxbench.prepared.prepare`), answering the environment (:func:`jaxbench.env.collect`,
+  with this process's ``process_id``), compile time and FLOP, ``programs_hash`` (the content
+  hash of the compiled programs), ``gate_mode`` and ``compilation_cache_dir`` (the persistent
+  compilation cache's folder, ``null`` when off). ``gated`` (optional) lists program hashes that
+  already passed this case's full gate in an earlier worker of the same side: when
+  ``programs_hash`` is one of them the op-by-op gate is skipped and only one call's output is
+  checked to be finite (``gate_mode: "reused"``); otherwise the gate runs in full
+  (``gate_mode: "run"``);
 - ``{"op": "block", "calls": N}``: one untimed call (to refill caches the other worker may have
   evicted), then ``N`` timed calls, answering ``samples_s`` (seconds), the compiles and traces
   seen while timing, and ``noise``: the indicators of the block's timed calls
@@ -43,6 +49,8 @@ class _Case:
         self.prepared: Any = None
 
     def prepare(self, request: dict[str, Any]) -> dict[str, Any]:
+        import jax
+
         from jaxbench import env
         from jaxbench.prepared import prepare
 
@@ -52,6 +60,7 @@ class _Case:
             request.get("backend", "default"),
             keep=False,
             warmup_calls=int(request.get("warmup", 10)),
+            gated=frozenset(request.get("gated") or ()),
         )
         self.prepared = p
         return {
@@ -61,6 +70,9 @@ class _Case:
             "lower_s": p.stats.lower_s,
             "flops": p.stats.flops,
             "gate": p.gate,
+            "gate_mode": p.gate_mode,
+            "programs_hash": p.programs_hash,
+            "compilation_cache_dir": jax.config.jax_compilation_cache_dir,
             "warmup_compiles": p.warmup.compiles_setup,
         }
 
@@ -114,13 +126,23 @@ def serve(requests: IO[str], answers: IO[str]) -> None:
 
 
 def main() -> None:
-    """Entry point: set ``JAX_PLATFORMS`` from ``--backend`` before JAX loads, then serve."""
+    """Entry point: set ``JAX_PLATFORMS`` from ``--backend`` before JAX loads, then serve.
+
+    JAX and the preparation code are imported before the first request is read: the session
+    starts both workers of a pair at once but prepares them one after the other, so the
+    second one's imports run while the first prepares, not after it.
+    """
     backend = sys.argv[sys.argv.index("--backend") + 1] if "--backend" in sys.argv else None
     if backend in JAX_PLATFORMS:
         os.environ["JAX_PLATFORMS"] = JAX_PLATFORMS[backend]
     answers = os.fdopen(os.dup(1), "w")
     os.dup2(2, 1)
     sys.stdout = sys.stderr
+    import jax  # noqa: F401
+
+    import jaxbench.env
+    import jaxbench.prepared  # noqa: F401
+
     serve(sys.stdin, answers)
 
 

@@ -28,7 +28,12 @@ class SideInfo(BaseModel):
 
     ``compile_s`` is seconds of XLA compile in that worker, ``flops`` FLOP per timed call from
     XLA's cost analysis (``None`` where the backend has none); ``env`` is
-    :func:`jaxbench.env.collect` in the worker.
+    :func:`jaxbench.env.collect` in the worker. ``gate`` is ``run`` where the worker ran the
+    case's full correctness gate, ``reused`` where ``programs_hash`` (the content hash of the
+    compiled programs, the name of their artifact) had passed it in an earlier pair on this
+    side, so only one call's output was checked to be finite; ``None`` in files written before
+    either was recorded. ``compilation_cache_dir`` is the worker's persistent compilation
+    cache folder, ``None`` when off.
     """
 
     model_config = ConfigDict(extra="forbid")
@@ -44,6 +49,9 @@ class SideInfo(BaseModel):
     compile_s: float | None
     flops: float | None
     env: dict[str, Any]
+    gate: Literal["run", "reused"] | None = None
+    programs_hash: str | None = None
+    compilation_cache_dir: str | None = None
 
 
 class Round(BaseModel):

@@ -79,14 +79,28 @@ def save_programs(folder: str | os.PathLike[str], programs: list[dict[str, Any]]
         OSError: The folder cannot be created or written.
         TypeError: ``programs`` is not JSON-serialisable.
     """
-    programs = [dict(p) for p in programs]
-    bound(programs)
-    data = json.dumps(programs, sort_keys=True).encode()
+    data = _content(programs)
     digest = hashlib.sha256(data).hexdigest()
     path = artifact_path(folder, digest)
     if not path.exists():
         write_atomic(path, gzip.compress(data, mtime=0))
     return digest
+
+
+def programs_digest(programs: list[dict[str, Any]]) -> str:
+    """The hash :func:`save_programs` would name ``programs`` by, without writing anything.
+
+    Equal programs give equal hashes in any process (nothing timed is in them), so a live
+    worker names what it compiled by it (:func:`jaxbench.prepared.prepare`'s ``gated``).
+    """
+    return hashlib.sha256(_content(programs)).hexdigest()
+
+
+def _content(programs: list[dict[str, Any]]) -> bytes:
+    """The bytes an artifact holds: ``programs`` bounded (:func:`bound`), as sorted JSON."""
+    programs = [dict(p) for p in programs]
+    bound(programs)
+    return json.dumps(programs, sort_keys=True).encode()
 
 
 def load_programs(folder: str | os.PathLike[str], digest: str) -> list[dict[str, Any]]:

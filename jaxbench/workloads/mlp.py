@@ -6,6 +6,7 @@ Params are a list with one ``{"w": (m, n), "b": (n,)}`` dict per layer. Hidden l
 from __future__ import annotations
 
 import functools
+import itertools
 from collections.abc import Sequence
 from typing import Any, NamedTuple
 
@@ -52,6 +53,32 @@ def _init(key: jax.Array, sizes: tuple[int, ...], dtype: Any) -> Params:
         }
         for k, m, n in zip(keys, sizes[:-1], sizes[1:], strict=True)
     ]
+
+
+def init_host(seed: int, sizes: Sequence[int], dtype: Any = jnp.float32) -> Params:
+    """:func:`init`'s distribution drawn by numpy's seeded generator on the host, then put.
+
+    LeCun-normal weights ``(m, n)`` from N(0, 1/m) drawn in float32, then cast to ``dtype``;
+    zero biases. Nothing is compiled (no PRNG key, no jitted init), so a fresh process builds
+    its inputs without XLA; the values differ from :func:`init`'s for the same seed.
+
+    Raises:
+        ValueError: Fewer than two sizes, or a size below 1.
+    """
+    import numpy as np
+
+    if len(sizes) < 2 or min(sizes) < 1:
+        raise ValueError(f"sizes must be >= 2 positive ints, got {tuple(sizes)!r}")
+    rng = np.random.default_rng(seed)
+    dtype = jnp.dtype(dtype)
+    layers = [
+        {
+            "w": (rng.standard_normal((m, n), np.float32) / np.float32(np.sqrt(m))).astype(dtype),
+            "b": np.zeros((n,), dtype),
+        }
+        for m, n in itertools.pairwise(sizes)
+    ]
+    return jax.device_put(layers)
 
 
 def forward(params: Params, x: jax.Array) -> jax.Array:
@@ -139,6 +166,20 @@ def make_batch(key: jax.Array, batch: int, d_in: int, d_out: int, dtype: Any) ->
     ``y`` is ``sin`` of a fixed random projection of ``x``, so one descent step lowers the loss.
     """
     return _make_batch(key, batch, d_in, d_out, jnp.dtype(dtype))
+
+
+def make_batch_host(seed: int, batch: int, d_in: int, d_out: int, dtype: Any) -> Batch:
+    """:func:`make_batch`'s construction by numpy's seeded generator on the host, then put.
+
+    Like :func:`init_host`, nothing is compiled; the values differ from :func:`make_batch`'s.
+    """
+    import numpy as np
+
+    rng = np.random.default_rng(seed)
+    x = rng.standard_normal((batch, d_in), np.float32)
+    proj = rng.standard_normal((d_in, d_out), np.float32) / np.float32(np.sqrt(d_in))
+    dtype = jnp.dtype(dtype)
+    return jax.device_put((x.astype(dtype), np.sin(x @ proj).astype(dtype)))
 
 
 @functools.partial(jax.jit, static_argnums=(1, 2, 3, 4))

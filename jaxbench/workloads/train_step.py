@@ -86,9 +86,10 @@ class TrainStep:
         size = get_size(params["size"])
         dtype = jnp.dtype(params["dtype"])
         optimizer, donate = params["optimizer"], params["donate"]
-        key_params, key_batch = jax.random.split(jax.random.key(0))
-        weights = mlp.init(key_params, size.layer_sizes, dtype)
-        batch = mlp.make_batch(key_batch, size.batch, size.d_in, size.d_out, dtype)
+        # Drawn on the host: a jitted init, a PRNG key and its split would each be a compile
+        # in every fresh process (a live comparison starts two per pair).
+        weights = mlp.init_host(0, size.layer_sizes, dtype)
+        batch = mlp.make_batch_host(1, size.batch, size.d_in, size.d_out, dtype)
         state0 = _initial_state(optimizer, weights)
         step = jitted_step(optimizer, donate)
         target_key = ("train_step", optimizer, donate, size.name, params["dtype"])
