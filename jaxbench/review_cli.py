@@ -198,7 +198,7 @@ def _review(
     from jaxbench.interleave import Variant, WorkerError
     from jaxbench.upgrade.confirm import complete, confirm, finished, open_cases, unfinished
     from jaxbench.upgrade.screen import ScreenError, Side, screen
-    from jaxbench.upgrade.summary import answers, answers_markdown
+    from jaxbench.upgrade.summary import answers, review_sections
 
     target = Path(out or f"results/review/{baseline}-{candidate}")
     made = not target.exists()
@@ -261,9 +261,7 @@ def _review(
                              settings=settings)  # fmt: skip
         found = answers(review, labels, finished(review.live, *versions, schedule.pairs),
                         versions)  # fmt: skip
-        head, *rest = DEFAULT_SECTIONS
-        report = render_report(review, folder / "report",
-                               [head, lambda ctx: answers_markdown(found), *rest])  # fmt: skip
+        report = render_report(review, folder / "report", review_sections(found, DEFAULT_SECTIONS))
     except ScreenError as exc:
         raise fail(f"{exc}; what was measured is in {folder}", code=1) from None
     except WorkerError as exc:

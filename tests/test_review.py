@@ -57,6 +57,7 @@ class Simulation:
         self.live: list[list[tuple[str, int]]] = []
         self.interrupt_after: int | None = None
         self.process = itertools.count()
+        self.screen_sd = PROCESS_SD  # spread of the recorded processes' offsets
 
     def run_process(self, side, run_args, log):
         assert run_args[: len(SELECT)] == SELECT and "-b" in run_args
@@ -66,7 +67,7 @@ class Simulation:
         with Appender(side.folder / f"run-{n}.jsonl") as out:
             for case in CASES:
                 median, programs = _truth(case.record_label, side.name)
-                offset = median * math.exp(PROCESS_SD * self.rng.standard_normal())
+                offset = median * math.exp(self.screen_sd * self.rng.standard_normal())
                 samples = offset * self._calls(60)
                 out.write(Record(
                     run_id=f"run-{n}", benchmark="train_step", params=dict(case.params),
@@ -151,6 +152,59 @@ def test_a_review_screens_confirms_only_what_is_open_and_explains_the_change(sim
     section = report.split("## Explanations", 1)[1]
     assert f"### {SLOW}: 0.11.2 -> 0.12.0.1, slower (recorded steady state, live)" in section
     assert "op:tanh: 0 -> 1 (+1)" in section
+
+
+def _answered(monkeypatch) -> list:
+    """The answers the terminal prints, as :func:`jaxbench.review_cli._print` gets them."""
+    import jaxbench.review_cli as review_cli
+
+    printed = []
+    real = review_cli._print
+    monkeypatch.setattr(review_cli, "_print", lambda found: (printed.append(found), real(found)))
+    return printed
+
+
+def _header(report: str) -> str:
+    return report.split("\n## ", 1)[0]
+
+
+@pytest.mark.parametrize("screen_sd", [PROCESS_SD, 0.3])
+def test_the_report_leads_with_the_terminals_answer_per_case(
+    simulated, monkeypatch, tmp_path, screen_sd
+):
+    """The header counts the final verdicts; the recorded screen's counts come later, labelled.
+
+    With a wide spread between recorded processes the screen calls the slow case
+    ``inconclusive``; the live pairs call it ``slower``, and so do the terminal and the header.
+    """
+    from jaxbench.inference.verdicts import VERDICTS
+
+    simulated.screen_sd = screen_sd
+    printed = _answered(monkeypatch)
+    result = _review(tmp_path / "review")
+    assert result.exit_code == 1, result.output
+    (found,) = printed
+    final = {a.case: a.verdict for a in found}
+    assert final == {CASES[0].record_label: "same", SLOW: "slower"}
+    report = (tmp_path / "review" / "report" / "report.md").read_text()
+    head = _header(report)
+    counts = {v: sum(x == v for x in final.values()) for v in VERDICTS}
+    assert (
+        f"The review's answer: **{counts['slower']} slower**, **{counts['faster']} faster**, "
+        f"{counts['same']} same (verdicts that hold); {counts['inconclusive']} inconclusive, "
+        f"{counts['unstable']} unstable, over 2 case(s)"
+    ) in head
+    assert "**1 slower**" in head and "comparisons" not in head and "Verdicts per pair" not in head
+    screen = report.split("## The recorded screen", 1)[1].split("\n## ", 1)[0]
+    assert report.index("## The review's answer") < report.index("## The recorded screen")
+    assert "Recorded screen: **" in screen and "Recorded screen, verdicts per pair:" in screen
+    (slow,) = [a for a in found if a.case == SLOW]
+    if screen_sd == PROCESS_SD:
+        assert slow.recorded.startswith("slower ") and "Recorded screen: **1 slower**" in screen
+    else:  # the screen left it open; the live pairs settled it
+        assert slow.recorded.startswith("inconclusive ") and slow.live.startswith("slower ")
+        assert "Recorded screen: **0 slower**" in screen
+        assert "0 slower" not in head
 
 
 def test_a_second_review_reuses_what_is_on_disk(simulated, tmp_path):
@@ -243,3 +297,16 @@ def test_the_final_verdict_is_the_one_that_holds(recorded, live, answer):
     from jaxbench.upgrade.summary import final
 
     assert final(recorded, live) == answer
+
+
+def test_the_answer_counts_every_final_verdict_and_names_the_others():
+    from jaxbench.upgrade.summary import CaseAnswer, answer_counts, answer_sentence, final
+
+    pairs = [("inconclusive", "slower"), ("slower", "slower"), ("faster", "same"), ("same", "")]
+    found = [CaseAnswer(f"c{i}", r, lv, final(r, lv), "", []) for i, (r, lv) in enumerate(pairs)]
+    assert answer_counts(found) == {"slower": 2, "faster": 0, "same": 1, "inconclusive": 0,
+                                    "unstable": 0, "disagree": 1}  # fmt: skip
+    assert answer_sentence(found).startswith(
+        "The review's answer: **2 slower**, **0 faster**, 1 same (verdicts that hold); "
+        "0 inconclusive, 0 unstable, 1 disagree, over 4 case(s)"
+    )

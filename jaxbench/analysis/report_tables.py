@@ -176,7 +176,23 @@ def verdict_sentence(counts: dict[str, int]) -> str:
 def header_section(ctx: ReportContext) -> str:
     """Title, the versions and pairs, the mode, and the verdict counts (sentence and table)."""
     review = ctx.review
-    counts = review.verdict_counts()
+    text = header(review, recorded_counts(review))
+    if review.pairs:
+        text += "\n\nVerdicts per pair:\n\n" + md.table(summary_counts(review))
+    return text
+
+
+def header(review: Review, counts: str) -> str:
+    """The report's title, sources, versions, pairs and mode, then ``counts`` as a bullet.
+
+    Args:
+        review: The review reported.
+        counts: The counts the report leads with, one line of Markdown without the bullet
+            (:func:`recorded_counts` for a report of result sets).
+
+    Returns:
+        Markdown; a line on problems with results files follows the counts where there are any.
+    """
     lines = [
         f"# JAX version review: {f' {ARROW} '.join(review.versions)}",
         "",
@@ -190,20 +206,23 @@ def header_section(ctx: ReportContext) -> str:
     if review.pairs:
         lines.append("- Compared: " + "; ".join(pair_label(a, b) for a, b in review.pairs))
     lines.append(f"- Comparison mode: **{review.mode.name}** (see Method)")
-    lines.append(
-        f"- {verdict_sentence(counts)}, over {len(review.results)} comparisons (steady state "
-        "and compile time counted apart). `inconclusive`: the data cannot tell either way (see "
-        "Inconclusive and unstable for what would settle it); `unstable`: the machine changed "
-        "under the comparison"
-    )
+    lines.append(f"- {counts}")
     if review.problems:
         lines.append(
             f"- {len(review.problems)} problem(s) with results files (not loaded, or loaded "
             "with a caveat): see Problems"
         )
-    if review.pairs:
-        lines += ["", "Verdicts per pair:", "", md.table(summary_counts(review))]
     return "\n".join(lines)
+
+
+def recorded_counts(review: Review) -> str:
+    """The verdict counts of the recorded runs, every comparison row, as one sentence."""
+    return (
+        f"{verdict_sentence(review.verdict_counts())}, over {len(review.results)} comparisons "
+        "(steady state and compile time counted apart). `inconclusive`: the data cannot tell "
+        "either way (see Inconclusive and unstable for what would settle it); `unstable`: the "
+        "machine changed under the comparison"
+    )
 
 
 def _columns_note(ctx: ReportContext) -> str:

@@ -6,20 +6,35 @@ it holds (``inconclusive`` or ``unstable`` claims nothing, so it contradicts not
 live one, else the recorded one. Two that hold and contradict each other give ``disagree``:
 at least one of them is one of the rare false calls, or the two measured different states of
 the machine; neither is reported as the answer.
+
+The review's report leads with these final verdicts (:func:`review_sections`): its header
+counts the verdicts of :func:`answers`, the very ones the terminal prints, and the counts of
+the recorded screen alone follow, labelled as such, after the review's answer.
 """
 
 from __future__ import annotations
 
+from collections import Counter
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import pandas as pd
 
 from jaxbench.analysis import markdown as md
 from jaxbench.analysis.compare import COMPILE, STEADY_STATE
+from jaxbench.analysis.report_context import ReportContext, Section
 from jaxbench.analysis.report_explain import side_artifact
 from jaxbench.analysis.report_live import HOLDING
+from jaxbench.analysis.report_tables import (
+    header,
+    header_section,
+    recorded_counts,
+    summary_counts,
+    verdict_sentence,
+)
 from jaxbench.analysis.review import Review
 from jaxbench.explain.saved import explain_saved
+from jaxbench.inference.verdicts import VERDICTS
 from jaxbench.interleave import estimate
 from jaxbench.store import ArtifactError, CaseComparison
 
@@ -123,7 +138,94 @@ def _explain(frame: pd.DataFrame, label: str, versions: tuple[str, str], verdict
     return [line for line in lines if not line.startswith(" ")]
 
 
-def answers_markdown(found: list[CaseAnswer]) -> str:
+def answer_counts(found: Sequence[CaseAnswer]) -> dict[str, int]:
+    """How many cases got each final verdict.
+
+    Args:
+        found: From :func:`answers`.
+
+    Returns:
+        Every verdict of :data:`jaxbench.inference.verdicts.VERDICTS` (zero where none), in
+        that order, then any other final verdict present (``disagree``, or a live comparison's
+        ``failed`` or ``recompiled``) in the order first found.
+    """
+    counts = Counter(a.verdict for a in found)
+    others = [v for v in dict.fromkeys(a.verdict for a in found) if v not in VERDICTS]
+    return {v: counts[v] for v in (*VERDICTS, *others)}
+
+
+def answer_sentence(found: Sequence[CaseAnswer]) -> str:
+    """The final verdicts counted, one sentence: what a review's report leads with.
+
+    Args:
+        found: From :func:`answers`.
+    """
+    counts = answer_counts(found)
+    others = "".join(f", {n} {v}" for v, n in counts.items() if v not in VERDICTS)
+    return (
+        f"The review's answer: {verdict_sentence(counts)}{others}, over {len(found)} case(s): "
+        "the final steady-state verdict of each, as the terminal gives it (see The review's "
+        "answer; the recorded screen's own counts are under The recorded screen)"
+    )
+
+
+def answers_header(found: Sequence[CaseAnswer]) -> Section:
+    """The header of a review's report: the final verdicts counted, not the recorded screen's.
+
+    Args:
+        found: From :func:`answers`.
+
+    Returns:
+        A report section (:data:`jaxbench.analysis.report_context.Section`).
+    """
+
+    def section(ctx: ReportContext) -> str:
+        return header(ctx.review, answer_sentence(found))
+
+    return section
+
+
+def recorded_screen_section(ctx: ReportContext) -> str:
+    """The counts of the recorded runs alone, labelled as the screen's (sentence and table)."""
+    review = ctx.review
+    parts = [
+        "## The recorded screen",
+        "The verdicts of the recorded runs alone, before any live pairs: every comparison row, "
+        "steady state and compile time counted apart. They are not the review's answer (above): "
+        "a case the screen left open was compared live, and its final verdict is the one that "
+        "holds. The Regressions, Improvements and Inconclusive and unstable sections below list "
+        "the recorded runs' rows.",
+        f"Recorded screen: {recorded_counts(review)}.",
+    ]
+    if review.pairs:
+        parts += ["Recorded screen, verdicts per pair:", md.table(summary_counts(review))]
+    return "\n\n".join(parts)
+
+
+def review_sections(found: Sequence[CaseAnswer], sections: Sequence[Section]) -> list[Section]:
+    """A review's report: its answers first, then ``sections`` without their own header.
+
+    Args:
+        found: From :func:`answers`.
+        sections: The sections of a report of result sets
+            (:data:`jaxbench.analysis.report.DEFAULT_SECTIONS`).
+
+    Returns:
+        The header of the final verdicts (:func:`answers_header`), the review's answer
+        (:func:`answers_markdown`), the recorded screen (:func:`recorded_screen_section`), then
+        ``sections`` less :func:`jaxbench.analysis.report_tables.header_section`.
+    """
+    found = list(found)
+    rest = [s for s in sections if s is not header_section]
+    return [
+        answers_header(found),
+        lambda ctx: answers_markdown(found),
+        recorded_screen_section,
+        *rest,
+    ]
+
+
+def answers_markdown(found: Sequence[CaseAnswer]) -> str:
     """The report section of a review's answers: one row per case, the final verdict first."""
     rows = pd.DataFrame(
         {
@@ -141,8 +243,8 @@ def answers_markdown(found: list[CaseAnswer]) -> str:
             "One row per case of this `jaxbench review`. The verdict is the one that holds: the "
             "live pairs' where it holds, else the recorded runs' (`inconclusive` and `unstable` "
             "claim nothing); two that hold and contradict each other give `disagree`. The "
-            "counts in the header above are of the recorded runs alone; the live comparisons "
-            "are in their own section below.",
+            "counts in the header above are of these verdicts; the recorded runs' own counts "
+            "are under The recorded screen, and the live comparisons in their own section.",
             md.table(rows),
         ]
     )
