@@ -178,6 +178,31 @@ def print_exponent_changes(
         )
 
 
+def print_live_exponent_changes(comparisons: list, alpha: float) -> None:
+    """One line per swept parameter of a live run, its exponent judged over process pairs.
+
+    The live counterpart of :func:`print_exponent_changes`
+    (:func:`jaxbench.analysis.scaling.live_exponent_changes`); nothing where no parameter is
+    swept.
+
+    Args:
+        comparisons: The run's :class:`~jaxbench.store.live.CaseComparison` objects.
+        alpha: ``1 -`` the confidence level, before it is split over looks.
+    """
+    from jaxbench.analysis.scaling import live_exponent_changes
+
+    for r in live_exponent_changes(comparisons, alpha=alpha).itertuples():
+        why = f" ({r.reason})" if r.reason else ""
+        console.print(
+            f"scaling: {r.benchmark} {r.params}: exponent of latency in {r.swept} "
+            f"{r.exponent_baseline:.2f} -> {r.exponent_candidate:.2f}, change "
+            f"{r.difference:+.2f} [{r.ci_low:+.2f}, {r.ci_high:+.2f}] over {r.pairs} live "
+            f"pair{'s' if r.pairs != 1 else ''}: {r.verdict}{why}",
+            highlight=False,
+            soft_wrap=True,
+        )
+
+
 def _counts(table: Any) -> str:
     from jaxbench.inference.verdicts import VERDICTS
 
@@ -326,6 +351,7 @@ def _live(
     console.print(f"mode: {mode}; {design}; alpha {opts['alpha']:g} spent over up to "
                   f"{schedule.looks} look(s) (O'Brien-Fleming type); verdicts: "
                   f"{_counts(frame)}")  # fmt: skip
+    print_live_exponent_changes(found, opts["alpha"])
     console.print(f"wrote {path}", highlight=False)
     _cite_calibration([out], {c.label for c in found})
     if any(c.status != "ok" for c in found):

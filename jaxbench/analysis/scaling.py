@@ -6,11 +6,19 @@ every other parameter) when it is a number (not a flag) with at least
 strategies, a user workload's ``--param n=...``. Each ``ok`` record gives one point, its median
 latency at its value; the fit and its interval are over processes
 (:mod:`jaxbench.inference.scaling`).
+
+Live comparisons (:func:`live_exponent_changes`): where the cases of one ``compare
+--interleave`` run differ only in one numeric parameter with at least ``MIN_POINTS`` values, each
+pair of worker processes timed every value on both sides, so each pair gives a baseline and a
+candidate exponent, and the change is judged over the pairs
+(:func:`jaxbench.inference.scaling.compare_pair_exponents`).
 """
 
 from __future__ import annotations
 
+from collections import defaultdict
 from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -19,8 +27,11 @@ from jaxbench.inference.scaling import (
     DEFAULT_EXPONENT_THRESHOLD,
     MIN_POINTS,
     compare_exponents,
+    compare_pair_exponents,
     fit_exponent,
 )
+from jaxbench.inference.verdicts import look_alpha
+from jaxbench.store.live import CaseComparison, PairRun
 
 #: Columns that keep families apart besides the parameters.
 FAMILY = ("benchmark", "backend", "device_kind", "machine")
@@ -125,3 +136,98 @@ def exponent_changes(
                 "ci_high": change.ci_high, "verdict": change.verdict, "reason": change.reason,
             })  # fmt: skip
     return pd.DataFrame(rows)
+
+
+def live_exponent_changes(
+    comparisons: Sequence[CaseComparison],
+    threshold: float = DEFAULT_EXPONENT_THRESHOLD,
+    alpha: float = 0.05,
+) -> pd.DataFrame:
+    """Per swept parameter of one live run: the change of exponent over its process pairs.
+
+    A family is the comparisons of one workload, mode and pair of side labels whose parameters
+    are equal but for one numeric parameter (not a flag) with at least
+    :data:`~jaxbench.inference.scaling.MIN_POINTS` values among them. **Unit of independence:
+    the process pair.** A pair counts when every case of the family has an ``ok`` run with that
+    pair index (the same two worker processes timed every value); its baseline process and its
+    candidate process each give a slope of the log of the median of all their timed calls on
+    the log of the value (each side's own value, after ``--set-a``/``--set-b``), and the change
+    is the one-sample t interval of the per-pair differences
+    (:func:`~jaxbench.inference.scaling.compare_pair_exponents`). Its level is ``alpha`` split
+    over the schedule's looks (:func:`jaxbench.inference.verdicts.look_alpha`), as the cases'
+    own verdicts are, since the number of pairs was chosen by looking.
+
+    Args:
+        comparisons: The comparisons of one live run (each case once), e.g. as
+            :func:`jaxbench.interleave.run_interleaved` returns them or one
+            ``interleave-<id>.jsonl`` holds them.
+        threshold: Smallest change of exponent that counts.
+        alpha: 1 - the confidence level, before it is split over looks.
+
+    Returns:
+        One row per family and swept parameter with at least one counted pair: ``benchmark``,
+        ``params`` (the other parameters, ``k=v`` text), ``swept``, ``mode``, ``baseline``,
+        ``candidate`` (side labels), ``pairs`` (counted pairs), ``exponent_baseline``,
+        ``exponent_candidate`` (means over those pairs' processes), ``difference``,
+        ``ci_low``, ``ci_high``, ``verdict``, ``reason``. Empty when nothing is swept.
+
+    Raises:
+        ValueError: A case appears twice in a family (comparisons of several runs), or
+            ``threshold``/``alpha`` is out of range.
+    """
+    families: dict[tuple[Any, ...], list[CaseComparison]] = defaultdict(list)
+    for c in comparisons:
+        for name, value in c.params.items():
+            if not _is_number(value):
+                continue
+            others = tuple(sorted((k, repr(v)) for k, v in c.params.items() if k != name))
+            labels = (c.baseline.label if c.baseline else None,
+                      c.candidate.label if c.candidate else None)  # fmt: skip
+            families[(c.workload, c.mode, labels, name, others)].append(c)
+    rows = []
+    for (_, mode, (a_label, b_label), swept, _), cases in sorted(
+        families.items(), key=lambda item: repr(item[0])
+    ):
+        values = [c.params[swept] for c in cases]
+        if len(set(values)) < MIN_POINTS:
+            continue
+        if len(set(values)) < len(values):
+            raise ValueError(f"{cases[0].label}: a case appears twice with the same {swept}; "
+                             "give the comparisons of one live run")  # fmt: skip
+        by_case = [{r.index: r for r in c.pair_runs if _usable(r)} for c in cases]
+        common = sorted(set.intersection(*(set(runs) for runs in by_case)))
+        sides: tuple[dict[str, Any], dict[str, Any]] = ({}, {})
+        for index in common:
+            for side, out in zip(("baseline", "candidate"), sides, strict=True):
+                points = [_point(runs[index], side, swept) for runs in by_case]
+                if all(pt is not None for pt in points):
+                    out[str(index)] = ([pt[0] for pt in points], [pt[1] for pt in points])
+        looks = max(c.looks for c in cases)
+        change = compare_pair_exponents(*sides, threshold, look_alpha(alpha, looks))
+        if change is None:
+            continue
+        first = cases[0]
+        rows.append({
+            "benchmark": first.baseline.benchmark if first.baseline else first.workload,
+            "params": " ".join(f"{k}={v}" for k, v in sorted(first.params.items()) if k != swept),
+            "swept": swept, "mode": mode, "baseline": a_label, "candidate": b_label,
+            "pairs": change.baseline.processes, "exponent_baseline": change.baseline.exponent,
+            "exponent_candidate": change.candidate.exponent, "difference": change.difference,
+            "ci_low": change.ci_low, "ci_high": change.ci_high, "verdict": change.verdict,
+            "reason": change.reason,
+        })  # fmt: skip
+    return pd.DataFrame(rows)
+
+
+def _usable(run: PairRun) -> bool:
+    return run.status == "ok" and bool(run.rounds) and bool(run.baseline and run.candidate)
+
+
+def _point(run: PairRun, side: str, swept: str) -> tuple[float, float] | None:
+    """``(x, median latency)`` of one side of a pair, ``None`` where ``x`` is not a number."""
+    info = getattr(run, side)
+    x = info.params.get(swept) if info is not None else None
+    samples = [t for r in run.rounds for t in getattr(r, f"{side}_s")]
+    if not _is_number(x) or not samples:
+        return None
+    return float(x), float(np.median(samples))

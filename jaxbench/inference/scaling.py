@@ -21,6 +21,14 @@ Comparison (:func:`compare_exponents`): the difference of two exponents with Wel
 :func:`jaxbench.inference.verdicts.decide` on the additive scale: ``changed`` when the interval
 lies wholly beyond ``± threshold``, ``same`` when it lies wholly within, ``inconclusive``
 otherwise.
+
+Live pairs (:func:`compare_pair_exponents`): where both sides ran every ``x`` in each of several
+pairs of worker processes (``compare --interleave``), the two processes of one pair give one
+slope each, and the change is judged on the per-pair differences ``d = b_candidate -
+b_baseline``. **Unit of independence: the process pair.** The interval is the one-sample Student
+t interval of the mean of ``d`` over pairs (``df = pairs - 1``), the paired-difference form of
+the two-stage estimate above (Kalibera and Jones, ISMM 2013, the pair taking the process's
+place); the verdict rule is the same as for recorded exponents.
 """
 
 from __future__ import annotations
@@ -131,12 +139,14 @@ class ExponentChange:
         baseline: The baseline's :class:`Exponent`.
         candidate: The candidate's.
         difference: ``candidate.exponent - baseline.exponent``.
-        ci_low: Lower end of the ``1 - alpha`` Welch interval of the difference.
+        ci_low: Lower end of the ``1 - alpha`` interval of the difference: Welch's for
+            recorded exponents (:func:`compare_exponents`), the one-sample t over pairs for
+            live ones (:func:`compare_pair_exponents`).
         ci_high: Upper end.
         threshold: Smallest change of exponent that counts.
         verdict: ``changed``, ``same`` or ``inconclusive``.
         reason: Why it is ``inconclusive`` when the interval alone does not say (a side has a
-            single process); empty otherwise.
+            single process, or there is a single pair); empty otherwise.
     """
 
     baseline: Exponent
@@ -147,6 +157,32 @@ class ExponentChange:
     threshold: float
     verdict: ExponentVerdict
     reason: str = ""
+
+
+def _check(threshold: float, alpha: float) -> None:
+    if not threshold > 0:
+        raise ValueError(f"threshold must be > 0, got {threshold!r}")
+    if not 0 < alpha < 1:
+        raise ValueError(f"alpha must be in (0, 1), got {alpha!r}")
+
+
+def exponent_verdict(ci_low: float, ci_high: float, threshold: float) -> ExponentVerdict:
+    """The verdict on a change of exponent from its interval (the rule of the module docstring).
+
+    Args:
+        ci_low: Lower end of the interval of candidate minus baseline exponent.
+        ci_high: Upper end.
+        threshold: Smallest change of exponent that counts.
+
+    Returns:
+        ``changed`` when the interval lies wholly beyond ``± threshold``, ``same`` when wholly
+        within, ``inconclusive`` otherwise (an infinite or ``nan`` end included).
+    """
+    if ci_low > threshold or ci_high < -threshold:
+        return "changed"
+    if -threshold < ci_low and ci_high < threshold:
+        return "same"
+    return "inconclusive"
 
 
 def compare_exponents(
@@ -160,10 +196,7 @@ def compare_exponents(
     Raises:
         ValueError: ``threshold`` is not positive, or ``alpha`` not in (0, 1).
     """
-    if not threshold > 0:
-        raise ValueError(f"threshold must be > 0, got {threshold!r}")
-    if not 0 < alpha < 1:
-        raise ValueError(f"alpha must be in (0, 1), got {alpha!r}")
+    _check(threshold, alpha)
     diff = candidate.exponent - baseline.exponent
     va, vb = baseline.se**2, candidate.se**2
     se = math.sqrt(va + vb)
@@ -174,14 +207,78 @@ def compare_exponents(
     else:
         half = 0.0 if finite else math.inf
     lo, hi = diff - half, diff + half
-    if lo > threshold or hi < -threshold:
-        verdict: ExponentVerdict = "changed"
-    elif -threshold < lo and hi < threshold:
-        verdict = "same"
-    else:
-        verdict = "inconclusive"
+    verdict = exponent_verdict(lo, hi, threshold)
     reason = ""
     if "points of one process" in (baseline.basis, candidate.basis):
         reason = "a side has one process: time each version in at least 2 processes"
         verdict = "inconclusive"
     return ExponentChange(baseline, candidate, diff, lo, hi, threshold, verdict, reason)
+
+
+def compare_pair_exponents(
+    baseline: Mapping[str, tuple[Sequence[float], Sequence[float]]],
+    candidate: Mapping[str, tuple[Sequence[float], Sequence[float]]],
+    threshold: float = DEFAULT_EXPONENT_THRESHOLD,
+    alpha: float = 0.05,
+) -> ExponentChange | None:
+    """The change of exponent over live process pairs: a one-sample t interval of paired slopes.
+
+    **Unit of independence: the process pair.** Pair ``i``'s baseline process and its candidate
+    process each give a slope (least squares of log median latency on ``log x``, as in
+    :func:`fit_exponent`); ``d_i = b_candidate,i - b_baseline,i``. The change is the mean of
+    ``d`` and its interval ``mean ± t(1 - alpha/2, n - 1) * sd(d) / sqrt(n)`` over the ``n``
+    pairs (Student's one-sample t; :data:`scipy.stats.t`): a speed factor shared by the two
+    processes of a pair, or by all the points of one process, cancels from ``d``. The verdict is
+    :func:`exponent_verdict`. Each side's :class:`Exponent` (:func:`fit_exponent` over the same
+    pairs' processes) is kept for display.
+
+    Args:
+        baseline: Pair id -> ``(x values, median latencies in seconds)`` of its baseline
+            process.
+        candidate: The same for each pair's candidate process (same ids).
+        threshold: Smallest change of exponent that counts.
+        alpha: 1 - the confidence level of the interval.
+
+    Returns:
+        The :class:`ExponentChange` over the pairs in which both processes timed
+        :data:`MIN_POINTS` distinct ``x`` or more, or ``None`` when no pair did. With a single
+        such pair the interval is unbounded and the verdict ``inconclusive``, with a reason.
+
+    Raises:
+        ValueError: ``threshold`` is not positive, ``alpha`` not in (0, 1), or an ``x`` or a
+            latency is not positive and finite.
+    """
+    _check(threshold, alpha)
+    ids = [i for i in baseline if i in candidate]
+    base = {i: baseline[i] for i in ids}
+    cand = {i: candidate[i] for i in ids}
+    for side in (base, cand):  # validates both sides, as fit_exponent does
+        fit_exponent(side, alpha)
+    kept = [
+        i
+        for i in ids
+        if np.unique(np.asarray(base[i][0], dtype=float)).size >= MIN_POINTS
+        and np.unique(np.asarray(cand[i][0], dtype=float)).size >= MIN_POINTS
+    ]
+    if not kept:
+        return None
+    b_fit = fit_exponent({i: base[i] for i in kept}, alpha)
+    c_fit = fit_exponent({i: cand[i] for i in kept}, alpha)
+    assert b_fit is not None and c_fit is not None
+    d = np.asarray([_slope_of(cand[i]) - _slope_of(base[i]) for i in kept])
+    diff = float(d.mean())
+    reason = ""
+    if d.size < 2:
+        lo, hi = -math.inf, math.inf
+        reason = "one process pair: run at least 2 pairs"
+    else:
+        se = float(d.std(ddof=1) / math.sqrt(d.size))
+        half = float(sps.t.ppf(1 - alpha / 2, d.size - 1)) * se
+        lo, hi = diff - half, diff + half
+    verdict = exponent_verdict(lo, hi, threshold)
+    return ExponentChange(b_fit, c_fit, diff, lo, hi, threshold, verdict, reason)
+
+
+def _slope_of(points: tuple[Sequence[float], Sequence[float]]) -> float:
+    x, t = points
+    return _slope(np.asarray(x, dtype=float), np.log(np.asarray(t, dtype=float)))
