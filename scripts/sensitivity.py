@@ -22,7 +22,8 @@ order per pair; each case gives one pair log ratio
 
 **A repeat** is one comparison of the default design with one look: its verdict per effect is
 :func:`jaxbench.inference.verdicts.estimate_paired` over its ``P`` pairs at the default threshold
-and alpha, turned ``unstable`` by :func:`jaxbench.inference.stability.pairs_reasons` (drift
+and alpha, turned ``unstable`` by :func:`jaxbench.inference.stability.veto` of
+:func:`jaxbench.inference.stability.pairs_disturbances` (drift
 within a pair, CPU share changing within or between pairs). So the share of repeats called
 ``slower`` is the measured power at that effect, and on A/A the share called ``slower`` or
 ``faster`` the measured false-alarm rate, each with an exact (Clopper-Pearson) 95 % interval.
@@ -368,7 +369,7 @@ def judge(repeat_pairs: Sequence[StudyPair], effect: float, settings: Settings) 
     calls = len(ok) * settings.schedule["rounds"] * settings.schedule["calls_per_block"]
     est = verdicts.estimate_paired([p.log_ratio for p in ok], (calls, calls),
                                    settings.threshold, settings.alpha)  # fmt: skip
-    est = est.unstable(stability.pairs_reasons([as_rounds(p.rounds) for p in ok],
+    est = stability.veto(est, stability.pairs_disturbances([as_rounds(p.rounds) for p in ok],
                                                settings.threshold))  # fmt: skip
     return StudyRepeat(**fields, ratio=_num(est.ratio), ci_low=_num(est.ci_low),
                        ci_high=_num(est.ci_high), p_value=_num(est.p_value),

@@ -231,7 +231,9 @@ def test_case_summary_counts_processes(tmp_path):
     ("interval", "expected"),
     [
         ((1.05, 1.15), "slower"),  # wholly above 1.02
-        ((1.01, 1.15), "inconclusive"),  # reaches below the threshold
+        ((1.01, 1.15), "slower"),  # a change shown (above 1), its estimate beyond 1.02
+        ((0.99, 1.15), "inconclusive"),  # no change shown
+        ((1.001, 1.025), "inconclusive"),  # a change shown, but its estimate under 1.02
         ((0.99, 1.01), "same"),  # wholly within (1/1.02, 1.02)
         ((1.005, 1.015), "same"),  # a real change, but smaller than the threshold
         ((0.85, 0.95), "faster"),

@@ -23,6 +23,7 @@ from jaxbench.calibrate import (
     write_calibration,
 )
 from jaxbench.cli import app
+from jaxbench.inference.sequential import looks_at, nominal_level
 from jaxbench.interleave import Schedule
 from jaxbench.store import Calibration, CalibrationComparison
 from jaxbench.store.calibration import CalibrationCase
@@ -55,13 +56,18 @@ def test_summary_spread_and_detectable_follow_the_verdicts_formula():
     d = default_design()
     defaults = Schedule()
     assert (d.pairs, d.max_pairs, d.looks) == (defaults.pairs, defaults.max_pairs, defaults.looks)
-    a = 0.05 / defaults.looks
+    a = d.alpha_per_look  # the repeated-CI level of the last look
+    assert a == pytest.approx(
+        nominal_level(looks_at(d.max_pairs, d.pairs, defaults.pairs_step, d.max_pairs),
+                      d.max_pairs, 0.05))  # fmt: skip
     for pairs, got80, got95 in ((d.pairs, s.detectable_80, s.detectable_95),
                                 (d.max_pairs, s.detectable_80_max_pairs,
                                  s.detectable_95_max_pairs)):  # fmt: skip
         for power, got in ((0.8, got80), (0.95, got95)):
-            q = sps.t.ppf(1 - a / 2, pairs - 1) + sps.t.ppf(power, pairs - 1)
-            assert got == pytest.approx(1.02 * math.exp(q * s.sd_log / math.sqrt(pairs)) - 1)
+            q, zp = sps.t.ppf(1 - a / 2, pairs - 1), sps.t.ppf(power, pairs - 1)
+            se = s.sd_log / math.sqrt(pairs)  # shown (lower end above 1) and at least 1.02
+            want = max((q + zp) * se, math.log(1.02) + zp * se)
+            assert got == pytest.approx(math.expm1(want))
     assert s.detectable_95 > s.detectable_80 > s.detectable_80_max_pairs > 0.02
     assert s.seconds_per_pair == 12.0
     assert s.seconds_to_verdict == 12.0 * d.pairs
@@ -181,7 +187,7 @@ def test_calibrate_end_to_end_writes_a_record_that_loads(tmp_path):
     assert f"wrote {tmp_path}" in " ".join(result.output.split())
 
 
-def test_compare_cites_a_calibration_of_another_case_with_a_caveat(tmp_path, monkeypatch, capsys):
+def test_compare_cites_a_calibration_of_the_same_case_and_host_only(tmp_path, monkeypatch, capsys):
     from jaxbench import compare_cli
     from jaxbench.env import host
 
@@ -189,7 +195,12 @@ def test_compare_cites_a_calibration_of_another_case_with_a_caveat(tmp_path, mon
     write_calibration(tmp_path / "cal", record(hostname=host()["hostname"], size="small"))
     calibrated = record(size="small").case.label
     compare_cli._cite_calibration([tmp_path / "cal"], {"transformer dtype=float32 size=tiny"})
-    assert "another case: its spread" in capsys.readouterr().out
+    out = capsys.readouterr().out
+    assert "calibration: none of these cases" in out and "size=small" not in out
     compare_cli._cite_calibration([tmp_path / "cal"], {calibrated})
     out = capsys.readouterr().out
-    assert "size=small" in out and "another case" not in out
+    assert f"calibration of {calibrated}" in " ".join(out.split())
+    # Another host's calibration of the same case is not cited either.
+    write_calibration(tmp_path / "other", record(hostname="elsewhere", size="small"))
+    compare_cli._cite_calibration([tmp_path / "other"], {calibrated})
+    assert "calibration: none of these cases" in capsys.readouterr().out

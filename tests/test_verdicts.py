@@ -124,7 +124,14 @@ def test_decide_four_outcomes_and_symmetry():
     assert verdicts.decide(1.03, 1.08, 0.02) == "slower"
     assert verdicts.decide(1 / 1.08, 1 / 1.03, 0.02) == "faster"
     assert verdicts.decide(0.99, 1.01, 0.02) == "same"
-    assert verdicts.decide(1.01, 1.05, 0.02) == "inconclusive"  # excludes 1, not the threshold
+    # A change is shown (the interval excludes 1) and its estimate reaches the threshold.
+    assert verdicts.decide(1.01, 1.05, 0.02) == "slower"
+    assert verdicts.decide(1 / 1.05, 1 / 1.01, 0.02) == "faster"
+    # ... but not under the minimum-effect rule, which wants the whole interval beyond it.
+    assert verdicts.decide(1.01, 1.05, 0.02, strict=True) == "inconclusive"
+    assert verdicts.decide(1.03, 1.08, 0.02, strict=True) == "slower"
+    # Shown but smaller than the threshold (estimate 1.0149), or not shown at all.
+    assert verdicts.decide(1.0099, 1.02, 0.02) == "inconclusive"
     assert verdicts.decide(0.97, 1.01, 0.02) == "inconclusive"
     assert verdicts.decide(math.nan, math.nan) == "inconclusive"
     with pytest.raises(ValueError, match="threshold"):
@@ -149,12 +156,6 @@ def test_inconclusive_says_what_would_settle_it():
     assert est.detectable_95 > est.detectable
 
 
-def test_look_alpha_splits_alpha():
-    assert verdicts.look_alpha(0.05, 4) == pytest.approx(0.0125)
-    with pytest.raises(ValueError):
-        verdicts.look_alpha(0.05, 0)
-
-
 class _Round:
     def __init__(self, a, b, na=None, nb=None):
         self.baseline_s, self.candidate_s = a, b
@@ -167,10 +168,12 @@ def test_pair_drift_is_unstable():
     rounds = [
         _Round(x, y if i < 20 else y * 0.55) for i, (x, y) in enumerate(zip(a, b, strict=True))
     ]
-    reasons = stability.pairs_reasons([rounds], threshold=0.02)
-    assert any("per-round ratio moved" in r for r in reasons), reasons
+    found = stability.pairs_disturbances([rounds], threshold=0.02)
+    assert any("per-round ratio moved" in d.reason for d in found), found
+    # Its bound is the shift between the halves (one pair: the whole mean).
+    assert max(d.bound for d in found) == pytest.approx(-math.log(0.55), rel=0.15)
     quiet = [_Round(x, y) for x, y in zip(a, b, strict=True)]
-    assert stability.pairs_reasons([quiet], threshold=0.02) == []
+    assert stability.pairs_disturbances([quiet], threshold=0.02) == []
 
 
 def test_a_cpu_share_change_of_one_side_is_unstable_and_of_both_is_not():
@@ -181,20 +184,20 @@ def test_a_cpu_share_change_of_one_side_is_unstable_and_of_both_is_not():
         _Round(x, y, {"cpu_share": 1.8}, {"cpu_share": s})
         for x, y, s in zip(a, b, share, strict=True)
     ]
-    reasons = stability.pairs_reasons([one_side], threshold=0.02)
-    assert any("candidate relative to baseline: CPU share" in r for r in reasons), reasons
+    found = stability.pairs_disturbances([one_side], threshold=0.02)
+    assert any("candidate relative to baseline: CPU share" in d.reason for d in found), found
     # A hog that slows both workers alike is cancelled by interleaving: not a reason.
     both = [
         _Round(x, y, {"cpu_share": s}, {"cpu_share": s})
         for x, y, s in zip(a, b, share, strict=True)
     ]
-    assert stability.pairs_reasons([both], threshold=0.02) == []
+    assert stability.pairs_disturbances([both], threshold=0.02) == []
     # Blocks too short to tell (a scheduler slice or two) are not judged by their share.
     short = [
         _Round(x, y, {"cpu_share": 1.8, "wall_s": 1e-3}, {"cpu_share": s, "wall_s": 1e-3})
         for x, y, s in zip(a, b, share, strict=True)
     ]
-    assert stability.pairs_reasons([short], threshold=0.02) == []
+    assert stability.pairs_disturbances([short], threshold=0.02) == []
 
 
 def test_a_compile_shared_by_three_k_values_counts_once():

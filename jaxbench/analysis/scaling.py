@@ -30,7 +30,7 @@ from jaxbench.inference.scaling import (
     compare_pair_exponents,
     fit_exponent,
 )
-from jaxbench.inference.verdicts import look_alpha
+from jaxbench.interleave.estimate import look_level
 from jaxbench.store.live import CaseComparison, PairRun
 
 #: Columns that keep families apart besides the parameters.
@@ -154,7 +154,8 @@ def live_exponent_changes(
     the log of the value (each side's own value, after ``--set-a``/``--set-b``), and the change
     is the one-sample t interval of the per-pair differences
     (:func:`~jaxbench.inference.scaling.compare_pair_exponents`). Its level is ``alpha`` split
-    over the schedule's looks (:func:`jaxbench.inference.verdicts.look_alpha`), as the cases'
+    at the repeated-CI level of the look the pairs ended at
+    (:func:`jaxbench.interleave.estimate.look_level`), as the cases'
     own verdicts are, since the number of pairs was chosen by looking.
 
     Args:
@@ -202,8 +203,8 @@ def live_exponent_changes(
                 points = [_point(runs[index], side, swept) for runs in by_case]
                 if all(pt is not None for pt in points):
                     out[str(index)] = ([pt[0] for pt in points], [pt[1] for pt in points])
-        looks = max(c.looks for c in cases)
-        change = compare_pair_exponents(*sides, threshold, look_alpha(alpha, looks))
+        level = min(look_level(c, max(1, len(common)), alpha) for c in cases)
+        change = compare_pair_exponents(*sides, threshold, level)
         if change is None:
             continue
         first = cases[0]

@@ -19,7 +19,8 @@ is never more than ``inconclusive``.
 Comparison (:func:`compare_exponents`): the difference of two exponents with Welch's interval
 (Welch-Satterthwaite degrees of freedom), and the verdict rule of
 :func:`jaxbench.inference.verdicts.decide` on the additive scale: ``changed`` when the interval
-lies wholly beyond ``± threshold``, ``same`` when it lies wholly within, ``inconclusive``
+excludes 0 and the estimate is at least ``threshold`` away from it, ``same`` when it lies wholly
+within ``± threshold``, ``inconclusive``
 otherwise.
 
 Live pairs (:func:`compare_pair_exponents`): where both sides ran every ``x`` in each of several
@@ -175,10 +176,14 @@ def exponent_verdict(ci_low: float, ci_high: float, threshold: float) -> Exponen
         threshold: Smallest change of exponent that counts.
 
     Returns:
-        ``changed`` when the interval lies wholly beyond ``± threshold``, ``same`` when wholly
-        within, ``inconclusive`` otherwise (an infinite or ``nan`` end included).
+        ``changed`` when the interval excludes 0 and its midpoint (the estimate) is at least
+        ``threshold`` from 0, ``same`` when it lies wholly within ``± threshold``,
+        ``inconclusive`` otherwise (an infinite or ``nan`` end included).
     """
-    if ci_low > threshold or ci_high < -threshold:
+    if not (math.isfinite(ci_low) and math.isfinite(ci_high)):
+        return "inconclusive"
+    mid = (ci_low + ci_high) / 2
+    if (ci_low > 0 and mid >= threshold) or (ci_high < 0 and mid <= -threshold):
         return "changed"
     if -threshold < ci_low and ci_high < threshold:
         return "same"

@@ -40,8 +40,6 @@ from collections.abc import Sequence
 from functools import lru_cache
 
 import numpy as np
-from scipy import optimize
-from scipy import stats as sps
 
 #: Grid points over the continuation region per look (the error of the trapezoid rule on this
 #: grid is below 1e-6 in the spent error for up to 30 looks: tests/test_sequential.py).
@@ -61,11 +59,16 @@ def spent(fraction: float, alpha: float) -> float:
         raise ValueError(f"information fraction must be in (0, 1], got {fraction}")
     if not 0 < alpha < 1:
         raise ValueError(f"alpha must be in (0, 1), got {alpha}")
+    from scipy import stats as sps  # not at the top: a live worker never needs it
+
     return float(2 * sps.norm.sf(sps.norm.isf(alpha / 2) / math.sqrt(fraction)))
 
 
 @lru_cache(maxsize=256)
 def _boundaries(fractions: tuple[float, ...], alpha: float) -> tuple[float, ...]:
+    from scipy import optimize
+    from scipy import stats as sps
+
     out: list[float] = []
     grid = dens = None
     before = 0.0
@@ -163,6 +166,8 @@ def nominal_level(looks: Sequence[int], cap: int, alpha: float) -> float:
     """
     if cap < 1:
         raise ValueError(f"cap must be >= 1, got {cap}")
+    from scipy import stats as sps
+
     top = max(cap, max(looks))
     c = boundaries([n / top for n in looks], alpha)[-1]
     return float(2 * sps.norm.sf(c))

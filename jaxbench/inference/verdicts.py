@@ -278,6 +278,8 @@ def units_needed(
     mu, bound = math.log1p(effect), math.log1p(threshold)
     if mu < bound or not math.isfinite(sd):
         return math.inf
+    from scipy import stats as sps  # not at the top: a live worker never needs it
+
     z, zp = sps.norm.ppf(1 - alpha / 2), sps.norm.ppf(POWERS[0])
     factor = 1.0 if paired else 2.0
     if strict:
