@@ -128,13 +128,9 @@ def _offline(baseline: str, candidate: str, results: list[Path], opts: dict[str,
     _exit_for(result.table, fail_on_undecided)
 
 
-#: The change ``compare`` of recorded runs plans for ("how many processes to decide 5 %").
-PLANNED_EFFECT = 0.05
-
-
 def _print_processes_needed(result: Any, opts: dict[str, Any]) -> None:
     """One line: processes a side this machine needs to decide a 5 % change, and what it has."""
-    from jaxbench.analysis.compare import processes_to_decide
+    from jaxbench.analysis.compare import PLANNED_EFFECT, processes_to_decide
 
     need, spread = processes_to_decide(result.table, PLANNED_EFFECT, opts["threshold"],
                                        opts["alpha"], opts.get("strict", False))  # fmt: skip

@@ -232,6 +232,7 @@ def _review(
                              settings=settings)  # fmt: skip
         done = finished(review.live, *versions, schedule.pairs)
         opened = open_cases(review.results, labels)
+        _say_processes_needed(review, processes, rule)
         if reused := [label for label in opened if label in done]:
             err_console.print(f"confirm: {len(reused)} case(s) compared live before, reused",
                               highlight=False)  # fmt: skip
@@ -274,6 +275,30 @@ def _review(
     console.print(f"report: {report}", highlight=False)
     if any(a.verdict == "slower" for a in found):
         raise typer.Exit(1)
+
+
+def _say_processes_needed(review: Any, processes: int, rule: dict[str, float]) -> None:
+    """One line: processes a side the screen would need to decide 5 % here, from its spread.
+
+    The screen keeps ``--processes``: the spread is known only after it, and every case it
+    leaves open goes to live pairs, which decide with far fewer processes.
+    """
+    from jaxbench.analysis.compare import PLANNED_EFFECT, processes_to_decide
+
+    if not review.comparisons:
+        return
+    need, spread = processes_to_decide(review.comparisons[0].table, PLANNED_EFFECT,
+                                       rule["threshold"], rule["alpha"])  # fmt: skip
+    if need is None:
+        return
+    enough = (
+        "enough"
+        if processes >= need
+        else (f"the screen has {processes}; the cases it leaves open are confirmed in live pairs")
+    )
+    err_console.print(f"screen: to call a {PLANNED_EFFECT:.0%} change from recorded runs alone "
+                      f"this machine needs about {need} processes a side (spread between "
+                      f"processes sd {spread:.3f}); {enough}", highlight=False)  # fmt: skip
 
 
 def _print(found: list) -> None:

@@ -20,18 +20,22 @@ order per pair; each case gives one pair log ratio
 (:func:`jaxbench.inference.paired.pair_log_ratio`). ``--repeats R`` independent repeats of
 ``--pairs P`` pairs each make a pool of ``R * P`` pairs per effect.
 
-**A repeat** is one comparison of the default design with one look: its verdict per effect is
-:func:`jaxbench.inference.verdicts.estimate_paired` over its ``P`` pairs at the default threshold
-and alpha, turned ``unstable`` by :func:`jaxbench.inference.stability.veto` of
-:func:`jaxbench.inference.stability.pairs_disturbances` (drift
-within a pair, CPU share changing within or between pairs). So the share of repeats called
-``slower`` is the measured power at that effect, and on A/A the share called ``slower`` or
-``faster`` the measured false-alarm rate, each with an exact (Clopper-Pearson) 95 % interval.
+**A repeat** is one sequential comparison per effect with the design of ``jaxbench compare
+--interleave`` (:class:`jaxbench.interleave.Schedule` defaults: a look after every pair from the
+first look, up to ``max_pairs``): at each look, each open effect is judged by
+:func:`jaxbench.inference.verdicts.estimate_paired` at the repeated-CI level of that look
+(:func:`jaxbench.inference.sequential.nominal_level`) and
+:func:`jaxbench.inference.stability.veto` of
+:func:`jaxbench.inference.stability.pairs_disturbances`; an effect called ``slower``,
+``faster`` or ``same`` gets no more pairs. So the share of repeats called ``slower`` is the
+measured power at that effect, and on A/A the share called ``slower`` or ``faster`` the
+measured false-alarm rate, each with an exact (Clopper-Pearson) 95 % interval; the pairs and
+seconds each took are the time to a verdict.
 
 **Hog scenario** (``--hog``): in each repeat a CPU hog on all usable cores (``stress-ng --cpu
-N`` when on PATH, else ``N`` Python busy loops) starts after ``P // 2`` pairs and stops at the
-repeat's end, so the machine changes part-way through a comparison; every pair records whether
-the hog was on. The question is whether the stability checks call those repeats ``unstable``
+N`` when on PATH, else ``N`` Python busy loops) starts after :data:`HOG_AFTER` pairs and stops at
+the repeat's end, so the machine changes part-way through a comparison; every pair records
+whether the hog was on. The question is whether the stability checks call those repeats ``unstable``
 instead of letting the hog make a false call.
 
 **Summary** (``summarize``), per effect: the long-run reference ratio ``exp(mean)`` of all the
@@ -80,10 +84,11 @@ from scipy import stats as sps
 
 from jaxbench.calibrate import default_design, design_detectable, proportion_interval
 from jaxbench.env import host
-from jaxbench.inference import stability, verdicts
+from jaxbench.inference import sequential, stability, verdicts
 from jaxbench.inference.paired import pair_log_ratio
 from jaxbench.interleave.session import (
     DEFAULT_CALLS_PER_BLOCK,
+    DEFAULT_MAX_PAIRS,
     DEFAULT_PAIRS,
     DEFAULT_ROUNDS,
     DEFAULT_WARMUP_ROUNDS,
@@ -97,6 +102,10 @@ from jaxbench.store.calibration import Design
 from jaxbench.store.live import Round, now
 
 FILE_PREFIX = "sensitivity-"
+#: Verdicts that end an effect's comparison.
+DECIDED = ("slower", "faster", "same")
+#: Pairs of a repeat before the hog starts (the default schedule's first look is at 3).
+HOG_AFTER = 3
 SCHEMA_VERSION = 2
 EFFECTS = (1.0, 1.03, 1.05)
 DEFAULT_REPEATS = 10
@@ -312,18 +321,25 @@ def as_rounds(figures: Sequence[RoundFigures]) -> list[Round]:
 
 
 def run_pair(
-    study: Study, python: str, repeat: int, pair: int, hog: bool, rng: np.random.Generator
+    study: Study,
+    python: str,
+    repeat: int,
+    pair: int,
+    hog: bool,
+    rng: np.random.Generator,
+    effects: Sequence[float] | None = None,
 ) -> list[StudyPair]:
-    """One pair of fresh workers running every effect once, in a random order."""
+    """One pair of fresh workers running each effect still open once, in a random order."""
     st = study.settings
     s = Schedule(**{k: v for k, v in st.schedule.items() if k != "looks"})
     base = Variant("base", python, {})
     index = len({(p.repeat, p.pair) for p in study.pairs})
     out: list[StudyPair] = []
     t0 = time.perf_counter()
+    todo = list(st.effects if effects is None else effects)
     with Worker(python, st.backend) as wa, Worker(python, st.backend) as wb:
-        for position, e in enumerate(rng.permutation(len(st.effects))):
-            effect = st.effects[int(e)]
+        for position, e in enumerate(rng.permutation(len(todo))):
+            effect = todo[int(e)]
             b = candidate(python, st.size, effect)
             started, c0 = now(), time.perf_counter()
             run = interleave_case(wa, wb, base, b, st.workload, st.params, st.backend, s, rng,
@@ -367,8 +383,12 @@ def judge(repeat_pairs: Sequence[StudyPair], effect: float, settings: Settings) 
         return StudyRepeat(**fields, ratio=None, ci_low=None, ci_high=None, p_value=None,
                            verdict="failed", advice=errors)  # fmt: skip
     calls = len(ok) * settings.schedule["rounds"] * settings.schedule["calls_per_block"]
+    sch = settings.schedule
+    level = sequential.nominal_level(
+        sequential.looks_at(len(ok), sch["pairs"], sch["pairs_step"], sch["max_pairs"]),
+        sch["max_pairs"], settings.alpha)  # fmt: skip
     est = verdicts.estimate_paired([p.log_ratio for p in ok], (calls, calls),
-                                   settings.threshold, settings.alpha)  # fmt: skip
+                                   settings.threshold, level)  # fmt: skip
     est = stability.veto(est, stability.pairs_disturbances([as_rounds(p.rounds) for p in ok],
                                                settings.threshold))  # fmt: skip
     return StudyRepeat(**fields, ratio=_num(est.ratio), ci_low=_num(est.ci_low),
@@ -386,9 +406,9 @@ def new_study(
     threshold: float = verdicts.DEFAULT_THRESHOLD,
     alpha: float = verdicts.DEFAULT_ALPHA,
 ) -> Study:
-    """A study not yet run: ``repeats`` of ``schedule.pairs`` pairs (one look) per effect."""
+    """A study not yet run: ``repeats`` sequential comparisons per effect, each with the
+    schedule's looks (default: ``jaxbench compare --interleave``'s), up to ``max_pairs``."""
     s = schedule or Schedule()
-    s = dataclasses.replace(s, max_pairs=s.pairs)
     return Study(
         run_id=new_run_id(),
         started_at=now(),
@@ -398,7 +418,7 @@ def new_study(
         settings=Settings(
             workload=WORKLOAD,
             params={"size": size, "dtype": "float32", "optimizer": "sgd", "donate": True},
-            size=size, effects=list(effects), repeats=repeats, pairs=s.pairs, hog=hog,
+            size=size, effects=list(effects), repeats=repeats, pairs=s.max_pairs, hog=hog,
             hog_tool=Hog(usable_cpus()).tool if hog else None, backend=backend,
             threshold=threshold, alpha=alpha, seed=s.seed, schedule=dataclasses.asdict(s),
             design=default_design(threshold, alpha),
@@ -414,25 +434,38 @@ def study_path(out: Path, study: Study) -> Path:
 def run_study(study: Study, out: Path, log: Callable[[str], None] | None = None) -> Path:
     """Run ``study`` (filled in place), saving it after every pair; returns its path.
 
-    The hog (``settings.hog``) is started before pair ``pairs // 2`` of each repeat and
-    stopped at the repeat's end, also when a worker fails or on Ctrl-C.
+    Each repeat is one sequential comparison per effect, as ``jaxbench compare --interleave``
+    runs it: from the schedule's first look on, an effect that is ``slower``, ``faster`` or
+    ``same`` (:func:`judge`) gets no more pairs; the repeat ends when no effect is open or at
+    ``max_pairs``. The hog (``settings.hog``) is started before pair :data:`HOG_AFTER` of each
+    repeat and stopped at the repeat's end, also when a worker fails or on Ctrl-C.
     """
     st = study.settings
     hogger = Hog(usable_cpus()) if st.hog else None
     rng = np.random.default_rng(st.seed)
     path = save(out, study)
+    first = st.schedule["pairs"]
     for r in range(st.repeats):
+        open_effects = list(st.effects)
         try:
             for j in range(st.pairs):
-                if hogger and j == st.pairs // 2:
+                if hogger and j == HOG_AFTER:
                     hogger.start()
-                runs = run_pair(study, study.python, r, j, bool(hogger and hogger.on), rng)
+                runs = run_pair(study, study.python, r, j, bool(hogger and hogger.on), rng,
+                                open_effects)  # fmt: skip
                 study.pairs.extend(runs)
                 study.updated_at = now()
                 save(out, study)
+                if j + 1 >= first:
+                    mine = [p for p in study.pairs if p.repeat == r]
+                    open_effects = [e for e in open_effects
+                                    if judge(mine, e, st).verdict not in DECIDED]  # fmt: skip
                 if log:
-                    log(f"repeat {r + 1}/{st.repeats}: pair {j + 1}/{st.pairs} done "
-                        f"({runs[0].pair_seconds:.0f} s); saved {path}")  # fmt: skip
+                    log(f"repeat {r + 1}/{st.repeats}: pair {j + 1} done "
+                        f"({runs[0].pair_seconds:.0f} s), {len(open_effects)} effect(s) open; "
+                        f"saved {path}")  # fmt: skip
+                if not open_effects:
+                    break
         finally:
             if hogger:
                 hogger.stop()
@@ -656,13 +689,14 @@ Opt = typer.Option
 @app.command("run")
 def run_cmd(
     repeats: Annotated[int, Opt(help="Independent repeats.")] = DEFAULT_REPEATS,
-    pairs: Annotated[int, Opt(help="Process pairs per repeat (one look).")] = DEFAULT_PAIRS,
+    pairs: Annotated[int, Opt(help="Pairs of the first look.")] = DEFAULT_PAIRS,
+    max_pairs: Annotated[int, Opt(help="Most pairs of a repeat (the cap).")] = DEFAULT_MAX_PAIRS,
     effects: Annotated[str, Opt(help="Comma-separated FLOP factors; 1.0 = A/A.")] = "1.0,1.03,1.05",
     size: Annotated[str, Opt("--size", "-s", help="Train-step size of the baseline.")] = "small",
     rounds: Annotated[int, Opt(help="Timed rounds per case and pair.")] = DEFAULT_ROUNDS,
     calls_per_block: Annotated[int, Opt(help="Timed calls per block.")] = DEFAULT_CALLS_PER_BLOCK,
     warmup_rounds: Annotated[int, Opt(help="Untimed rounds first.")] = DEFAULT_WARMUP_ROUNDS,
-    hog: Annotated[bool, Opt(help="CPU hog on all cores from pair P // 2 of a repeat.")] = False,
+    hog: Annotated[bool, Opt(help="CPU hog on all cores from pair 4 of a repeat.")] = False,
     backend: Annotated[str, Opt("--backend", "-b", help="Worker backend.")] = "cpu",
     seed: Annotated[int, Opt(help="Seed of the effect and block orders.")] = 0,
     out: Annotated[Path, Opt("--out", "-o", help="Output folder.")] = Path("results/sensitivity"),
@@ -685,7 +719,7 @@ def run_cmd(
         for f in factors:
             get_size(size if f == 1.0 else f"{size}*{f:g}")
         check_backend(backend)
-        s = Schedule(pairs=pairs, max_pairs=pairs, rounds=rounds,
+        s = Schedule(pairs=pairs, max_pairs=max_pairs, rounds=rounds,
                      calls_per_block=calls_per_block, warmup_rounds=warmup_rounds,
                      seed=seed)  # fmt: skip
     except ValueError as exc:

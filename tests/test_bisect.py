@@ -14,6 +14,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from scipy.stats import binomtest
 from typer.testing import CliRunner
 
 from jaxbench.bisect import releases_between, search
@@ -85,13 +86,15 @@ def test_the_sweep_finds_a_step_that_is_later_undone_where_binary_cannot():
 
 
 def test_no_step_in_a_flat_sequence_of_a_a_releases_over_many_seeds():
-    """A/A: no real change anywhere, 50 seeded sweeps: a false step at most 2.5 % per look."""
+    """A/A: no real change anywhere, 50 seeded sweeps: a false step at most 2.5 % per look and
+    direction (so at most 5 % of the consecutive comparisons), within binomial bounds."""
     false_steps = 0
     for seed in range(50):
         result = search("sweep", RELEASES, ["flat"], simulated_judge({"flat": level({})}, seed),
                         0.02)  # fmt: skip
         false_steps += len(result.steps)
-    assert false_steps <= 3
+    looks = 50 * (len(RELEASES) - 1)
+    assert binomtest(false_steps, looks, 0.05, alternative="greater").pvalue > 0.001, false_steps
 
 
 def test_a_creep_below_the_threshold_per_release_is_reported_as_no_single_step():
@@ -211,4 +214,6 @@ def test_a_recorded_bisect_of_a_a_releases_finds_no_step():
         frame = _recorded_frame({"flat": level({})}, processes=4, seed=seed)
         judge = RecordedJudge(frame, {"flat": "flat n=1"}, threshold=0.02, alpha=0.05)
         false_steps += len(search("sweep", RELEASES, ["flat"], judge, threshold=0.02).steps)
-    assert false_steps <= 2  # 10 sweeps of ten releases; each false call has p <= 2.5 %
+    # 10 sweeps of ten releases; each false call has p <= 2.5 % a direction.
+    looks = 10 * (len(RELEASES) - 1)
+    assert binomtest(false_steps, looks, 0.05, alternative="greater").pvalue > 0.001, false_steps

@@ -205,8 +205,8 @@ def test_run_refuses_bad_input(tmp_path):
 
 @pytest.mark.slow
 def test_a_tiny_study_runs_and_summarizes(tmp_path):
-    args = ["run", "--repeats", "1", "--pairs", "2", "--rounds", "6", "--calls-per-block", "2",
-            "-s", "tiny", "-o", str(tmp_path)]  # fmt: skip
+    args = ["run", "--repeats", "1", "--pairs", "2", "--max-pairs", "2", "--rounds", "6",
+            "--calls-per-block", "2", "-s", "tiny", "-o", str(tmp_path)]  # fmt: skip
     result = runner.invoke(sens.app, args)
     assert result.exit_code == 0, result.output
     (path,) = tmp_path.glob("sensitivity-*.json")

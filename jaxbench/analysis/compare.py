@@ -235,9 +235,13 @@ def compare_versions(
     )
 
 
+#: The change recorded comparisons plan for ("how many processes to decide 5 %").
+PLANNED_EFFECT = 0.05
+
+
 def processes_to_decide(
     table: pd.DataFrame,
-    effect: float = 0.05,
+    effect: float = PLANNED_EFFECT,
     threshold: float = verdicts.DEFAULT_THRESHOLD,
     alpha: float = verdicts.DEFAULT_ALPHA,
     strict: bool = False,

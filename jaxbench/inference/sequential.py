@@ -37,7 +37,6 @@ from __future__ import annotations
 import itertools
 import math
 from collections.abc import Sequence
-from functools import lru_cache
 
 import numpy as np
 
@@ -64,24 +63,40 @@ def spent(fraction: float, alpha: float) -> float:
     return float(2 * sps.norm.sf(sps.norm.isf(alpha / 2) / math.sqrt(fraction)))
 
 
-@lru_cache(maxsize=256)
+#: Per prefix of look fractions: the boundaries so far, the error spent, and the density of
+#: the statistic on the continuation region at the last look (grid, values). A boundary depends
+#: only on the looks up to it, so a comparison's next look extends its last state.
+_STATES: dict[tuple[float, ...], tuple[tuple[float, ...], float, np.ndarray, np.ndarray]] = {}
+
+
+def _pdf(x: np.ndarray) -> np.ndarray:
+    return np.exp(-0.5 * x * x) / math.sqrt(2 * math.pi)
+
+
 def _boundaries(fractions: tuple[float, ...], alpha: float) -> tuple[float, ...]:
     from scipy import optimize
     from scipy import stats as sps
 
-    out: list[float] = []
-    grid = dens = None
-    before = 0.0
-    for k, t in enumerate(fractions):
+    key = (alpha, *fractions)
+    if key in _STATES:
+        return _STATES[key][0]
+    done = max((k for k in range(len(fractions)) if (alpha, *fractions[:k]) in _STATES),
+               default=0)  # fmt: skip
+    if done:
+        out_t, before, grid, dens = _STATES[(alpha, *fractions[:done])]
+        out = list(out_t)
+    else:
+        out, before, grid, dens = [], 0.0, np.zeros(0), np.zeros(0)
+    for k in range(done, len(fractions)):
+        t = fractions[k]
         now = spent(t, alpha)
         step = now - before
         if k == 0:
             c = float(sps.norm.isf(step / 2))
         else:
             sd = math.sqrt(t - fractions[k - 1])
-            g, f = grid, dens
 
-            def excess(c: float, t: float = t, sd: float = sd, g=g, f=f, step=step) -> float:
+            def excess(c: float, t: float = t, sd: float = sd, g=grid, f=dens, step=step) -> float:
                 b = c * math.sqrt(t)
                 tail = sps.norm.cdf((-b - g) / sd) + sps.norm.sf((b - g) / sd)
                 return float(np.trapezoid(f * tail, g)) - step
@@ -90,17 +105,16 @@ def _boundaries(fractions: tuple[float, ...], alpha: float) -> tuple[float, ...]
             # infinite boundary.
             c = math.inf if step <= 0 else float(optimize.brentq(excess, 0.0, 60.0, xtol=1e-6))
         out.append(c)
-        if k + 1 < len(fractions):
-            b = min(c, 60.0) * math.sqrt(t)
-            new = np.linspace(-b, b, GRID)
-            if k == 0:
-                dens = sps.norm.pdf(new / math.sqrt(t)) / math.sqrt(t)
-            else:
-                sd = math.sqrt(t - fractions[k - 1])
-                kernel = sps.norm.pdf((new[:, None] - grid[None, :]) / sd) / sd
-                dens = np.trapezoid(kernel * dens[None, :], grid, axis=1)
-            grid = new
-        before = now
+        b = min(c, 60.0) * math.sqrt(t)
+        new = np.linspace(-b, b, GRID)
+        if k == 0:
+            dens = _pdf(new / math.sqrt(t)) / math.sqrt(t)
+        else:
+            sd = math.sqrt(t - fractions[k - 1])
+            dens = np.trapezoid(_pdf((new[:, None] - grid[None, :]) / sd) / sd * dens[None, :],
+                                grid, axis=1)  # fmt: skip
+        grid, before = new, now
+        _STATES[(alpha, *fractions[: k + 1])] = (tuple(out), before, grid, dens)
     return tuple(out)
 
 

@@ -61,6 +61,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
+from functools import lru_cache
 from typing import Literal
 
 import numpy as np
@@ -221,6 +222,18 @@ def _log_medians(groups: Sequence[Sequence[float] | np.ndarray]) -> tuple[np.nda
     return np.asarray(logs, dtype=float), calls
 
 
+@lru_cache(maxsize=4096)
+def t_quantile(q: float, df: float) -> float:
+    """Student's t quantile (:func:`scipy.stats.t.ppf`), cached.
+
+    The looks of a live schedule ask for the same few levels and degrees of freedom again and
+    again.
+    """
+    from scipy import stats as sps  # not at the top: a live worker never needs it
+
+    return float(sps.t.ppf(q, df))
+
+
 def detectable(
     se: float, df: float, alpha: float, threshold: float, power: float, strict: bool = False
 ) -> float:
@@ -244,11 +257,9 @@ def detectable(
     Returns:
         The relative slowdown, or ``nan`` without a finite ``se`` or with ``df`` <= 0.
     """
-    from scipy import stats as sps  # not at the top: a live worker never needs it
-
     if not (math.isfinite(se) and df > 0):
         return math.nan
-    q, zp = sps.t.ppf(1 - alpha / 2, df), sps.t.ppf(power, df)
+    q, zp = t_quantile(1 - alpha / 2, df), t_quantile(power, df)
     bound = math.log1p(threshold)
     mu = bound + (q + zp) * se if strict else max((q + zp) * se, bound + zp * se)
     return math.expm1(mu) if mu < 700 else math.inf
@@ -349,10 +360,9 @@ def _finish(
     threshold: float,
     strict: bool,
 ) -> Estimate:
-    from scipy import stats as sps  # not at the top: a live worker never needs it
 
     if math.isfinite(se) and df > 0:
-        q = float(sps.t.ppf(1 - alpha / 2, df))
+        q = t_quantile(1 - alpha / 2, df)
         # An early look's level can be tiny, its t quantile huge: an interval of (0, inf).
         low = math.exp(max(-700.0, log_ratio - q * se))
         high = math.exp(min(700.0, log_ratio + q * se))
@@ -481,6 +491,11 @@ def estimate_paired(
         sd = float(d.std(ddof=1))
         df = float(d.size - 1)
         se = sd / math.sqrt(d.size)
-        p = float(sps.ttest_1samp(d, 0.0).pvalue) if sd > 0 else float(mean == 0)
+        if sd > 0:  # the one-sample t test of scipy.stats.ttest_1samp, without its checks
+            from scipy import stats as sps  # not at the top: a live worker never needs it
+
+            p = float(2 * sps.t.sf(abs(mean) / se, df))
+        else:
+            p = float(mean == 0)
     n = int(d.size)
     return _finish(mean, se, df, p, sd, (n, n), calls, "paired", alpha, threshold, strict)
