@@ -12,8 +12,8 @@ judged by :func:`jaxbench.inference.verdicts.estimate_paired` at the repeated-CI
 look (:func:`jaxbench.inference.sequential.nominal_level`) and stopped when ``slower``,
 ``faster`` or ``same``. Drawing whole pairs keeps the process as the unit. The stability
 checks are not replayed (their block indicators are summaries in the study file). Writes
-``replay-<study id>.json`` beside the study: per effect, the counts of each verdict and the
-pairs each comparison used.
+``replay-<study id>.json`` (kind ``sensitivity-replay``) beside the study: per effect, the
+counts of each verdict and the pairs each comparison used.
 """
 
 from __future__ import annotations
@@ -38,7 +38,7 @@ def replay(path: Path, draws: int = 1000, seed: int = 0) -> dict:
     level = {n: sequential.nominal_level(sequential.looks_at(n, first, step, cap), cap, 0.05)
              for n in grid}  # fmt: skip
     rng = np.random.default_rng(seed)
-    out = {"study": path.name, "draws": draws, "seed": seed,
+    out = {"kind": "sensitivity-replay", "study": path.name, "draws": draws, "seed": seed,
            "schedule": {"pairs": first, "pairs_step": step, "max_pairs": cap},
            "threshold": study["settings"]["threshold"], "effects": {}}  # fmt: skip
     effects = sorted({p["effect"] for p in study["pairs"]})

@@ -49,7 +49,10 @@ MODELS: dict[str, type[BaseModel]] = {
 KINDS = frozenset(MODELS)
 #: Kinds this project writes but the store does not model, and who reads them: the loader
 #: passes over them without complaint.
-UNMODELLED = {"sensitivity": "scripts/sensitivity.py (a study, not the product)"}
+UNMODELLED = {
+    "sensitivity": "scripts/sensitivity.py (a study, not the product)",
+    "sensitivity-replay": "scripts/replay_sensitivity.py (a study, not the product)",
+}
 #: The kind of asv's result files (no ``kind`` field; converted to records).
 ASV = "asv"
 
