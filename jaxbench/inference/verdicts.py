@@ -289,16 +289,12 @@ def units_needed(
     mu, bound = math.log1p(effect), math.log1p(threshold)
     if mu < bound or not math.isfinite(sd):
         return math.inf
-    from scipy import stats as sps  # not at the top: a live worker never needs it
-
-    z, zp = sps.norm.ppf(1 - alpha / 2), sps.norm.ppf(POWERS[0])
     factor = 1.0 if paired else 2.0
-    if strict:
-        need = factor * ((z + zp) * sd / (mu - bound)) ** 2 if mu > bound else math.inf
-    else:
-        gap = mu - bound
-        need = factor * max(((z + zp) * sd / mu) ** 2,
-                            (zp * sd / gap) ** 2 if gap > 0 else math.inf)  # fmt: skip
+    if strict:  # the lower end must clear the threshold
+        need = _units_needed(mu - bound, sd, alpha, factor)
+    else:  # the lower end must clear 1, and the estimate the threshold (power alone)
+        need = max(_units_needed(mu, sd, alpha, factor),
+                   _units_needed(mu - bound, sd, 1.0, factor))  # fmt: skip
     return max(2.0, need)
 
 
