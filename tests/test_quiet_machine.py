@@ -123,11 +123,14 @@ def _loop_exponent(body, mode, trips):
 @pytest.mark.alone
 def test_in_place_updates_scale_linearly_and_a_full_copy_per_step_quadratically():
     linear = _loop_exponent("at_set", "plain", (1024, 4096, 16384))
-    # Linear, not quadratic: at 16384 steps the 4 MiB buffer leaves the cache, which bent the
-    # fit to 1.25 once on this VM (nothing else running); a copy per step gives about 2.
-    assert 0.8 <= linear.exponent <= 1.5, linear
     quadratic = _loop_exponent("shift", "plain", (256, 512, 1024))
+    # The relation, not a speed. On the 2-core VM the in-place fit has read from 0.79 (the fixed
+    # cost of a call weighs on 1024 steps) to 1.25 (at 16384 steps the 4 MiB buffer leaves the
+    # cache); a copy per step reads about 2. So: time grows with the trip count, the in-place
+    # loop stays well short of quadratic, and the two exponents lie far apart.
+    assert 0.5 <= linear.exponent <= 1.5, linear
     assert 1.7 <= quadratic.exponent <= 2.3, quadratic
+    assert quadratic.exponent - linear.exponent >= 0.5, (linear, quadratic)
 
 
 @pytest.mark.alone
