@@ -1,6 +1,6 @@
 """Calibration on the machine at hand: A/A comparisons, their false alarms and detectable effect.
 
-``jaxbench calibrate`` (:mod:`jaxbench.calibrate_cli`) runs ``C`` live comparisons of one case
+``jaxbench calibrate`` (:mod:`jaxbench.cli.calibrate`) runs ``C`` live comparisons of one case
 with the very same interpreter on both sides (A/A), each over ``P`` pairs of fresh worker
 processes with one look (:func:`jaxbench.interleave.run_interleaved`, ``max_pairs = pairs``).
 Every verdict other than ``slower`` or ``faster`` is right for an A/A comparison, so

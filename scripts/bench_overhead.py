@@ -18,7 +18,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from jaxbench.cli_options import selection
+from jaxbench.cli.options import selection
 from jaxbench.env import host
 from jaxbench.measure import TimingConfig, measure
 from jaxbench.prepared import prepare

@@ -188,7 +188,7 @@ def test_calibrate_end_to_end_writes_a_record_that_loads(tmp_path):
 
 
 def test_compare_cites_a_calibration_of_the_same_case_and_host_only(tmp_path, monkeypatch, capsys):
-    from jaxbench import compare_cli
+    from jaxbench.cli import compare as compare_cli
     from jaxbench.env import host
 
     monkeypatch.chdir(tmp_path)  # no results/ here but the folder given

@@ -33,18 +33,7 @@ LAYERS: dict[str, int] = {
     "calibrate": 5,
     "analysis": 6,
     "tables": 7,
-    "cli_options": 7,
     "cli": 7,
-    "cluster_cli": 7,
-    "compare_cli": 7,
-    "calibrate_cli": 7,
-    "drift_cli": 7,
-    "report_cli": 7,
-    "notebook_cli": 7,
-    "steps_cli": 7,
-    "explain_cli": 7,
-    "bisect_cli": 7,
-    "review_cli": 7,
     "upgrade": 7,
     "__main__": 7,
     "__init__": 7,
@@ -123,6 +112,37 @@ def test_an_import_against_the_flow_is_caught(module, target, tmp_path, monkeypa
     wrong = against_the_flow()
     assert any(w.startswith(f"jaxbench.{module[:-3].replace('/', '.')} imports {target}")
                for w in wrong), wrong  # fmt: skip
+
+
+#: The modules of ``jaxbench/cli/`` that commands share; every other one is a command.
+CLI_SHARED = {"__init__", "app", "options", "lines"}
+
+
+def commands_importing_commands() -> list[str]:
+    """``cli/X.py imports jaxbench.cli.Y`` for each command module importing another one."""
+    wrong = []
+    for path in sorted((PACKAGE / "cli").glob("*.py")):
+        if path.stem in CLI_SHARED:
+            continue
+        for target in imports(path):
+            parts = target.split(".")
+            if parts[:2] == ["jaxbench", "cli"] and len(parts) > 2 and parts[2] not in CLI_SHARED:
+                wrong.append(f"cli/{path.name} imports {target}")
+    return wrong
+
+
+def test_commands_do_not_import_each_other():
+    """A command module shares only through options and lines (one way through the code)."""
+    assert commands_importing_commands() == []
+
+
+def test_a_command_importing_a_command_is_caught(monkeypatch):
+    path = PACKAGE / "cli" / "explain.py"
+    text = path.read_text(encoding="utf-8")
+    monkeypatch.setattr(Path, "read_text", lambda self, encoding=None: (
+        text + "\n\ndef _probe():\n    from jaxbench.cli.compare import register\n" if self == path
+        else Path.read_bytes(self).decode()))  # fmt: skip
+    assert commands_importing_commands() == ["cli/explain.py imports jaxbench.cli.compare"]
 
 
 def test_the_command_line_starts_without_jax_scipy_or_pandas():

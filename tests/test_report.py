@@ -43,7 +43,7 @@ from jaxbench.analysis.report import (
 from jaxbench.analysis.report_live import disagree
 from jaxbench.analysis.review import Settings, version_pairs
 from jaxbench.cli import app
-from jaxbench.report_cli import report_cmd
+from jaxbench.cli.report import report_cmd
 
 PNG = b"\x89PNG\r\n\x1a\n"
 ROOT = Path(__file__).resolve().parent.parent

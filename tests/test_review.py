@@ -119,8 +119,8 @@ class Simulation:
 @pytest.fixture
 def simulated(monkeypatch):
     sim = Simulation()
-    monkeypatch.setattr("jaxbench.compare_cli.python_for", lambda side, spec, root: f"py-{spec}")
-    monkeypatch.setattr("jaxbench.review_cli.jax_version", lambda python: python[3:])
+    monkeypatch.setattr("jaxbench.cli.review.python_for", lambda side, spec, root: f"py-{spec}")
+    monkeypatch.setattr("jaxbench.cli.review.jax_version", lambda python: python[3:])
     monkeypatch.setattr("jaxbench.upgrade.screen.run_process", sim.run_process)
     monkeypatch.setattr("jaxbench.upgrade.confirm.run_interleaved", sim.run_interleaved)
     return sim
@@ -155,8 +155,8 @@ def test_a_review_screens_confirms_only_what_is_open_and_explains_the_change(sim
 
 
 def _answered(monkeypatch) -> list:
-    """The answers the terminal prints, as :func:`jaxbench.review_cli._print` gets them."""
-    import jaxbench.review_cli as review_cli
+    """The answers the terminal prints, as :func:`jaxbench.cli.review._print` gets them."""
+    import jaxbench.cli.review as review_cli
 
     printed = []
     real = review_cli._print
@@ -272,7 +272,7 @@ def test_bad_input_is_one_line_and_exit_2_before_anything_runs(simulated, tmp_pa
 def test_two_sides_of_one_jax_version_are_refused_and_leave_no_folder(
     simulated, monkeypatch, tmp_path
 ):
-    monkeypatch.setattr("jaxbench.review_cli.jax_version", lambda python: "0.12.0.1")
+    monkeypatch.setattr("jaxbench.cli.review.jax_version", lambda python: "0.12.0.1")
     result = _review(tmp_path / "review")
     assert result.exit_code == 2
     assert "both import JAX 0.12.0.1: a review compares two versions" in result.output

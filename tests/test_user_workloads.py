@@ -86,6 +86,26 @@ def test_params_come_from_the_factory_signature_and_param_texts_are_typed(user_m
     assert case.params["wrong"] is True and case.params["n"] == 8
 
 
+def test_set_a_and_set_b_are_typed_as_param_is(user_module):
+    """``--set-b scale=0.5`` reaches the factory as the float ``--param scale=0.5`` would."""
+    import typer
+
+    from jaxbench.cli.options import side_params
+
+    cases = select_cases([f"{user_module}:matmul"], texts={"n": ["4"]})
+    assert side_params(cases, ["scale=0.5", "wrong=true"], "--set-b") == {
+        "scale": 0.5,
+        "wrong": True,
+    }
+    with pytest.raises(typer.Exit) as bad:
+        side_params(cases, ["scale=fast"], "--set-b")
+    assert bad.value.exit_code == 2
+    loops = select_cases(["loop"], texts={"trip": ["64"]})
+    assert side_params(loops, ["trip=128"], "--set-a") == {"trip": 128}
+    train = select_cases(["train_step"], overrides={"size": ["tiny"]})
+    assert side_params(train, ["size=tiny*1.5"], "--set-b") == {"size": "tiny*1.5"}
+
+
 def test_parameters_whose_defaults_a_record_cannot_hold_keep_them(user_module, tmp_path):
     (case,) = select_cases([f"{user_module}:shaped"])
     assert case.params == {"n": 2}  # the tuple and the dtype object stay the factory's

@@ -605,3 +605,31 @@ def run_back_to_back(
     """
     return _run_pairs("back_to_back", _back_to_back_pair, baseline, candidate, cases, backend,
                       schedule, on_pair, threshold, alpha, strict)  # fmt: skip
+
+
+#: Warm-up calls when a worker prepares a case only to capture its programs (nothing is timed).
+CAPTURE_WARMUP_CALLS = 1
+
+
+def capture_programs(
+    python: str, workload: str, params: dict[str, Any], backend: str
+) -> tuple[str, list[dict]]:
+    """Prepare one case in a fresh worker of ``python``; its JAX version and compiled programs.
+
+    Args:
+        python: The interpreter of the worker (must have jaxbench and JAX).
+        workload: The workload's name.
+        params: The case's parameters.
+        backend: ``cpu``, ``gpu`` or ``tpu``.
+
+    Returns:
+        ``(jax_version, programs)``: the worker's ``programs`` reply, one dict per compiled
+        target with its program at each level and its compile phases (``worker.py``).
+
+    Raises:
+        WorkerError: The worker could not start, prepare or capture.
+    """
+    with Worker(python, backend) as worker:
+        ready = worker.request(op="prepare", workload=workload, params=params, backend=backend,
+                               warmup=CAPTURE_WARMUP_CALLS)  # fmt: skip
+        return str(ready["env"].get("jax")), worker.request(op="programs")["programs"]

@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from jaxbench.cli_options import (
+from jaxbench.cli.lines import print_exponent_changes, print_live_exponent_changes
+from jaxbench.cli.options import (
+    CURRENT,
     Dtypes,
     ExtraIndexUrl,
     Full,
@@ -23,7 +24,9 @@ from jaxbench.cli_options import (
     console,
     err_console,
     fail,
+    python_for,
     selection,
+    side_params,
     version_envs,
     writable_folder,
 )
@@ -38,30 +41,9 @@ from jaxbench.live_defaults import (
 if TYPE_CHECKING:
     from jaxbench.cluster.pyenvs import VersionEnvs
 
-CURRENT = "current"
 BASELINE_HELP = (
     f"Results path or JAX version; live: {CURRENT}, a path to a python, or a JAX version."
 )
-
-
-def assignments(values: list[str] | None, option: str) -> dict[str, Any]:
-    """``--set-a``/``--set-b`` texts ``NAME=VALUE`` as a dict (digits -> int, true/false -> bool).
-
-    Raises:
-        typer.Exit: A text without ``=`` or a name (one line naming ``option``, exit 2).
-    """
-    out: dict[str, Any] = {}
-    for item in values or []:
-        name, eq, value = item.partition("=")
-        if not eq or not name:
-            raise fail(f"{option} {item!r}: expected NAME=VALUE, e.g. size=small*1.05")
-        lowered = value.lower()
-        if lowered in ("true", "false"):
-            out[name] = lowered == "true"
-        else:
-            out[name] = int(value) if value.isdigit() else value
-    return out
-
 
 #: Exit status when a case is undecided (inconclusive, unstable) and --fail-on-undecided is set.
 EXIT_UNDECIDED = 3
@@ -147,58 +129,6 @@ def _print_processes_needed(result: Any, opts: dict[str, Any]) -> None:
                   f"{verdict}", highlight=False)  # fmt: skip
 
 
-def print_exponent_changes(
-    frame: Any, by: str, baseline: str, candidate: str, alpha: float
-) -> None:
-    """One line per swept parameter whose scaling exponent both sides have (analysis.scaling).
-
-    Args:
-        frame: Rows of :func:`jaxbench.analysis.load_results` of both sides.
-        by: The column naming the side (``jax`` or ``side``).
-        baseline: Its value for the baseline.
-        candidate: Its value for the candidate.
-        alpha: ``1 -`` the confidence level of the exponents' intervals.
-    """
-    from jaxbench.analysis.scaling import exponent_changes, exponents_frame
-
-    changes = exponent_changes(exponents_frame(frame, alpha, by=by), [(baseline, candidate)],
-                               alpha=alpha)  # fmt: skip
-    for r in changes.itertuples():
-        why = f" ({r.reason})" if r.reason else ""
-        console.print(
-            f"scaling: {r.benchmark} {r.params}: exponent of latency in {r.swept} "
-            f"{r.exponent_baseline:.2f} -> {r.exponent_candidate:.2f}, change "
-            f"{r.difference:+.2f} [{r.ci_low:+.2f}, {r.ci_high:+.2f}]: {r.verdict}{why}",
-            highlight=False,
-            soft_wrap=True,
-        )
-
-
-def print_live_exponent_changes(comparisons: list, alpha: float) -> None:
-    """One line per swept parameter of a live run, its exponent judged over process pairs.
-
-    The live counterpart of :func:`print_exponent_changes`
-    (:func:`jaxbench.analysis.scaling.live_exponent_changes`); nothing where no parameter is
-    swept.
-
-    Args:
-        comparisons: The run's :class:`~jaxbench.store.live.CaseComparison` objects.
-        alpha: ``1 -`` the confidence level, before it is split over looks.
-    """
-    from jaxbench.analysis.scaling import live_exponent_changes
-
-    for r in live_exponent_changes(comparisons, alpha=alpha).itertuples():
-        why = f" ({r.reason})" if r.reason else ""
-        console.print(
-            f"scaling: {r.benchmark} {r.params}: exponent of latency in {r.swept} "
-            f"{r.exponent_baseline:.2f} -> {r.exponent_candidate:.2f}, change "
-            f"{r.difference:+.2f} [{r.ci_low:+.2f}, {r.ci_high:+.2f}] over {r.pairs} live "
-            f"pair{'s' if r.pairs != 1 else ''}: {r.verdict}{why}",
-            highlight=False,
-            soft_wrap=True,
-        )
-
-
 def _counts(table: Any) -> str:
     from jaxbench.inference.verdicts import VERDICTS
 
@@ -254,33 +184,6 @@ def _exit_for(table: Any, fail_on_undecided: bool = False) -> None:
 def _print_problems(problems: list) -> None:
     for p in problems:
         err_console.print(f"warning: {p.path}: {p.reason}", highlight=False)
-
-
-def python_for(side: str, spec: str, envs: VersionEnvs) -> str:
-    """The interpreter of one side: ``current``, a path to a python, or a JAX version.
-
-    A version's environment is built once as ``envs`` says (its folder, ``jax``'s extra,
-    another package index: :class:`jaxbench.cluster.pyenvs.VersionEnvs`).
-
-    Raises:
-        typer.Exit: No such interpreter, or a version the index lacks or that does not build.
-    """
-    from jaxbench.cluster import pyenvs
-
-    if spec == CURRENT:
-        return sys.executable
-    if "/" in spec or Path(spec).exists():
-        if not Path(spec).is_file():
-            raise fail(f"{side} {spec!r}: no such interpreter (expected {CURRENT}, a path to a "
-                       "python, or a JAX version)")  # fmt: skip
-        return spec
-    try:
-        base = pyenvs.base_python(None)
-        pyenvs.check_versions(base, [spec], envs.extra, envs.extra_index_url)
-        err_console.print(f"{side}: JAX {spec} environment under {envs.root} (built once)")
-        return str(envs.python(spec, base))
-    except (ValueError, pyenvs.PyEnvError) as exc:
-        raise fail(f"{side} {spec!r}: {str(exc).removeprefix('--jax: ')}") from None
 
 
 def _live(
@@ -489,32 +392,10 @@ def register(app: typer.Typer) -> None:
             check_backend(backend)
         except ValueError as exc:
             raise fail(str(exc)) from None
-        a, b = assignments(set_a, "--set-a"), assignments(set_b, "--set-b")
-        check_overrides(cases, a, "--set-a")
-        check_overrides(cases, b, "--set-b")
+        a, b = side_params(cases, set_a, "--set-a"), side_params(cases, set_b, "--set-b")
         schedule = {"pairs": pairs, "max_pairs": max_pairs, "pairs_step": pairs_step,
                     "max_time_s": max_time, "rounds": rounds, "calls_per_block": calls_per_block,
                     "warmup_rounds": warmup_rounds, "seed": seed}  # fmt: skip
         envs = version_envs(env_root, jax_extra, extra_index_url)
         _live(baseline, candidate, cases, a, b, back_to_back, backend, schedule,
               envs, writable_folder(out), opts)  # fmt: skip
-
-
-def check_overrides(cases: list, overrides: dict[str, Any], option: str) -> None:
-    """Check one side's overrides against every selected case's workload.
-
-    Raises:
-        typer.Exit: A parameter the workload lacks, or a value it refuses (exit 2).
-    """
-    from jaxbench.workloads import get_workload
-
-    for case in cases:
-        spec = get_workload(case.workload)
-        unknown = [n for n in overrides if n not in spec.param_names]
-        if unknown:
-            raise fail(f"{option} {unknown[0]!r}: {case.workload} has no such parameter "
-                       f"({', '.join(spec.param_names)})")  # fmt: skip
-        try:
-            spec.validate(dict(case.params) | overrides)
-        except ValueError as exc:
-            raise fail(f"{option}: {exc}") from None

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 from rich.table import Table
 
-from jaxbench.cli_options import (
+from jaxbench.cli.options import (
     Budget,
     Dtypes,
     Full,

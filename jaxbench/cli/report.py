@@ -7,7 +7,7 @@ from typing import Annotated
 
 import typer
 
-from jaxbench.cli_options import console, err_console, fail, writable_folder
+from jaxbench.cli.options import console, err_console, fail, writable_folder
 
 
 def report_cmd(

@@ -7,7 +7,7 @@ from typing import Annotated, Any
 
 import typer
 
-from jaxbench.cli_options import (
+from jaxbench.cli.options import (
     Budget,
     Dtypes,
     ExtraIndexUrl,
@@ -25,6 +25,7 @@ from jaxbench.cli_options import (
     console,
     err_console,
     fail,
+    python_for,
     selection,
     timing_fields,
     version_envs,
@@ -194,7 +195,6 @@ def _review(
 ) -> None:
     from jaxbench.analysis.report import DEFAULT_SECTIONS, load_review, render_report
     from jaxbench.analysis.review import Settings
-    from jaxbench.compare_cli import python_for
     from jaxbench.interleave import Variant, WorkerError
     from jaxbench.upgrade.confirm import complete, confirm, finished, open_cases, unfinished
     from jaxbench.upgrade.screen import ScreenError, Side, screen

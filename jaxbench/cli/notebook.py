@@ -7,7 +7,7 @@ from typing import Annotated
 
 import typer
 
-from jaxbench.cli_options import console, fail
+from jaxbench.cli.options import console, fail
 
 
 def notebook_cmd(

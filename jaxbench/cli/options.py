@@ -1,9 +1,10 @@
-"""What ``jaxbench run`` and ``jaxbench submit`` share: consoles, selection and timing options."""
+"""What the commands share: consoles, one-line errors, case selection, timing and side options."""
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from rich.console import Console
@@ -177,3 +178,90 @@ def writable_folder(out: str) -> Path:
         return ensure_writable(out)
     except ValueError as exc:
         raise fail(str(exc)) from None
+
+
+#: The side that names this interpreter (``sys.executable``) in live comparisons.
+CURRENT = "current"
+
+
+def python_for(side: str, spec: str, envs: VersionEnvs) -> str:
+    """The interpreter of one side: ``current``, a path to a python, or a JAX version.
+
+    A version's environment is built once as ``envs`` says (its folder, ``jax``'s extra,
+    another package index: :class:`jaxbench.cluster.pyenvs.VersionEnvs`).
+
+    Raises:
+        typer.Exit: No such interpreter, or a version the index lacks or that does not build.
+    """
+    from jaxbench.cluster import pyenvs
+
+    if spec == CURRENT:
+        return sys.executable
+    if "/" in spec or Path(spec).exists():
+        if not Path(spec).is_file():
+            raise fail(f"{side} {spec!r}: no such interpreter (expected {CURRENT}, a path to a "
+                       "python, or a JAX version)")  # fmt: skip
+        return spec
+    try:
+        base = pyenvs.base_python(None)
+        pyenvs.check_versions(base, [spec], envs.extra, envs.extra_index_url)
+        err_console.print(f"{side}: JAX {spec} environment under {envs.root} (built once)")
+        return str(envs.python(spec, base))
+    except (ValueError, pyenvs.PyEnvError) as exc:
+        raise fail(f"{side} {spec!r}: {str(exc).removeprefix('--jax: ')}") from None
+
+
+def side_params(cases: list, values: list[str] | None, option: str) -> dict[str, Any]:
+    """One side's ``--set-a``/``--set-b`` texts ``NAME=VALUE``, typed and checked on every case.
+
+    A text is typed as ``--param`` types it (:func:`jaxbench.cases.select_cases`): by the
+    workload's ``parse_param`` where it has one (a user workload's factory signature; the loop,
+    scatter and compile families), else digits as ``int`` and ``true``/``false`` as ``bool``
+    (the built-in families' options). Every selected workload must have the parameter, and
+    every selected case, with these values, must validate.
+
+    Args:
+        cases: The selected :class:`jaxbench.cases.Case` list.
+        values: The option's texts; ``None`` for none.
+        option: ``--set-a`` or ``--set-b``, named in errors.
+
+    Returns:
+        Parameter name -> value, applied to every case of this side.
+
+    Raises:
+        typer.Exit: A text without ``=`` or a name, a parameter a selected workload lacks, or a
+            value a workload refuses (one line naming ``option``, exit 2).
+    """
+    from jaxbench.workloads import get_workload
+
+    workloads = [get_workload(w) for w in dict.fromkeys(c.workload for c in cases)]
+    out: dict[str, Any] = {}
+    for item in values or []:
+        name, eq, text = item.partition("=")
+        if not eq or not name:
+            raise fail(f"{option} {item!r}: expected NAME=VALUE, e.g. size=small*1.05")
+        owner = next((w for w in workloads if name in w.param_names), workloads[0])
+        parse = getattr(owner, "parse_param", None) if name in owner.param_names else None
+        try:
+            out[name] = parse(name, text) if parse else _option_value(text)
+        except ValueError as exc:
+            raise fail(f"{option}: {str(exc).removeprefix('--param ')}") from None
+    for case in cases:
+        workload = get_workload(case.workload)
+        unknown = [n for n in out if n not in workload.param_names]
+        if unknown:
+            raise fail(f"{option} {unknown[0]!r}: {case.workload} has no such parameter "
+                       f"({', '.join(workload.param_names)})")  # fmt: skip
+        try:
+            workload.validate(dict(case.params) | out)
+        except ValueError as exc:
+            raise fail(f"{option}: {exc}") from None
+    return out
+
+
+def _option_value(text: str) -> Any:
+    """A built-in family's value from text: digits as ``int``, ``true``/``false`` as ``bool``."""
+    lowered = text.lower()
+    if lowered in ("true", "false"):
+        return lowered == "true"
+    return int(text) if text.isdigit() else text

@@ -1,4 +1,4 @@
-"""The ``jaxbench`` command: wires workloads, measurement and records for people; no logic here."""
+"""``jaxbench list``, ``run`` and ``show``: the registries, one run of cases, result tables."""
 
 from __future__ import annotations
 
@@ -8,19 +8,7 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-from jaxbench import (
-    bisect_cli,
-    calibrate_cli,
-    cluster_cli,
-    compare_cli,
-    drift_cli,
-    explain_cli,
-    notebook_cli,
-    report_cli,
-    review_cli,
-    steps_cli,
-)
-from jaxbench.cli_options import (
+from jaxbench.cli.options import (
     Budget,
     Dtypes,
     Full,
@@ -46,12 +34,14 @@ if TYPE_CHECKING:
     from jaxbench.cases import Case
     from jaxbench.store import Record
 
-app = typer.Typer(
-    add_completion=False, no_args_is_help=True, help="Honest timing of warmed JAX workloads."
-)
+
+def register(app: typer.Typer) -> None:
+    """Add ``list``, ``run`` and ``show`` to ``app``."""
+    app.command("list")(list_workloads)
+    app.command("run")(run_cmd)
+    app.command("show")(show_cmd)
 
 
-@app.command("list")
 def list_workloads() -> None:
     """List workloads and their parameter grids (quick grid first, then full)."""
     from jaxbench.workloads import SIZES, WORKLOADS
@@ -98,7 +88,6 @@ def _list_installed() -> None:
         console.print(f"  parameters (--param NAME=VALUE): {grid}", highlight=False)
 
 
-@app.command("run")
 def run_cmd(
     workload: Workloads = None,
     size: Sizes = None,
@@ -199,7 +188,6 @@ def _warn_gpu_sizes_on_cpu(cases: list[Case], backend: str) -> None:
         )
 
 
-@app.command("show")
 def show_cmd(
     paths: Annotated[
         list[Path], typer.Argument(help="Result files, or folders searched for them.")
@@ -234,20 +222,3 @@ def show_cmd(
         raise fail(f"no records in {', '.join(map(str, paths))}")
     for file, records in by_file.items():
         console.print(records_table(records, title=str(file)))
-
-
-cluster_cli.register(app)
-compare_cli.register(app)
-calibrate_cli.register(app)
-drift_cli.register(app)
-report_cli.register(app)
-notebook_cli.register(app)
-steps_cli.register(app)
-explain_cli.register(app)
-bisect_cli.register(app)
-review_cli.register(app)
-
-
-def main() -> None:
-    """Entry point for ``python -m jaxbench``."""
-    app()

@@ -10,7 +10,7 @@ import typer
 from rich.markup import escape
 from rich.table import Table
 
-from jaxbench.cli_options import Params, console, fail, writable_folder
+from jaxbench.cli.options import Params, console, fail, writable_folder
 from jaxbench.drift.reference import DEFAULT_REFERENCE
 
 if TYPE_CHECKING:
@@ -104,7 +104,7 @@ def _user_workload(name: str) -> UserWorkload:
 
 def _user_sets(found: UserWorkload, params: list[str] | None) -> list:
     """The sets of a user workload at each ``--param`` case; one line and exit 2 if bad."""
-    from jaxbench.cli_options import selection
+    from jaxbench.cli.options import selection
     from jaxbench.drift.tolerance import BASE_REDUCTION
     from jaxbench.drift.user import user_sets
 

@@ -8,7 +8,7 @@ from typing import Annotated
 import typer
 from rich.table import Table
 
-from jaxbench.cli_options import console, err_console, fail
+from jaxbench.cli.options import console, err_console, fail
 
 
 def steps_cmd(

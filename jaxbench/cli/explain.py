@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated
 
 import typer
 
-from jaxbench.cli_options import (
+from jaxbench.cli.options import (
+    CURRENT,
     Dtypes,
     ExtraIndexUrl,
     Full,
@@ -23,34 +24,17 @@ from jaxbench.cli_options import (
     console,
     err_console,
     fail,
+    python_for,
     selection,
+    side_params,
     version_envs,
     writable_folder,
 )
-from jaxbench.compare_cli import CURRENT, assignments, check_overrides, python_for
 
 SIDE_HELP = (
     f"Baseline: {CURRENT}, a path to a python, a JAX version (its venv, built once), or a "
     "result set (a folder or file of jaxbench run records, whose saved programs are read)."
 )
-#: Warm-up calls when a worker prepares a case for explain (nothing is timed).
-WARMUP_CALLS = 1
-
-
-def programs_of(
-    python: str, workload: str, params: dict[str, Any], backend: str
-) -> tuple[str, list[dict]]:
-    """Prepare one case in a fresh worker of ``python``; its JAX version and its programs.
-
-    Raises:
-        jaxbench.interleave.WorkerError: The worker could not start, prepare or capture.
-    """
-    from jaxbench.interleave.session import Worker
-
-    with Worker(python, backend) as worker:
-        ready = worker.request(op="prepare", workload=workload, params=params, backend=backend,
-                               warmup=WARMUP_CALLS)  # fmt: skip
-        return str(ready["env"].get("jax")), worker.request(op="programs")["programs"]
 
 
 def is_result_set(side: str) -> bool:
@@ -74,7 +58,7 @@ def explain_result_sets(
 
     from jaxbench.analysis import load_results
     from jaxbench.analysis.programs import artifact_of
-    from jaxbench.compare_cli import print_exponent_changes
+    from jaxbench.cli.lines import print_exponent_changes
     from jaxbench.explain.saved import explain_saved
     from jaxbench.store import ArtifactError
 
@@ -186,6 +170,7 @@ def register(app: typer.Typer) -> None:
         from jaxbench.backends import check_backend
         from jaxbench.explain import diff_programs, explain_lines
         from jaxbench.interleave import WorkerError
+        from jaxbench.interleave.session import capture_programs
         from jaxbench.store import new_run_id, save_programs, write_atomic
 
         if verdict is not None and verdict not in ("slower", "faster", "same", "inconclusive",
@@ -214,9 +199,7 @@ def register(app: typer.Typer) -> None:
             chosen = [workload, size, dtype, k, strategy, optimizer, wrt, param]
             labels = {c.record_label for c in cases} if any(chosen) or full else None
             raise typer.Exit(explain_result_sets(baseline, candidate, labels, verdict))
-        a, b = assignments(set_a, "--set-a"), assignments(set_b, "--set-b")
-        check_overrides(cases, a, "--set-a")
-        check_overrides(cases, b, "--set-b")
+        a, b = side_params(cases, set_a, "--set-a"), side_params(cases, set_b, "--set-b")
         folder = writable_folder(out) if out else None  # before any environment is built
         envs = version_envs(env_root, jax_extra, extra_index_url)
         python_a = python_for("baseline", baseline, envs)
@@ -226,8 +209,8 @@ def register(app: typer.Typer) -> None:
         for case in cases:
             params = dict(case.params)
             try:
-                jax_a, base = programs_of(python_a, case.workload, params | a, backend)
-                jax_b, cand = programs_of(python_b, case.workload, params | b, backend)
+                jax_a, base = capture_programs(python_a, case.workload, params | a, backend)
+                jax_b, cand = capture_programs(python_b, case.workload, params | b, backend)
                 diffs = diff_programs(base, cand)
             except (WorkerError, ValueError) as exc:
                 kept = f"; the cases before it are in {path}" if sections else ""

@@ -7,7 +7,7 @@ from typing import Annotated, Any
 import typer
 from rich.table import Table
 
-from jaxbench.cli_options import (
+from jaxbench.cli.options import (
     Dtypes,
     Full,
     Ks,

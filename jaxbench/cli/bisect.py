@@ -8,7 +8,7 @@ from typing import Annotated, Any
 
 import typer
 
-from jaxbench.cli_options import (
+from jaxbench.cli.options import (
     Dtypes,
     ExtraIndexUrl,
     JaxExtra,
@@ -52,12 +52,12 @@ def _explain(python_of: Any, case: Any, before: str, after: str, verdict: str,
              backend: str) -> list[str]:  # fmt: skip
     """``jaxbench explain``'s lines for one step (a line saying why, if it cannot run)."""
     from jaxbench.explain import diff_programs, explain_lines
-    from jaxbench.explain_cli import programs_of
     from jaxbench.interleave import WorkerError
+    from jaxbench.interleave.session import capture_programs
 
     try:
-        _, base = programs_of(python_of(before), case.workload, dict(case.params), backend)
-        _, cand = programs_of(python_of(after), case.workload, dict(case.params), backend)
+        _, base = capture_programs(python_of(before), case.workload, dict(case.params), backend)
+        _, cand = capture_programs(python_of(after), case.workload, dict(case.params), backend)
         return explain_lines(diff_programs(base, cand), verdict)
     except (WorkerError, ValueError) as exc:
         return [f"explain could not run: {exc}"]
