@@ -12,7 +12,7 @@ from jaxbench.backends import BACKENDS, check_backend
 from jaxbench.store import case_label
 from jaxbench.workloads import WORKLOADS, get_workload
 
-__all__ = ["BACKENDS", "Case", "check_backend", "resolve_device", "select_cases"]
+__all__ = ["BACKENDS", "Case", "check_backend", "parse_text", "resolve_device", "select_cases"]
 
 
 @dataclass(frozen=True)
@@ -43,6 +43,7 @@ def select_cases(
     quick: bool = True,
     overrides: Mapping[str, list[Any]] | None = None,
     texts: Mapping[str, list[str]] | None = None,
+    options: Mapping[str, str] | None = None,
 ) -> list[Case]:
     """The cases of the chosen workloads' grids, with some parameters replaced.
 
@@ -52,13 +53,14 @@ def select_cases(
         quick: Start from the quick grid (about a minute on 2 CPU cores) or the full one.
         overrides: Parameter name -> values to use instead of the grid's, e.g.
             ``{"size": ["small"], "k": [64]}``; repeated values count once.
-        texts: Parameter name -> values as text (``--param NAME=VALUE``), converted by each
-            workload that has the parameter and a ``parse_param`` method (user workloads,
-            :meth:`UserWorkload.parse_param`; the loop family).
+        texts: Parameter name -> values as text (``--param NAME=VALUE`` and its aliases),
+            converted by :func:`parse_text` for each workload that has the parameter.
+        options: Parameter name -> the option that gave its texts, named in errors (default
+            ``--param``; e.g. ``{"size": "--size"}`` for an alias).
 
     Raises:
-        ValueError: Unknown workload, a parameter no chosen workload has, a text for a built-in
-            workload's parameter, or a bad value (the message names the parameter).
+        ValueError: Unknown workload, a parameter no chosen workload has, or a bad value (the
+            message names the option and the parameter).
     """
     names = list(workloads) if workloads else list(WORKLOADS)
     chosen = [get_workload(n) for n in names]
@@ -77,19 +79,14 @@ def select_cases(
         grid = workload.grid(quick)
         grid.update({k: list(v) for k, v in overrides.items() if k in workload.param_names})
         for param, values in texts.items():
-            if param not in workload.param_names:
-                continue
-            parse = getattr(workload, "parse_param", None)
-            if parse is None:
-                option = "--" + param.replace("_", "-")
-                raise ValueError(f"--param {param}: {workload.name} takes it as {option}")
-            grid[param] = [parse(param, v) for v in values]
+            if param in workload.param_names:
+                grid[param] = [parse_text(workload, param, v) for v in values]
         for values in itertools.product(*(grid[p] for p in workload.param_names)):
             params = dict(zip(workload.param_names, values, strict=True))
             try:
                 workload.validate(params)
             except ValueError as exc:
-                message = _name_the_option(str(exc), params, overrides, texts)
+                message = _name_the_option(str(exc), params, overrides, texts, options or {})
                 if len(names) > 1 and not message.startswith("workload "):
                     message = f"{workload.name}: {message}"  # which family rejected it
                 raise ValueError(message) from None
@@ -102,20 +99,50 @@ def _name_the_option(
     params: Mapping[str, Any],
     overrides: Mapping[str, list[Any]],
     texts: Mapping[str, list[str]],
+    options: Mapping[str, str],
 ) -> str:
     """Prefix a workload's error with the option and value the user gave, e.g. ``--param trip=0``.
 
-    The one parameter the user set (by ``--param`` or by its own option) that the message names
-    is the one it is about; with none or several, the message is returned as it is.
+    The one parameter the user set (by ``--param``, an alias such as ``--size``, or a typed
+    override) that the message names is the one it is about; with none or several, the message
+    is returned as it is.
     """
     named = [p for p in (*texts, *overrides) if re.search(rf"\b{re.escape(p)}\b", message)]
     if len(named) != 1:
         return message
     (param,) = named
-    option = "--param " if param in texts else "--" + param.replace("_", "-") + " "
     value = params[param]
-    given = f"{option}{param}={value}" if param in texts else f"{option}{value}"
+    option = options.get(param, "--param") if param in texts else "--" + param.replace("_", "-")
+    given = f"--param {param}={value}" if option == "--param" else f"{option} {value}"
     return message if message.startswith(given) else f"{given}: {message}"
+
+
+def parse_text(workload: Any, name: str, text: str) -> Any:
+    """One parameter's value from text: the one parser of ``--param`` and its aliases.
+
+    The workload's own ``parse_param`` where it has one (a user factory's signature, the loop,
+    scatter and compile families); else the type of the values of the parameter's full grid:
+    ``int`` when they are all ints, ``bool`` when all bools (``true``/``false``), ``float`` when
+    all floats, else the text.
+
+    Raises:
+        ValueError: A text that is not of that type (the message names ``--param``).
+    """
+    parse = getattr(workload, "parse_param", None)
+    if parse is not None:
+        return parse(name, text)
+    kinds = {type(v) for v in workload.grid(False).get(name, [])}
+    if kinds == {bool}:
+        if text.lower() in ("true", "false"):
+            return text.lower() == "true"
+        raise ValueError(f"--param {name}={text!r}: expected true or false")
+    for kind, what in ((int, "an integer"), (float, "a number")):
+        if kinds == {kind}:
+            try:
+                return kind(text)
+            except ValueError:
+                raise ValueError(f"--param {name}={text!r}: expected {what}") from None
+    return text
 
 
 def resolve_device(backend: str) -> Any:

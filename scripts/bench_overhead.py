@@ -18,7 +18,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from jaxbench.cli.options import selection
+from jaxbench.cli.selection import Selection
 from jaxbench.env import host
 from jaxbench.measure import TimingConfig, measure
 from jaxbench.prepared import prepare
@@ -42,7 +42,7 @@ def timed_unit(workload, params):
     """``(call, state, label)``: the trivial call, or a prepared workload's timed unit."""
     if workload is None:
         return jax.jit(lambda x: x + 1), jnp.ones((8,), jnp.float32), "x + 1 on 8 floats"
-    (case,) = selection([workload], False, params)
+    (case,) = Selection(workload=[workload], param=params).cases()
     prepared = prepare(case.workload, case.params, "cpu")
     if prepared.built.next_state is not None:
         raise SystemExit(f"{workload}: its outputs feed the next call; pick one whose do not")

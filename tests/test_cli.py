@@ -214,3 +214,40 @@ def test_gpu_check_script_runs_end_to_end_on_the_cpu(tmp_path):
     for bench in ("train_step", "transformer/train_step"):  # its last lines: the MFU of each
         assert f"{bench} size=tiny bfloat16 on cpu: p50" in out.stdout
     assert out.stdout.count("MFU n/a (no listed peak) (XLA's FLOP)") == 2
+
+
+def test_every_selecting_command_takes_the_same_selection_options_from_one_declaration():
+    """run, submit, compare, calibrate, explain, review and bisect: one set of options."""
+    import typer
+
+    from jaxbench.cli import app
+    from jaxbench.cli.selection import ALIASES
+
+    group = typer.main.get_command(app)
+    wanted = {"--workload", "--param", *(f"--{n}" for n in ALIASES)}
+    selecting = {}
+    for name, command in group.commands.items():
+        options = {o for p in command.params for o in p.opts}
+        if options & wanted and name != "drift":  # drift: one user workload's sets, not cases
+            selecting[name] = options & (wanted | {"--full"})
+    assert set(selecting) == {"run", "submit", "compare", "calibrate", "explain", "review",
+                              "bisect"}  # fmt: skip
+    assert all(opts >= wanted for opts in selecting.values()), selecting
+    # Declared once: no command module names a selection option's annotation itself.
+    for path in (ROOT / "jaxbench" / "cli").glob("*.py"):
+        if path.stem not in ("options", "selection", "drift"):
+            text = path.read_text()
+            assert not any(f"{a}:" in text or f"{a} =" in text for a in
+                           ("Sizes", "Dtypes", "Ks", "Strategies", "Optimizers", "Wrts",
+                            "Params")), path  # fmt: skip
+
+
+def test_an_own_option_is_an_alias_of_param():
+    """``--size tiny -k 4`` and ``--param size=tiny --param k=4`` select the same cases."""
+    from jaxbench.cli.selection import Selection
+
+    by_alias = Selection(workload=["forward"], size=["tiny"], k=[4]).cases()
+    by_param = Selection(workload=["forward"], param=["size=tiny", "k=4"]).cases()
+    assert by_alias == by_param and {c.params["k"] for c in by_param} == {4}
+    argv = Selection(workload=["forward"], size=["tiny"], k=[4], full=True).argv()
+    assert argv == ["--workload", "forward", "--size", "tiny", "--k", "4", "--full"]

@@ -115,7 +115,7 @@ def test_an_import_against_the_flow_is_caught(module, target, tmp_path, monkeypa
 
 
 #: The modules of ``jaxbench/cli/`` that commands share; every other one is a command.
-CLI_SHARED = {"__init__", "app", "options", "lines"}
+CLI_SHARED = {"__init__", "app", "options", "lines", "selection"}
 
 
 def commands_importing_commands() -> list[str]:

@@ -25,6 +25,9 @@ from jaxbench.store import Appender, PairRun, Record, Round, SideInfo, save_prog
 
 VERSIONS = ("0.11.2", "0.12.0.1")
 SELECT = ["-w", "train_step", "-s", "tiny", "-s", "small", "-d", "float32", "--optimizer", "sgd"]
+#: The selection as the review passes it on to ``jaxbench run`` (long option names).
+RUN_SELECT = ["--workload", "train_step", "--size", "tiny", "--size", "small", "--dtype",
+              "float32", "--optimizer", "sgd"]  # fmt: skip
 CASES = select_cases(["train_step"], overrides={"size": ["tiny", "small"], "dtype": ["float32"],
                                                 "optimizer": ["sgd"]})  # fmt: skip
 SLOW = CASES[1].record_label  # the small train step
@@ -60,7 +63,7 @@ class Simulation:
         self.screen_sd = PROCESS_SD  # spread of the recorded processes' offsets
 
     def run_process(self, side, run_args, log):
-        assert run_args[: len(SELECT)] == SELECT and "-b" in run_args
+        assert run_args[: len(RUN_SELECT)] == RUN_SELECT and "-b" in run_args
         self.runs.append(side.name)
         n = next(self.process)
         side.folder.mkdir(parents=True, exist_ok=True)

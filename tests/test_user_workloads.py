@@ -169,10 +169,10 @@ def test_a_jitted_path_that_disagrees_with_its_reference_fails_its_gate(user_mod
         (["-w", "{m}:absent"], "{m} has no attribute 'absent'"),
         (["-w", "no_such_module:f"], "cannot import no_such_module: ModuleNotFoundError"),
         (["-w", "nope"], "unknown workload 'nope'; choose from train_step, forward"),
-        (
-            ["-w", "train_step", "--param", "size=tiny"],
-            "--param size: train_step takes it as --size",
-        ),
+        (["-w", "train_step", "--param", "size=huge"], "--param size=huge: unknown size 'huge'"),
+        (["-w", "train_step", "--size", "huge"], "--size huge: unknown size 'huge'"),
+        (["-w", "forward", "--param", "k=x"], "--param k='x': expected an integer"),
+        (["-w", "train_step", "--param", "donate=maybe"], "donate='maybe': expected true or"),
     ],
 )
 def test_bad_user_workload_input_is_one_line_and_nothing_is_written(user_module, tmp_path, args,

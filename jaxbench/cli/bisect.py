@@ -9,23 +9,16 @@ from typing import Annotated, Any
 import typer
 
 from jaxbench.cli.options import (
-    Dtypes,
     ExtraIndexUrl,
     JaxExtra,
-    Ks,
-    Optimizers,
-    Params,
-    Sizes,
-    Strategies,
-    Wrts,
     console,
     err_console,
     fail,
-    selection,
     timing_fields,
     version_envs,
     writable_folder,
 )
+from jaxbench.cli.selection import Selection, selects_cases
 from jaxbench.live_defaults import DEFAULT_PAIRS, DEFAULT_PAIRS_STEP, DEFAULT_ROUNDS
 
 #: ``--search auto`` sweeps every release up to this many, and searches by halves beyond.
@@ -128,29 +121,26 @@ def _recorded(profile: Any, releases: list[str], cases: list, processes: int,
     return judge, lambda: [str(p) for p in sweeps], judge.explain
 
 
+#: ``--workload`` of bisect: its help warns of the cost of each case.
+BisectWorkloads = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--workload",
+        "-w",
+        help="Workload(s) to bisect; each case costs minutes a comparison, so select a few.",
+    ),
+]
+
+
 def register(app: typer.Typer) -> None:
     """Add ``bisect`` to ``app``."""
 
     @app.command("bisect")
+    @selects_cases(full=False, workload=BisectWorkloads)
     def bisect_cmd(
         good: Annotated[str, typer.Argument(help="A JAX version known to be fast.")],
         bad: Annotated[str, typer.Argument(help="A later JAX version known to be slow.")],
-        workload: Annotated[
-            list[str] | None,
-            typer.Option(
-                "--workload",
-                "-w",
-                help="Workload(s) to bisect; each case costs "
-                "minutes a comparison, so select a few.",
-            ),
-        ] = None,
-        size: Sizes = None,
-        dtype: Dtypes = None,
-        k: Ks = None,
-        strategy: Strategies = None,
-        optimizer: Optimizers = None,
-        wrt: Wrts = None,
-        param: Params = None,
+        select: Selection,
         search: Annotated[
             str,
             typer.Option(
@@ -220,8 +210,7 @@ def register(app: typer.Typer) -> None:
             raise fail(f"--search {search!r}: expected sweep, binary or auto")
         try:
             check_rule(threshold, alpha)
-            cases = selection(workload, False, param, size=size, dtype=dtype, k=k,
-                              strategy=strategy, optimizer=optimizer, wrt=wrt)  # fmt: skip
+            cases = select.cases()
             check_backend(backend)
             schedule = Schedule(pairs=pairs, max_pairs=max_pairs, pairs_step=pairs_step,
                                 rounds=rounds, calls_per_block=calls_per_block)  # fmt: skip

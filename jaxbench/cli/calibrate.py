@@ -2,26 +2,19 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Annotated, Any
 
 import typer
 from rich.table import Table
 
 from jaxbench.cli.options import (
-    Dtypes,
-    Full,
-    Ks,
-    Optimizers,
-    Params,
-    Sizes,
-    Strategies,
-    Wrts,
     console,
     err_console,
     fail,
-    selection,
     writable_folder,
 )
+from jaxbench.cli.selection import ALIASES, Selection, selects_cases
 from jaxbench.live_defaults import (
     DEFAULT_CALIBRATION_PAIRS,
     DEFAULT_CALLS_PER_BLOCK,
@@ -39,12 +32,7 @@ Workload = Annotated[
 ]
 
 
-def one_case(
-    workload: list[str] | None,
-    full: bool,
-    chosen: dict[str, list | None],
-    params: list[str] | None = None,
-) -> Any:
+def one_case(select: Selection) -> Any:
     """The single selected case, unselected parameters at :data:`DEFAULT_SELECTION` values.
 
     Exits 2 with one line naming the option to narrow when the selection is not one case.
@@ -52,18 +40,19 @@ def one_case(
     from jaxbench.calibrate import DEFAULT_SELECTION
     from jaxbench.workloads import get_workload
 
-    names = workload or [DEFAULT_SELECTION["workload"]]
-    overrides = dict(chosen)
+    names = select.workload or [DEFAULT_SELECTION["workload"]]
     try:
         specs = [get_workload(n) for n in names]
     except ValueError as exc:
         raise fail(str(exc)) from None
+    given = {text.partition("=")[0].strip() for text in select.param or []}
+    defaults = {"workload": names}
     for param, value in DEFAULT_SELECTION.items():
-        unset = param in overrides and not overrides[param]
+        unset = param in ALIASES and not getattr(select, param) and param not in given
         if unset and all(param in s.param_names for s in specs):
-            overrides[param] = [value]
+            defaults[param] = [value]
     try:
-        cases = selection(names, full, params, **overrides)
+        cases = replace(select, **defaults).cases()
     except ValueError as exc:
         raise fail(str(exc)) from None
     if len(cases) != 1:
@@ -138,16 +127,9 @@ def register(app: typer.Typer) -> None:
     """Add ``calibrate`` to ``app``."""
 
     @app.command("calibrate")
+    @selects_cases(workload=Workload)
     def calibrate_cmd(
-        workload: Workload = None,
-        size: Sizes = None,
-        dtype: Dtypes = None,
-        k: Ks = None,
-        strategy: Strategies = None,
-        optimizer: Optimizers = None,
-        wrt: Wrts = None,
-        param: Params = None,
-        full: Full = False,
+        select: Selection,
         comparisons: Annotated[
             int, typer.Option(help="A/A comparisons (each gives one verdict).")
         ] = DEFAULT_COMPARISONS,
@@ -193,9 +175,7 @@ def register(app: typer.Typer) -> None:
         except ValueError as exc:
             what = "--alpha" if "alpha" in str(exc) else "--threshold"
             raise fail(f"{what}: {exc}") from None
-        chosen = {"size": size, "dtype": dtype, "k": k, "strategy": strategy,
-                  "optimizer": optimizer, "wrt": wrt}  # fmt: skip
-        case = one_case(workload, full, chosen, param)
+        case = one_case(select)
         try:
             check_backend(backend)
             schedule = Schedule(pairs=pairs, max_pairs=pairs, rounds=rounds,

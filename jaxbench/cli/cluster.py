@@ -10,24 +10,15 @@ from rich.table import Table
 
 from jaxbench.cli.options import (
     Budget,
-    Dtypes,
-    Full,
-    Ks,
     MinSamples,
-    Optimizers,
-    Params,
     Pipeline,
-    Sizes,
-    Strategies,
     Warmup,
-    Workloads,
-    Wrts,
     console,
     err_console,
     fail,
-    selection,
     timing_fields,
 )
+from jaxbench.cli.selection import Selection, selects_cases
 
 if TYPE_CHECKING:
     from jaxbench.cluster.profile import Profile
@@ -38,23 +29,16 @@ if TYPE_CHECKING:
 SweepArg = Annotated[Path, typer.Argument(help="The sweep folder (printed by `submit`).")]
 
 
+@selects_cases()
 def submit_cmd(
     ctx: typer.Context,
+    select: Selection,
     profile: Annotated[
         str | None,
         typer.Option(
             "--profile", "-p", help="slurm/<name>.toml, or a name: cpu, gpu, local, test-cluster."
         ),
     ] = None,
-    workload: Workloads = None,
-    size: Sizes = None,
-    dtype: Dtypes = None,
-    k: Ks = None,
-    strategy: Strategies = None,
-    optimizer: Optimizers = None,
-    wrt: Wrts = None,
-    param: Params = None,
-    full: Full = False,
     jax: Annotated[
         str | None,
         typer.Option(help="JAX versions, comma-separated; each runs in its own environment."),
@@ -96,7 +80,7 @@ def submit_cmd(
         sweep = Sweep(resume)
         submission = _resume(ctx, sweep, dry_run)
     else:
-        sweep, submission = _submit_new(ctx.params)
+        sweep, submission = _submit_new(ctx.params, select)
     if submission is None:
         return
     ids = sorted(set(submission.job_ids.values()))
@@ -139,17 +123,16 @@ def _nothing_left(sweep: Sweep) -> None:
     console.print(f"{sweep.root}: every case has an ok record; nothing to submit", soft_wrap=True)
 
 
-def _submit_new(opts: dict[str, Any]) -> tuple[Sweep, Submission | None]:
+def _submit_new(opts: dict[str, Any], select: Selection) -> tuple[Sweep, Submission | None]:
     from jaxbench.cluster import dispatch, preflight
     from jaxbench.cluster.profile import load_profile
     from jaxbench.cluster.sweep import CaseSpec
 
     if opts["profile"] is None:
         raise fail("--profile is required (slurm/<name>.toml or a name), or use --resume")
-    selected = {k: opts[k] for k in ("size", "dtype", "k", "strategy", "optimizer", "wrt")}
     try:
         prof = load_profile(opts["profile"])
-        cases = selection(opts["workload"], opts["full"], opts["param"], **selected)
+        cases = select.cases()
         versions = [v.strip() for v in (opts["jax"] or "").split(",") if v.strip()]
         request = dispatch.SweepRequest(
             profile=prof,

@@ -10,26 +10,17 @@ import typer
 from jaxbench.cli.lines import print_exponent_changes, print_live_exponent_changes
 from jaxbench.cli.options import (
     CURRENT,
-    Dtypes,
     ExtraIndexUrl,
-    Full,
     JaxExtra,
-    Ks,
-    Optimizers,
-    Params,
-    Sizes,
-    Strategies,
-    Workloads,
-    Wrts,
     console,
     err_console,
     fail,
     python_for,
-    selection,
     side_params,
     version_envs,
     writable_folder,
 )
+from jaxbench.cli.selection import Selection, selects_cases
 from jaxbench.live_defaults import (
     DEFAULT_MAX_PAIRS,
     DEFAULT_MAX_TIME_S,
@@ -267,9 +258,11 @@ def register(app: typer.Typer) -> None:
     """Add ``compare`` to ``app``."""
 
     @app.command("compare")
+    @selects_cases()
     def compare_cmd(
         baseline: Annotated[str, typer.Argument(help=BASELINE_HELP)],
         candidate: Annotated[str, typer.Argument(help="Candidate, the same kinds.")],
+        select: Selection,
         results: Annotated[
             list[Path] | None,
             typer.Option("--results", "-r", help="Where to find versions (default results/)."),
@@ -293,15 +286,6 @@ def register(app: typer.Typer) -> None:
             list[str] | None,
             typer.Option("--set-b", help="Live: NAME=VALUE for the candidate (size=small*1.05)."),
         ] = None,
-        workload: Workloads = None,
-        size: Sizes = None,
-        dtype: Dtypes = None,
-        k: Ks = None,
-        strategy: Strategies = None,
-        optimizer: Optimizers = None,
-        wrt: Wrts = None,
-        param: Params = None,
-        full: Full = False,
         backend: Annotated[str, typer.Option("--backend", "-b", help="Live backend.")] = "cpu",
         pairs: Annotated[
             int, typer.Option(help="Live: process pairs of the first look.")
@@ -372,8 +356,7 @@ def register(app: typer.Typer) -> None:
                 raise fail(f"{what}: {exc}") from None
         opts = {"threshold": threshold, "alpha": alpha, "strict": strict,
                 "fail_on_undecided": fail_on_undecided}  # fmt: skip
-        live_options = bool(set_a or set_b or workload or size or dtype or k or strategy
-                            or optimizer or wrt or param or full)  # fmt: skip
+        live_options = bool(set_a or set_b or select.given)
         if interleave and back_to_back:
             raise fail("--interleave and --back-to-back exclude each other: pick one")
         if not (interleave or back_to_back):
@@ -385,8 +368,7 @@ def register(app: typer.Typer) -> None:
         if results:
             raise fail("--results applies to recorded comparisons, not --interleave")
         try:
-            cases = selection(workload, full, param, size=size, dtype=dtype, k=k,
-                              strategy=strategy, optimizer=optimizer, wrt=wrt)  # fmt: skip
+            cases = select.cases()
             from jaxbench.backends import check_backend
 
             check_backend(backend)

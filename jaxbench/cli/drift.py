@@ -104,13 +104,13 @@ def _user_workload(name: str) -> UserWorkload:
 
 def _user_sets(found: UserWorkload, params: list[str] | None) -> list:
     """The sets of a user workload at each ``--param`` case; one line and exit 2 if bad."""
-    from jaxbench.cli.options import selection
+    from jaxbench.cli.selection import Selection
     from jaxbench.drift.tolerance import BASE_REDUCTION
     from jaxbench.drift.user import user_sets
 
     name = found.name
     try:
-        cases = selection([name], False, params)
+        cases = Selection(workload=[name], param=params).cases()
         sets = user_sets(found, [c.params for c in cases])
     except ValueError as exc:
         raise fail(str(exc)) from None

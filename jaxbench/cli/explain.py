@@ -10,26 +10,17 @@ import typer
 
 from jaxbench.cli.options import (
     CURRENT,
-    Dtypes,
     ExtraIndexUrl,
-    Full,
     JaxExtra,
-    Ks,
-    Optimizers,
-    Params,
-    Sizes,
-    Strategies,
-    Workloads,
-    Wrts,
     console,
     err_console,
     fail,
     python_for,
-    selection,
     side_params,
     version_envs,
     writable_folder,
 )
+from jaxbench.cli.selection import Selection, selects_cases
 
 SIDE_HELP = (
     f"Baseline: {CURRENT}, a path to a python, a JAX version (its venv, built once), or a "
@@ -119,9 +110,11 @@ def register(app: typer.Typer) -> None:
     """Add ``explain`` to ``app``."""
 
     @app.command("explain")
+    @selects_cases()
     def explain_cmd(
         baseline: Annotated[str, typer.Argument(help=SIDE_HELP)],
         candidate: Annotated[str, typer.Argument(help="Candidate, the same kinds.")],
+        select: Selection,
         set_a: Annotated[
             list[str] | None, typer.Option("--set-a", help="NAME=VALUE for the baseline.")
         ] = None,
@@ -129,15 +122,6 @@ def register(app: typer.Typer) -> None:
             list[str] | None,
             typer.Option("--set-b", help="NAME=VALUE for the candidate (size=small*1.05)."),
         ] = None,
-        workload: Workloads = None,
-        size: Sizes = None,
-        dtype: Dtypes = None,
-        k: Ks = None,
-        strategy: Strategies = None,
-        optimizer: Optimizers = None,
-        wrt: Wrts = None,
-        param: Params = None,
-        full: Full = False,
         backend: Annotated[str, typer.Option("--backend", "-b", help="Backend.")] = "cpu",
         verdict: Annotated[
             str | None,
@@ -178,8 +162,7 @@ def register(app: typer.Typer) -> None:
             raise fail(f"--verdict {verdict!r}: expected slower, faster, same, inconclusive or "
                        "unstable")  # fmt: skip
         try:
-            cases = selection(workload, full, param, size=size, dtype=dtype, k=k,
-                              strategy=strategy, optimizer=optimizer, wrt=wrt)  # fmt: skip
+            cases = select.cases()
             check_backend(backend)
         except ValueError as exc:
             raise fail(str(exc)) from None
@@ -196,8 +179,7 @@ def register(app: typer.Typer) -> None:
                            "interpreters or versions, not one of each")  # fmt: skip
             if out or set_a or set_b:
                 raise fail("--out, --set-a and --set-b apply to live workers, not to result sets")
-            chosen = [workload, size, dtype, k, strategy, optimizer, wrt, param]
-            labels = {c.record_label for c in cases} if any(chosen) or full else None
+            labels = {c.record_label for c in cases} if select.given else None
             raise typer.Exit(explain_result_sets(baseline, candidate, labels, verdict))
         a, b = side_params(cases, set_a, "--set-a"), side_params(cases, set_b, "--set-b")
         folder = writable_folder(out) if out else None  # before any environment is built

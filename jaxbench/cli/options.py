@@ -63,8 +63,8 @@ Params = Annotated[
     typer.Option(
         "--param",
         help=(
-            "NAME=VALUE of a parameter without its own option (a user workload's; loop, "
-            "scatter, compile): repeat to sweep."
+            "NAME=VALUE of any parameter (a user workload's; loop, scatter, compile; the "
+            "options above are its aliases): repeat to sweep."
         ),
     ),
 ]
@@ -96,35 +96,6 @@ Pipeline = Annotated[
         "and blocks once (pipelined throughput, per-call time = total / N).",
     ),
 ]
-
-
-def selection(
-    workload: list[str] | None,
-    full: bool,
-    params: list[str] | None = None,
-    **overrides: list | None,
-) -> list:
-    """The selected :class:`jaxbench.cases.Case` list (quick grid unless ``full``).
-
-    Args:
-        workload: ``--workload`` values; ``None`` for the built-in workloads.
-        full: ``--full``.
-        params: ``--param NAME=VALUE`` texts.
-        overrides: The built-in parameters' options (``size=[...]``).
-
-    Raises:
-        ValueError: Unknown workload, parameter or value (from :func:`select_cases`), or a
-            ``--param`` without ``=``.
-    """
-    from jaxbench.cases import select_cases
-
-    texts: dict[str, list[str]] = {}
-    for text in params or []:
-        name, sep, value = text.partition("=")
-        if not sep or not name.strip():
-            raise ValueError(f"--param {text!r}: expected NAME=VALUE")
-        texts.setdefault(name.strip(), []).append(value)
-    return select_cases(workload, quick=not full, overrides=overrides, texts=texts)
 
 
 def timing_fields(budget: float, min_samples: int, warmup: int, pipeline: int = 1) -> dict:
@@ -214,11 +185,9 @@ def python_for(side: str, spec: str, envs: VersionEnvs) -> str:
 def side_params(cases: list, values: list[str] | None, option: str) -> dict[str, Any]:
     """One side's ``--set-a``/``--set-b`` texts ``NAME=VALUE``, typed and checked on every case.
 
-    A text is typed as ``--param`` types it (:func:`jaxbench.cases.select_cases`): by the
-    workload's ``parse_param`` where it has one (a user workload's factory signature; the loop,
-    scatter and compile families), else digits as ``int`` and ``true``/``false`` as ``bool``
-    (the built-in families' options). Every selected workload must have the parameter, and
-    every selected case, with these values, must validate.
+    A text is typed by the one parser of ``--param`` (:func:`jaxbench.cases.parse_text`: a user
+    factory's signature, else the parameter's grid). Every selected workload must have the
+    parameter, and every selected case, with these values, must validate.
 
     Args:
         cases: The selected :class:`jaxbench.cases.Case` list.
@@ -232,6 +201,7 @@ def side_params(cases: list, values: list[str] | None, option: str) -> dict[str,
         typer.Exit: A text without ``=`` or a name, a parameter a selected workload lacks, or a
             value a workload refuses (one line naming ``option``, exit 2).
     """
+    from jaxbench.cases import parse_text
     from jaxbench.workloads import get_workload
 
     workloads = [get_workload(w) for w in dict.fromkeys(c.workload for c in cases)]
@@ -240,10 +210,9 @@ def side_params(cases: list, values: list[str] | None, option: str) -> dict[str,
         name, eq, text = item.partition("=")
         if not eq or not name:
             raise fail(f"{option} {item!r}: expected NAME=VALUE, e.g. size=small*1.05")
-        owner = next((w for w in workloads if name in w.param_names), workloads[0])
-        parse = getattr(owner, "parse_param", None) if name in owner.param_names else None
+        owner = next((w for w in workloads if name in w.param_names), None)
         try:
-            out[name] = parse(name, text) if parse else _option_value(text)
+            out[name] = parse_text(owner, name, text) if owner else text
         except ValueError as exc:
             raise fail(f"{option}: {str(exc).removeprefix('--param ')}") from None
     for case in cases:
@@ -257,11 +226,3 @@ def side_params(cases: list, values: list[str] | None, option: str) -> dict[str,
         except ValueError as exc:
             raise fail(f"{option}: {exc}") from None
     return out
-
-
-def _option_value(text: str) -> Any:
-    """A built-in family's value from text: digits as ``int``, ``true``/``false`` as ``bool``."""
-    lowered = text.lower()
-    if lowered in ("true", "false"):
-        return lowered == "true"
-    return int(text) if text.isdigit() else text

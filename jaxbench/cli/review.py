@@ -9,28 +9,19 @@ import typer
 
 from jaxbench.cli.options import (
     Budget,
-    Dtypes,
     ExtraIndexUrl,
-    Full,
     JaxExtra,
-    Ks,
     MinSamples,
-    Optimizers,
-    Params,
-    Sizes,
-    Strategies,
     Warmup,
-    Workloads,
-    Wrts,
     console,
     err_console,
     fail,
     python_for,
-    selection,
     timing_fields,
     version_envs,
     writable_folder,
 )
+from jaxbench.cli.selection import Selection, selects_cases
 from jaxbench.live_defaults import (
     DEFAULT_CALLS_PER_BLOCK,
     DEFAULT_MAX_PAIRS,
@@ -39,18 +30,10 @@ from jaxbench.live_defaults import (
     DEFAULT_ROUNDS,
 )
 
-#: Options of ``jaxbench run`` that carry a selection, as the review passes them on.
-SELECTION_FLAGS = ("-w", "-s", "-d", "-k", "--strategy", "--optimizer", "--wrt", "--param")
 
-
-def run_options(values: list[list | None], full: bool, backend: str, timing: dict) -> list[str]:
-    """The ``jaxbench run`` arguments of a selection (:data:`SELECTION_FLAGS` order) and timing."""
-    out = []
-    for flag, chosen in zip(SELECTION_FLAGS, values, strict=True):
-        for value in chosen or []:
-            out += [flag, str(value)]
-    if full:
-        out.append("--full")
+def run_options(select: Selection, backend: str, timing: dict) -> list[str]:
+    """The ``jaxbench run`` arguments of a selection, a backend and timing fields."""
+    out = select.argv()
     out += ["-b", backend, "--budget", str(timing["budget_s"]), "--min-samples",
             str(timing["min_samples"]), "--warmup", str(timing["warmup_calls"])]  # fmt: skip
     return out
@@ -84,18 +67,11 @@ def register(app: typer.Typer) -> None:
     """Add ``review`` to ``app``."""
 
     @app.command("review")
+    @selects_cases()
     def review_cmd(
         baseline: Annotated[str, typer.Argument(help="The JAX version in use (its venv).")],
         candidate: Annotated[str, typer.Argument(help="The JAX version to upgrade to.")],
-        workload: Workloads = None,
-        size: Sizes = None,
-        dtype: Dtypes = None,
-        k: Ks = None,
-        strategy: Strategies = None,
-        optimizer: Optimizers = None,
-        wrt: Wrts = None,
-        param: Params = None,
-        full: Full = False,
+        select: Selection,
         processes: Annotated[
             int, typer.Option(help="Recorded processes a side (the unit of the screen).")
         ] = 3,
@@ -159,9 +135,7 @@ def register(app: typer.Typer) -> None:
             if processes < 2:
                 raise ValueError(f"--processes {processes}: expected at least 2 (the process "
                                  "is the unit: one a side gives no interval)")  # fmt: skip
-            chosen = [workload, size, dtype, k, strategy, optimizer, wrt, param]
-            cases = selection(workload, full, param, size=size, dtype=dtype, k=k,
-                              strategy=strategy, optimizer=optimizer, wrt=wrt)  # fmt: skip
+            cases = select.cases()
             check_backend(backend)
             schedule = Schedule(pairs=pairs, max_pairs=max_pairs, pairs_step=pairs_step,
                                 rounds=rounds, calls_per_block=calls_per_block)  # fmt: skip
@@ -172,7 +146,7 @@ def register(app: typer.Typer) -> None:
             raise fail(f"{baseline} twice: a review compares two versions")
         if reference is not None and not reference.is_dir():
             raise fail(f"--reference {reference}: no such folder")
-        _review(baseline, candidate, cases, run_options(chosen, full, backend, timing),
+        _review(baseline, candidate, cases, run_options(select, backend, timing),
                 processes, schedule, backend, version_envs(env_root, jax_extra, extra_index_url),
                 out, drift, reference,
                 {"threshold": threshold, "compile_threshold": compile_threshold,

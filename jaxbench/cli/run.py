@@ -10,25 +10,16 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 
 from jaxbench.cli.options import (
     Budget,
-    Dtypes,
-    Full,
-    Ks,
     MinSamples,
-    Optimizers,
-    Params,
     Pipeline,
-    Sizes,
-    Strategies,
     Warmup,
-    Workloads,
-    Wrts,
     console,
     err_console,
     fail,
-    selection,
     timing_fields,
     writable_folder,
 )
+from jaxbench.cli.selection import Selection, selects_cases
 
 if TYPE_CHECKING:
     from jaxbench.cases import Case
@@ -88,19 +79,12 @@ def _list_installed() -> None:
         console.print(f"  parameters (--param NAME=VALUE): {grid}", highlight=False)
 
 
+@selects_cases()
 def run_cmd(
-    workload: Workloads = None,
-    size: Sizes = None,
-    dtype: Dtypes = None,
-    k: Ks = None,
-    strategy: Strategies = None,
-    optimizer: Optimizers = None,
-    wrt: Wrts = None,
-    param: Params = None,
+    select: Selection,
     backend: Annotated[
         str, typer.Option("--backend", "-b", help="default, cpu, gpu, cuda, rocm or tpu.")
     ] = "default",
-    full: Full = False,
     out: Annotated[str, typer.Option("--out", "-o", help="Results folder.")] = "results",
     budget: Budget = 0.2,
     min_samples: MinSamples = 20,
@@ -123,10 +107,7 @@ def run_cmd(
     try:
         check_backend(backend)
         timing = TimingConfig(**timing_fields(budget, min_samples, warmup, pipeline))
-        cases = selection(
-            workload, full, param, size=size, dtype=dtype, k=k, strategy=strategy,
-            optimizer=optimizer, wrt=wrt,
-        )  # fmt: skip
+        cases = select.cases()
         configure_compilation_cache(compilation_cache, min_compile_time_s=cache_min_compile_time)
     except ValueError as exc:
         raise fail(str(exc)) from None

@@ -1,0 +1,151 @@
+"""The case-selection options, declared once for every command that selects cases.
+
+A command takes them by a parameter ``select: Selection`` and the :func:`selects_cases`
+decorator, which puts ``--workload``, ``--size``, ``--dtype``, ``-k``, ``--strategy``,
+``--optimizer``, ``--wrt``, ``--param`` (and ``--full`` unless told not to) in the command's
+signature where ``select`` stands, and hands the command one :class:`Selection`.
+
+The parameters' own options are aliases of ``--param NAME=VALUE``: their values go through the
+same parser (:func:`jaxbench.cases.parse_text`) as ``--param``, ``--set-a`` and ``--set-b``.
+"""
+
+from __future__ import annotations
+
+import functools
+import inspect
+from collections.abc import Callable
+from dataclasses import dataclass, fields
+from typing import Any
+
+from jaxbench.cli.options import (
+    Dtypes,
+    Full,
+    Ks,
+    Optimizers,
+    Params,
+    Sizes,
+    Strategies,
+    Workloads,
+    Wrts,
+)
+
+#: The parameters that have an option of their own: each is an alias of ``--param NAME=VALUE``.
+ALIASES: dict[str, Any] = {
+    "size": Sizes,
+    "dtype": Dtypes,
+    "k": Ks,
+    "strategy": Strategies,
+    "optimizer": Optimizers,
+    "wrt": Wrts,
+}
+
+
+@dataclass(frozen=True)
+class Selection:
+    """The case-selection options of one command line (``None``: not given).
+
+    Attributes:
+        workload: ``--workload`` values; ``None`` for every built-in workload.
+        size, dtype, k, strategy, optimizer, wrt: The aliases of ``--param NAME=VALUE``.
+        param: ``--param NAME=VALUE`` texts.
+        full: ``--full``: the full grid instead of the quick one.
+    """
+
+    workload: list[str] | None = None
+    size: list[str] | None = None
+    dtype: list[str] | None = None
+    k: list[int] | None = None
+    strategy: list[str] | None = None
+    optimizer: list[str] | None = None
+    wrt: list[str] | None = None
+    param: list[str] | None = None
+    full: bool = False
+
+    @property
+    def given(self) -> bool:
+        """Whether any selection option was given."""
+        return any(getattr(self, f.name) for f in fields(self))
+
+    def cases(self) -> list:
+        """The selected :class:`jaxbench.cases.Case` list (quick grid unless ``full``).
+
+        Raises:
+            ValueError: Unknown workload, parameter or value (from
+                :func:`jaxbench.cases.select_cases`, naming the option), or a ``--param``
+                without ``=``.
+        """
+        from jaxbench.cases import select_cases
+
+        texts: dict[str, list[str]] = {}
+        options: dict[str, str] = {}
+        for name in ALIASES:
+            for value in getattr(self, name) or []:
+                texts.setdefault(name, []).append(str(value))
+                options[name] = "--" + name
+        for text in self.param or []:
+            name, sep, value = text.partition("=")
+            if not sep or not name.strip():
+                raise ValueError(f"--param {text!r}: expected NAME=VALUE")
+            texts.setdefault(name.strip(), []).append(value)
+            options[name.strip()] = "--param"
+        return select_cases(self.workload, quick=not self.full, texts=texts, options=options)
+
+    def argv(self) -> list[str]:
+        """These options as a ``jaxbench run`` command line takes them."""
+        out: list[str] = []
+        for f in fields(self):
+            value = getattr(self, f.name)
+            if f.name == "full":
+                out += ["--full"] if value else []
+            else:
+                out += [x for v in value or [] for x in (f"--{f.name}", str(v))]
+        return out
+
+
+def selects_cases(
+    full: bool = True, workload: Any = Workloads
+) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    """Give a command the selection options in place of its ``select: Selection`` parameter.
+
+    Args:
+        full: Whether the command takes ``--full`` (a command that runs one case per step, such
+            as ``bisect``, does not).
+        workload: The ``--workload`` option's annotation, for a command whose help says more
+            (e.g. its default workload).
+
+    Raises:
+        TypeError: The command has no ``select`` parameter (a programming error).
+    """
+
+    def decorate(command: Callable[..., Any]) -> Callable[..., Any]:
+        signature = inspect.signature(command, eval_str=True)
+        if "select" not in signature.parameters:
+            raise TypeError(f"{command.__name__} has no parameter select")
+        chosen = {"workload": workload, **ALIASES, "param": Params}
+        chosen |= {"full": Full} if full else {}
+        added = [
+            inspect.Parameter(
+                name,
+                inspect.Parameter.KEYWORD_ONLY,
+                default=False if name == "full" else None,
+                annotation=note,
+            )
+            for name, note in chosen.items()
+        ]
+        params: list[inspect.Parameter] = []
+        for p in signature.parameters.values():
+            if p.name == "select":
+                params += added
+            else:
+                params.append(p.replace(kind=inspect.Parameter.KEYWORD_ONLY))
+
+        @functools.wraps(command)
+        def wrapper(**kwargs: Any) -> Any:
+            select = Selection(**{name: kwargs.pop(name) for name in chosen})
+            return command(select=select, **kwargs)
+
+        wrapper.__signature__ = signature.replace(parameters=params)  # type: ignore[attr-defined]
+        wrapper.__annotations__ = {p.name: p.annotation for p in params}
+        return wrapper
+
+    return decorate
