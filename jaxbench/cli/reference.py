@@ -40,5 +40,5 @@ def markdown() -> str:
 
 
 def on_page_markdown(markdown_text: str, **_: Any) -> str:
-    """mkdocs' hook: a page's Markdown with :data:`MARKER` replaced by :func:`markdown`."""
+    """The mkdocs hook: a page's Markdown with :data:`MARKER` replaced by :func:`markdown`."""
     return markdown_text.replace(MARKER, markdown()) if MARKER in markdown_text else markdown_text
