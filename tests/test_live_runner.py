@@ -1,0 +1,132 @@
+"""The one live-comparison runner: the file after every pair, one way to stop, resuming.
+
+The engine (:mod:`jaxbench.interleave.session`) runs for real; only its worker processes are
+fakes that answer at once, so a pair costs nothing.
+"""
+
+from __future__ import annotations
+
+import itertools
+
+import pytest
+
+from jaxbench.interleave import (
+    LiveStopped,
+    Schedule,
+    Variant,
+    WorkerDied,
+    live_path,
+    resume_live,
+    run_live,
+)
+from jaxbench.store import load
+
+TINY = {"size": "tiny", "dtype": "float32", "optimizer": "sgd"}
+CASES = [("train_step", TINY), ("train_step", TINY | {"size": "small"})]
+A, B = Variant("a", "py-a"), Variant("b", "py-b")
+
+
+class Workers:
+    """Fake worker processes; the pair numbered ``stop_at`` (from 0) raises ``stop``."""
+
+    def __init__(self, stop_at: int | None = None, stop: BaseException | None = None) -> None:
+        self.started = itertools.count()
+        self.stop_at, self.stop = stop_at, stop
+
+    def __call__(self, python, backend, timeout_s=None):
+        return FakeWorker(python, next(self.started) // 2 == self.stop_at and self.stop)
+
+
+class FakeWorker:
+    def __init__(self, python, stop):
+        self.python, self.stop = python, stop
+
+    def request(self, op, **kw):
+        if self.stop:
+            raise self.stop
+        if op == "prepare":
+            env = {"jax": "0.0", "jaxlib": "0.0", "backend": "cpu", "device_kind": "cpu"}
+            return {"env": env, "benchmark": kw["workload"], "compile_s": 0.1, "flops": 1.0,
+                    "programs_hash": "h", "gate_mode": "run"}  # fmt: skip
+        latency = 1e-3 if self.python == "py-a" else 1.1e-3
+        return {"samples_s": [latency] * kw["calls"], "compiles_timed": 0, "traces_timed": 0}
+
+    def quit(self):
+        pass
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        pass
+
+
+def _use(monkeypatch, workers: Workers) -> None:
+    monkeypatch.setattr("jaxbench.interleave.session.Worker", workers)
+
+
+SCHEDULE = Schedule(pairs=4, max_pairs=4, rounds=6, calls_per_block=2, warmup_rounds=0)
+
+
+def _pairs_on_disk(path):
+    return [len(c.pairs) for c in load(path).models("live-comparison")]
+
+
+@pytest.mark.parametrize("mode", ["interleaved", "back_to_back"])
+def test_the_file_holds_every_finished_pair_after_each_pair(monkeypatch, tmp_path, mode):
+    _use(monkeypatch, Workers())
+    path = live_path(tmp_path)
+    on_disk = []
+    run = run_live(A, B, CASES, path, "cpu", SCHEDULE, mode,
+                   on_saved=lambda n, p: on_disk.append((n, _pairs_on_disk(p))))  # fmt: skip
+    assert on_disk == [(n, [n, n]) for n in (1, 2, 3, 4)]
+    assert path.name.startswith("interleave-") and path.suffix == ".jsonl"
+    assert run.pairs == 4 and [c.mode for c in run.comparisons] == [mode, mode]
+    saved = load(path).models("live-comparison")
+    assert [c.model_dump() for c in saved] == [c.model_dump() for c in run.comparisons]
+
+
+@pytest.mark.parametrize(
+    ("stop", "code", "start"),
+    [(KeyboardInterrupt(), 130, "interrupted after 2 process pair(s); "),
+     (WorkerDied("worker (py-b) ended: exit code 1"), 1, "worker (py-b) ended: exit code 1; ")],
+)  # fmt: skip
+def test_a_run_stopped_after_k_pairs_keeps_k_pairs_and_says_so_in_one_line(
+    monkeypatch, tmp_path, stop, code, start
+):
+    _use(monkeypatch, Workers(stop_at=2, stop=stop))
+    path = live_path(tmp_path)
+    with pytest.raises(LiveStopped) as caught:
+        run_live(A, B, CASES, path, "cpu", SCHEDULE)
+    stopped = caught.value
+    assert (stopped.path, stopped.pairs, stopped.exit_code) == (path, 2, code)
+    assert stopped.line() == f"{start}pairs finished before it are in {path}"
+    assert "\n" not in stopped.line()
+    assert _pairs_on_disk(path) == [2, 2]
+
+
+def test_a_run_stopped_before_its_first_pair_says_nothing_was_saved(monkeypatch, tmp_path):
+    _use(monkeypatch, Workers(stop_at=0, stop=KeyboardInterrupt()))
+    path = live_path(tmp_path)
+    with pytest.raises(LiveStopped, match="nothing was saved") as caught:
+        run_live(A, B, CASES, path, "cpu", SCHEDULE)
+    assert caught.value.path is None and caught.value.pairs == 0 and not path.exists()
+
+
+def test_a_file_cut_short_is_completed_in_place_with_its_own_design(monkeypatch, tmp_path):
+    _use(monkeypatch, Workers(stop_at=1, stop=KeyboardInterrupt()))
+    path = live_path(tmp_path)
+    with pytest.raises(LiveStopped):
+        run_live(A, B, CASES, path, "cpu", SCHEDULE)
+    before = load(path).models("live-comparison")
+    _use(monkeypatch, Workers())
+    counts = []
+    run = resume_live(path, before, A, B, "cpu", on_saved=lambda n, p: counts.append(n))
+    assert counts == [2, 3, 4] and run.pairs == 4
+    after = load(path).models("live-comparison")
+    assert _pairs_on_disk(path) == [4, 4]
+    assert [p.index for p in after[0].pairs] == [0, 1, 2, 3]
+    assert after[0].pairs[0] == before[0].pairs[0]  # the first pair, as measured
+    assert {len(p.rounds) for p in after[0].pairs} == {SCHEDULE.rounds}
+    with pytest.raises(ValueError, match="no comparison was cut short"):
+        resume_live(path, after, A, B, "cpu")
