@@ -190,9 +190,12 @@ def run_live(
     return _saving(path, pairs, contents, on_saved)
 
 
-def cut_short(comparison: CaseComparison) -> bool:
-    """Whether a comparison stopped inside its first look: ``ok``, with some pairs but fewer."""
-    first = int(comparison.schedule.get("pairs", 0))
+def cut_short(comparison: CaseComparison, first_look: int = 0) -> bool:
+    """Whether a comparison stopped inside its first look: ``ok``, with some pairs but fewer.
+
+    The first look is the comparison's own schedule's (``first_look`` where it has none).
+    """
+    first = int(comparison.schedule.get("pairs", first_look))
     return comparison.status == "ok" and 0 < len(comparison.pairs) < first
 
 
