@@ -130,3 +130,18 @@ def test_a_file_cut_short_is_completed_in_place_with_its_own_design(monkeypatch,
     assert {len(p.rounds) for p in after[0].pairs} == {SCHEDULE.rounds}
     with pytest.raises(ValueError, match="no comparison was cut short"):
         resume_live(path, after, A, B, "cpu")
+
+
+def test_the_bisect_judge_saves_each_comparison_through_the_runner(monkeypatch, tmp_path):
+    from jaxbench.bisect.live import LiveJudge
+
+    _use(monkeypatch, Workers())
+    pythons = {"0.1": "py-a", "0.2": "py-b"}
+    judge = LiveJudge(pythons.get, {"tiny": CASES[0]}, "cpu", SCHEDULE, 0.02, 0.05, tmp_path)
+    got = judge("0.1", "0.2", ["tiny"])
+    (path,) = judge.paths
+    assert got["tiny"].verdict == "slower" and _pairs_on_disk(path) == [SCHEDULE.pairs]
+    _use(monkeypatch, Workers(stop_at=1, stop=KeyboardInterrupt()))
+    with pytest.raises(LiveStopped) as caught:
+        judge("0.2", "0.1", ["tiny"])
+    assert judge.paths == [path] and _pairs_on_disk(caught.value.path) == [1]
