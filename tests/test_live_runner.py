@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import itertools
 
+import numpy as np
 import pytest
 
 from jaxbench.interleave import (
@@ -34,12 +35,15 @@ class Workers:
         self.stop_at, self.stop = stop_at, stop
 
     def __call__(self, python, backend, timeout_s=None):
-        return FakeWorker(python, next(self.started) // 2 == self.stop_at and self.stop)
+        n = next(self.started)
+        return FakeWorker(python, n // 2 == self.stop_at and self.stop, n)
 
 
 class FakeWorker:
-    def __init__(self, python, stop):
-        self.python, self.stop = python, stop
+    """Answers at once; ``py-a`` takes 1 ms a call, any other 1.1 ms, each with 1 % scatter."""
+
+    def __init__(self, python, stop, seed):
+        self.python, self.stop, self.rng = python, stop, np.random.default_rng(seed)
 
     def request(self, op, **kw):
         if self.stop:
@@ -49,7 +53,8 @@ class FakeWorker:
             return {"env": env, "benchmark": kw["workload"], "compile_s": 0.1, "flops": 1.0,
                     "programs_hash": "h", "gate_mode": "run"}  # fmt: skip
         latency = 1e-3 if self.python == "py-a" else 1.1e-3
-        return {"samples_s": [latency] * kw["calls"], "compiles_timed": 0, "traces_timed": 0}
+        samples = latency * np.exp(0.01 * self.rng.standard_normal(kw["calls"]))
+        return {"samples_s": list(samples), "compiles_timed": 0, "traces_timed": 0}
 
     def quit(self):
         pass
@@ -145,3 +150,32 @@ def test_the_bisect_judge_saves_each_comparison_through_the_runner(monkeypatch, 
     with pytest.raises(LiveStopped) as caught:
         judge("0.2", "0.1", ["tiny"])
     assert judge.paths == [path] and _pairs_on_disk(caught.value.path) == [1]
+
+
+def test_a_calibration_saves_its_finished_comparisons_and_stops_the_same_way(monkeypatch, tmp_path):
+    from jaxbench.calibrate import load_calibrations, run_calibration
+
+    s = Schedule(pairs=3, max_pairs=3, rounds=6, calls_per_block=2, warmup_rounds=0)
+    _use(monkeypatch, Workers())
+    on_disk = []
+
+    def seen(index, pairs):
+        found = load_calibrations([tmp_path])[0]
+        on_disk.append((index, pairs, [len(c.comparisons) for c in found]))
+
+    record, path = run_calibration("train_step", TINY, tmp_path, 2, s, "cpu", on_pair=seen,
+                                   python="py-a")  # fmt: skip
+    assert on_disk == [(0, 1, []), (0, 2, []), (0, 3, [1]), (1, 1, [1]), (1, 2, [1]),
+                       (1, 3, [2])]  # fmt: skip
+    assert path == tmp_path / record.path_name and record.complete
+    assert load_calibrations([path])[0] == [record]
+    assert all(len(c.pair_seconds) == 3 for c in record.comparisons)
+    # Ctrl-C in the second comparison's second pair: the first comparison is kept.
+    _use(monkeypatch, Workers(stop_at=4, stop=KeyboardInterrupt()))
+    with pytest.raises(LiveStopped) as caught:
+        run_calibration("train_step", TINY, tmp_path / "cut", 2, s, "cpu", python="py-a")
+    stopped = caught.value
+    (kept,) = load_calibrations([tmp_path / "cut"])[0]
+    assert (stopped.path, stopped.pairs, stopped.exit_code) == (tmp_path / "cut" / kept.path_name,
+                                                                3, 130)  # fmt: skip
+    assert len(kept.comparisons) == 1 and not kept.complete

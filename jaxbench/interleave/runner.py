@@ -74,7 +74,7 @@ class LiveStopped(Exception):
         what = f"interrupted after {self.pairs} process pair(s)" if self.interrupted else (
             str(self.cause))  # fmt: skip
         if self.path is None:
-            return f"{what}; no pair finished before it, nothing was saved"
+            return f"{what}; nothing was saved"
         return f"{what}; pairs finished before it are in {self.path}"
 
 
