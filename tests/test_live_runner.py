@@ -179,3 +179,30 @@ def test_a_calibration_saves_its_finished_comparisons_and_stops_the_same_way(mon
     assert (stopped.path, stopped.pairs, stopped.exit_code) == (tmp_path / "cut" / kept.path_name,
                                                                 3, 130)  # fmt: skip
     assert len(kept.comparisons) == 1 and not kept.complete
+
+
+@pytest.mark.parametrize(
+    ("command", "stop", "code", "line"),
+    [(["compare", "--interleave", "current", "current", "--set-b", "size=tiny*1.5"],
+      KeyboardInterrupt(), 130, "error: interrupted after 2 process pair(s); pairs finished "
+      "before it are in {path}"),
+     (["compare", "--back-to-back", "current", "current"], WorkerDied("worker ended: exit 1"),
+      1, "error: worker ended: exit 1; pairs finished before it are in {path}"),
+     (["calibrate", "--comparisons", "2", "--pairs", "2"], KeyboardInterrupt(), 130,
+      "error: interrupted after 2 process pair(s); pairs finished before it are in {path}; a "
+      "comparison cut short is not kept (complete: false)")],
+)  # fmt: skip
+def test_each_command_turns_a_stopped_run_into_its_one_line_and_exit_code(
+    monkeypatch, tmp_path, command, stop, code, line
+):
+    from typer.testing import CliRunner
+
+    from jaxbench.cli import app
+
+    _use(monkeypatch, Workers(stop_at=2, stop=stop))
+    args = [*command, "-w", "train_step", "-s", "tiny", "-d", "float32", "--optimizer", "sgd",
+            "--rounds", "6", "--calls-per-block", "2", "-o", str(tmp_path)]  # fmt: skip
+    result = CliRunner().invoke(app, args)
+    (path,) = tmp_path.glob("*-*.json*")
+    assert result.exit_code == code, result.output
+    assert result.stderr.splitlines()[-1] == line.format(path=path)
