@@ -9,9 +9,10 @@ failed worker ends the run with one exception, :class:`LiveStopped`, which names
 pairs in it; each command prints its :meth:`~LiveStopped.line` and exits with its
 :attr:`~LiveStopped.exit_code`.
 
-Files are named ``<prefix>-<run id><suffix>`` (:func:`live_path`): ``interleave-<id>.jsonl``
-for live comparisons, ``calibration-<id>.json`` for a calibration. What a file holds is read
-from its content (:mod:`jaxbench.store.kinds`), never from this name.
+Files are named ``<prefix>-<run id><suffix>``: ``interleave-<id>.jsonl`` for live comparisons
+(:func:`live_path`), ``calibration-<id>.json`` for a calibration (the record's own
+``path_name``, the same pattern). What a file holds is read from its content
+(:mod:`jaxbench.store.kinds`), never from this name.
 """
 
 from __future__ import annotations
@@ -93,17 +94,9 @@ class LiveRun:
     pairs: int
 
 
-def live_path(
-    folder: str | os.PathLike[str],
-    prefix: str = LIVE_PREFIX,
-    run_id: str | None = None,
-    suffix: str = ".jsonl",
-) -> Path:
-    """``folder/<prefix>-<run id><suffix>``: the one naming pattern of live runs' files.
-
-    ``run_id`` defaults to a new one (:func:`jaxbench.store.new_run_id`).
-    """
-    return Path(folder) / f"{prefix}-{run_id or new_run_id()}{suffix}"
+def live_path(folder: str | os.PathLike[str], prefix: str = LIVE_PREFIX) -> Path:
+    """A new ``folder/<prefix>-<run id>.jsonl`` (:func:`jaxbench.store.new_run_id`)."""
+    return Path(folder) / f"{prefix}-{new_run_id()}.jsonl"
 
 
 def _write(path: Path, content: list[BaseModel] | BaseModel) -> None:
@@ -121,22 +114,22 @@ def _saving(
     before: int = 0,
 ) -> LiveRun:
     """Run ``run(on_pair)``, writing ``contents`` of each pair's comparisons to ``path``."""
-    pairs, written = before, [path.exists()]
+    pairs, written = before, path.exists()
 
     def save(now: list[CaseComparison]) -> None:
-        nonlocal pairs
+        nonlocal pairs, written
         pairs += 1
         content = contents(now)
         if content is not None:
             _write(path, content)
-            written[0] = True
+            written = True
         if on_saved is not None:
             on_saved(pairs, path)
 
     try:
         found = run(save)
     except (KeyboardInterrupt, WorkerError) as exc:
-        raise LiveStopped(path if written[0] else None, pairs, exc) from exc
+        raise LiveStopped(path if written else None, pairs, exc) from exc
     return LiveRun(path, found, pairs)
 
 
