@@ -17,9 +17,10 @@ Every verdict other than ``slower`` or ``faster`` is right for an A/A comparison
 
 :func:`summarize_calibration` is that computation on plain numbers. The record
 (:class:`Calibration`, kind ``calibration``, schema version 1) is one JSON file,
-``calibration-<run id>.json``, written atomically after every finished comparison
-(``complete`` false until the last); :func:`load_calibrations` and :func:`latest_calibration`
-read them back.
+``calibration-<run id>.json``, written atomically after every pair by the one live runner
+(:func:`jaxbench.interleave.run_live`) from the first finished comparison on, holding the
+comparisons finished (``complete`` false until the last); :func:`load_calibrations` and
+:func:`latest_calibration` read them back.
 """
 
 from __future__ import annotations
@@ -28,7 +29,6 @@ import dataclasses
 import math
 import os
 import sys
-import time
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import Any
@@ -39,7 +39,7 @@ from jaxbench.inference import verdicts
 from jaxbench.inference.paired import pair_log_ratio
 from jaxbench.inference.sequential import looks_at, nominal_level
 from jaxbench.live_defaults import DEFAULT_COMPARISONS
-from jaxbench.store import Calibration, Problem, case_label, load, write_json
+from jaxbench.store import Calibration, CaseComparison, Problem, case_label, load, write_json
 from jaxbench.store.calibration import (
     CalibrationCase,
     CalibrationComparison,
@@ -187,31 +187,57 @@ def write_calibration(folder: str | os.PathLike[str], record: Calibration) -> Pa
 
 #: Called after each pair with (comparison index, pairs done in it).
 OnPair = Callable[[int, int], None]
-#: Called with the record after each finished comparison (e.g. to save it).
-OnComparison = Callable[[Calibration], None]
 
 
 class CalibrationFailed(RuntimeError):
     """The case did not run (failed to prepare, or recompiled while timed)."""
 
 
+def _entry(c: CaseComparison, index: int, seed: int, started: str, threshold: float,
+           alpha: float) -> CalibrationComparison:  # fmt: skip
+    """The record's entry of one finished A/A comparison."""
+    from jaxbench.interleave import estimate
+
+    est = estimate(c, threshold, alpha)
+    logs = [pair_log_ratio([r.baseline_s for r in p.rounds], [r.candidate_s for r in p.rounds])
+            for p in c.pair_runs]  # fmt: skip
+    return CalibrationComparison(
+        index=index,
+        seed=seed,
+        verdict=est.verdict,
+        ratio=_num(est.ratio),
+        ci_low=_num(est.ci_low),
+        ci_high=_num(est.ci_high),
+        advice=est.advice,
+        pair_log_ratios=logs,
+        pair_seconds=[p.seconds or 0.0 for p in c.pair_runs],
+        started_at=started,
+    )
+
+
 def run_calibration(
     workload: str,
     params: dict[str, Any],
+    folder: str | os.PathLike[str],
     comparisons: int = DEFAULT_COMPARISONS,
     schedule: Any = None,
     backend: str = "cpu",
     threshold: float = verdicts.DEFAULT_THRESHOLD,
     alpha: float = verdicts.DEFAULT_ALPHA,
     on_pair: OnPair | None = None,
-    on_comparison: OnComparison | None = None,
     python: str | None = None,
-) -> Calibration:
-    """Run ``comparisons`` A/A live comparisons of one case and summarize them.
+) -> tuple[Calibration, Path]:
+    """Run ``comparisons`` A/A live comparisons of one case, saving the record as they finish.
+
+    Each comparison's pairs run through :func:`jaxbench.interleave.run_live`, which rewrites
+    ``folder/calibration-<run id>.json`` after every pair: from the first finished comparison
+    on it holds every comparison finished (``complete`` false until the last). A comparison cut
+    short has no verdict, so its pairs are not kept.
 
     Args:
         workload: Workload name.
         params: The case's parameters (both sides the same).
+        folder: Folder of the record (it must exist).
         comparisons: How many A/A comparisons, >= 1.
         schedule: :class:`~jaxbench.interleave.Schedule` of each comparison; its
             ``max_pairs`` is set to ``pairs`` (one look) and comparison ``i`` uses seed
@@ -220,16 +246,20 @@ def run_calibration(
         threshold: Threshold of the verdicts.
         alpha: Level of the verdicts.
         on_pair: See :data:`OnPair`.
-        on_comparison: See :data:`OnComparison`.
         python: Interpreter of both sides (default this one).
+
+    Returns:
+        The record, complete, and its path.
 
     Raises:
         ValueError: ``comparisons`` < 1, or a bad threshold or alpha.
         CalibrationFailed: The case failed or recompiled (it would every time).
-        jaxbench.interleave.WorkerError: A worker could not start or died.
+        jaxbench.interleave.LiveStopped: Interrupted, or a worker could not start or died;
+            its path and pairs are those of the comparisons finished (``None`` and 0 before
+            the first).
     """
     from jaxbench.env import host
-    from jaxbench.interleave import Schedule, Variant, estimate, run_interleaved
+    from jaxbench.interleave import LiveStopped, Schedule, Variant
     from jaxbench.store import new_run_id
     from jaxbench.store.live import now
 
@@ -255,44 +285,70 @@ def run_calibration(
         alpha=alpha,
         summary=summarize_calibration([], threshold=threshold, alpha=alpha),
     )
+    path = Path(folder) / record.path_name
+    live = {"path": path, "backend": backend, "threshold": threshold, "alpha": alpha}
     for i in range(comparisons):
         s = dataclasses.replace(base, seed=base.seed + i)
-        started, marks = now(), [time.perf_counter()]
+        try:
+            record = _one_comparison(record, i, s, side, (workload, dict(params)), live, on_pair)
+        except LiveStopped as exc:
+            kept = sum(len(x.pair_log_ratios) for x in record.comparisons)
+            raise LiveStopped(path if record.comparisons else None, kept, exc.cause) from exc
+    return record, path
 
-        def mark(found: list, index: int = i, marks: list[float] = marks) -> None:
-            marks.append(time.perf_counter())
-            if on_pair:
-                on_pair(index, len(marks) - 1)
 
-        (c,) = run_interleaved(side, side, [(workload, dict(params))], backend, s, mark,
-                               threshold, alpha)  # fmt: skip
-        if c.status != "ok":
-            raise CalibrationFailed(f"{c.label}: {c.status}: {c.error}")
-        est = estimate(c, threshold, alpha)
-        logs = [pair_log_ratio([r.baseline_s for r in p.rounds], [r.candidate_s for r in p.rounds])
-                for p in c.pair_runs]  # fmt: skip
-        entry = CalibrationComparison(
-            index=i,
-            seed=s.seed,
-            verdict=est.verdict,
-            ratio=_num(est.ratio),
-            ci_low=_num(est.ci_low),
-            ci_high=_num(est.ci_high),
-            advice=est.advice,
-            pair_log_ratios=logs,
-            pair_seconds=list(np.diff(marks)),
-            started_at=started,
-        )
-        update: dict[str, Any] = {"comparisons": [*record.comparisons, entry]}
-        if record.jax is None and c.baseline:
-            update |= {"jax": c.baseline.jax, "jaxlib": c.baseline.jaxlib,
-                       "case": record.case.model_copy(update={"label": c.label})}  # fmt: skip
-        if i == comparisons - 1:
-            update |= {"complete": True, "finished_at": now()}
-        record = summarized(record.model_copy(update=update))
-        if on_comparison:
-            on_comparison(record)
+def _one_comparison(
+    record: Calibration,
+    index: int,
+    s: Any,
+    side: Any,
+    case: tuple[str, dict[str, Any]],
+    live: dict[str, Any],
+    on_pair: OnPair | None,
+) -> Calibration:
+    """``record`` with A/A comparison ``index`` added, saved after every pair.
+
+    ``live`` has :func:`~jaxbench.interleave.run_live`'s ``path``, ``backend``, ``threshold``
+    and ``alpha``. The record is written once the comparison has all its pairs (or its time),
+    and again after each later pair; before the first comparison ends nothing is written.
+    """
+    from jaxbench.interleave import run_live
+    from jaxbench.interleave.session import out_of_time
+    from jaxbench.store.live import now
+
+    started, before = now(), record
+    threshold, alpha = live["threshold"], live["alpha"]
+
+    def contents(found: list[CaseComparison]) -> Calibration | None:
+        nonlocal record
+        (c,) = found
+        if c.status == "ok" and (len(c.pairs) == s.pairs or out_of_time(c, s.max_time_s)):
+            record = _with(before, c, _entry(c, index, s.seed, started, threshold, alpha))
+        return record if record.comparisons else None
+
+    def saved(pairs: int, path: Path) -> None:
+        if on_pair:
+            on_pair(index, pairs)
+
+    (c,) = run_live(side, side, [case], schedule=s, on_saved=saved, contents=contents,
+                    **live).comparisons  # fmt: skip
+    if c.status != "ok":
+        kept = f"; the comparisons finished before it are in {live['path']}" if index else ""
+        raise CalibrationFailed(f"{c.label}: {c.status}: {c.error}{kept}")
     return record
+
+
+def _with(record: Calibration, c: CaseComparison, entry: CalibrationComparison) -> Calibration:
+    """``record`` with one more finished comparison, summarized; complete after the last."""
+    update: dict[str, Any] = {"comparisons": [*record.comparisons, entry]}
+    if record.jax is None and c.baseline:
+        update |= {"jax": c.baseline.jax, "jaxlib": c.baseline.jaxlib,
+                   "case": record.case.model_copy(update={"label": c.label})}  # fmt: skip
+    if len(update["comparisons"]) == record.requested:
+        from jaxbench.store.live import now
+
+        update |= {"complete": True, "finished_at": now()}
+    return summarized(record.model_copy(update=update))
 
 
 def load_calibrations(

@@ -132,7 +132,7 @@ def test_a_case_twice_is_named():
 def _compare_live(monkeypatch, tmp_path, comparisons):
     from typer.testing import CliRunner
 
-    import jaxbench.interleave
+    import jaxbench.interleave.runner
     from jaxbench.cli import app
 
     def fake_run(a, b, cases, backend, schedule, on_pair=None, **opts):
@@ -140,7 +140,7 @@ def _compare_live(monkeypatch, tmp_path, comparisons):
             on_pair(comparisons)
         return comparisons
 
-    monkeypatch.setattr(jaxbench.interleave, "run_interleaved", fake_run)
+    monkeypatch.setattr(jaxbench.interleave.runner, "run_interleaved", fake_run)
     args = ["compare", "--interleave", "current", "current", "-w", "train_step", "-s", "tiny",
             "--out", str(tmp_path)]  # fmt: skip
     return CliRunner().invoke(app, args)

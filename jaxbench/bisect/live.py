@@ -1,10 +1,10 @@
 """The judge of a bisection: two releases compared live, in pairs of fresh worker processes.
 
 Each comparison is ``jaxbench compare --interleave`` of one release's environment against
-another's (:func:`jaxbench.interleave.run_interleaved`: pairs of processes, blocks interleaved
-in random order, the interval over pairs) on the cases still in question, and is saved as
-``interleave-<id>.jsonl`` in the output folder as soon as it ends, so an interrupted bisection
-keeps every comparison it finished.
+another's (:func:`jaxbench.interleave.run_live`: pairs of processes, blocks interleaved in random
+order, the interval over pairs) on the cases still in question, saved as
+``interleave-<id>.jsonl`` in the output folder after every pair, so an interrupted bisection
+keeps every comparison it finished and the pairs of the one it was in.
 """
 
 from __future__ import annotations
@@ -14,8 +14,8 @@ from pathlib import Path
 from typing import Any
 
 from jaxbench.bisect.search import Judgement
-from jaxbench.interleave import Schedule, Variant, estimate, run_interleaved
-from jaxbench.store import CaseComparison, new_run_id, write_jsonl
+from jaxbench.interleave import Schedule, Variant, estimate, live_path, run_live
+from jaxbench.store import CaseComparison
 
 
 class LiveJudge:
@@ -28,7 +28,7 @@ class LiveJudge:
         schedule: Pairs, rounds and blocks of each comparison.
         threshold: The verdicts' threshold.
         alpha: Their level.
-        out: Folder of the ``interleave-<id>.jsonl`` files.
+        out: Folder of the ``interleave-<id>.jsonl`` files (:attr:`paths`: those finished).
         on_done: Called with each comparison's path and its judgements, once saved.
         on_pair: Called with ``(before, after, pairs so far)`` after each process pair.
     """
@@ -60,20 +60,20 @@ class LiveJudge:
         """``{label: Judgement}`` of ``after`` against ``before`` for each case label.
 
         Raises:
-            jaxbench.interleave.WorkerError: A worker could not start or died.
+            jaxbench.interleave.LiveStopped: Interrupted, or a worker could not start or
+                died (the pairs finished are in the comparison's file).
         """
         a = Variant(before, self.python_of(before), {})
         b = Variant(after, self.python_of(after), {})
-        path = self.out / f"interleave-{new_run_id()}.jsonl"
+        path = live_path(self.out)
 
-        def save(done: list[CaseComparison]) -> None:
-            write_jsonl(path, done)
+        def saved(pairs: int, path: Path) -> None:
             if self.on_pair is not None:
-                self.on_pair(before, after, max(len(c.pairs) for c in done))
+                self.on_pair(before, after, pairs)
 
-        found = run_interleaved(a, b, [self.cases[label] for label in labels], self.backend,
-                                self.schedule, on_pair=save, threshold=self.threshold,
-                                alpha=self.alpha)  # fmt: skip
+        found = run_live(a, b, [self.cases[label] for label in labels], path, self.backend,
+                         self.schedule, threshold=self.threshold, alpha=self.alpha,
+                         on_saved=saved).comparisons  # fmt: skip
         self.paths.append(path)
         got = {label: self.judgement(c) for label, c in zip(labels, found, strict=True)}
         if self.on_done is not None:

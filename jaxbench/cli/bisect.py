@@ -203,7 +203,7 @@ def register(app: typer.Typer) -> None:
         from jaxbench.bisect.summary import case_lines, markdown
         from jaxbench.cluster import pyenvs
         from jaxbench.inference.verdicts import check_rule
-        from jaxbench.interleave import Schedule, WorkerError
+        from jaxbench.interleave import LiveStopped, Schedule
         from jaxbench.store import new_run_id, write_atomic
 
         if search not in (*STRATEGIES, "auto"):
@@ -242,7 +242,10 @@ def register(app: typer.Typer) -> None:
                                                alpha, folder)  # fmt: skip
         try:
             result = run_search(chosen, releases, list(by_label), judge, threshold)
-        except (WorkerError, pyenvs.PyEnvError) as exc:
+        except LiveStopped as exc:
+            kept = f"; the comparisons finished before it are in {folder}" if files() else ""
+            raise fail(f"{exc.line()}{kept}", code=exc.exit_code) from None
+        except pyenvs.PyEnvError as exc:
             kept = f"; the comparisons finished are in {folder}" if files() else ""
             raise fail(f"{exc}{kept}", code=1) from None
         except KeyboardInterrupt:

@@ -163,8 +163,8 @@ def register(app: typer.Typer) -> None:
         comparison; Ctrl-C keeps the comparisons finished. Exit 2 on bad input.
         """
         from jaxbench.backends import check_backend
-        from jaxbench.calibrate import CalibrationFailed, run_calibration, write_calibration
-        from jaxbench.interleave import Schedule, WorkerError
+        from jaxbench.calibrate import CalibrationFailed, run_calibration
+        from jaxbench.interleave import LiveStopped, Schedule
 
         if comparisons < 1:
             raise fail(f"--comparisons must be >= 1, got {comparisons}")
@@ -183,30 +183,20 @@ def register(app: typer.Typer) -> None:
                                 seed=seed)  # fmt: skip
         except ValueError as exc:
             raise fail(str(exc)) from None
-        folder = writable_folder(out)
-        saved: list[Any] = []
 
         def on_pair(index: int, done: int) -> None:
             err_console.print(f"comparison {index + 1}/{comparisons}: pair {done}/{pairs} done",
                               highlight=False)  # fmt: skip
 
-        def on_comparison(record: Any) -> None:
-            saved[:] = [record, write_calibration(folder, record)]
-
         try:
-            record = run_calibration(case.workload, dict(case.params), comparisons, schedule,
-                                     backend, threshold, alpha, on_pair,
-                                     on_comparison)  # fmt: skip
-        except KeyboardInterrupt:
-            if not saved:
-                raise fail(f"interrupted after 0 of {comparisons} comparisons; nothing saved",
-                           code=130) from None  # fmt: skip
-            done = len(saved[0].comparisons)
-            raise fail(f"interrupted after {done} of {comparisons} comparisons; those are "
-                       f"saved in {saved[1]} (complete: false)", code=130) from None  # fmt: skip
-        except (CalibrationFailed, WorkerError) as exc:
-            kept = f"; finished comparisons are in {saved[1]}" if saved else ""
-            raise fail(f"{exc}{kept}", code=1) from None
+            record, path = run_calibration(case.workload, dict(case.params), writable_folder(out),
+                                           comparisons, schedule, backend, threshold, alpha,
+                                           on_pair)  # fmt: skip
+        except LiveStopped as exc:
+            cut = "; a comparison cut short is not kept (complete: false)" if exc.path else ""
+            raise fail(f"{exc.line()}{cut}", code=exc.exit_code) from None
+        except CalibrationFailed as exc:
+            raise fail(str(exc), code=1) from None
         console.print(comparisons_table(record))
         console.print(summary_table(record))
-        console.print(f"wrote {saved[1]}", highlight=False)
+        console.print(f"wrote {path}", highlight=False)

@@ -192,15 +192,14 @@ def _live(
 ) -> None:
     from jaxbench.analysis.live import comparisons_frame
     from jaxbench.interleave import (
+        LiveStopped,
         Schedule,
         Variant,
-        WorkerError,
-        run_back_to_back,
-        run_interleaved,
+        live_path,
+        run_live,
         summary_line,
     )
     from jaxbench.interleave.estimate import BASIS
-    from jaxbench.store import new_run_id, write_jsonl
     from jaxbench.tables import live_comparison_table, verdict_notes
 
     try:
@@ -209,36 +208,27 @@ def _live(
         raise fail(str(exc)) from None
     a = Variant(_label(baseline, set_a), python_for("baseline", baseline, envs), set_a)
     b = Variant(_label(candidate, set_b), python_for("candidate", candidate, envs), set_b)
-    run = run_back_to_back if back_to_back else run_interleaved
-    pairs = [(c.workload, dict(c.params)) for c in cases]
-    path = out / f"interleave-{new_run_id()}.jsonl"
-    done = [0]
 
-    def save(found: list) -> None:
-        write_jsonl(path, found)
-        done[0] += 1
-        err_console.print(f"pair {done[0]} done (up to {schedule.max_pairs}); saved {path}",
+    def saved(pairs: int, path: Path) -> None:
+        err_console.print(f"pair {pairs} done (up to {schedule.max_pairs}); saved {path}",
                           highlight=False)  # fmt: skip
 
     fail_on_undecided = opts.pop("fail_on_undecided", False)
+    mode = "back_to_back" if back_to_back else "interleaved"
     try:
-        found = run(a, b, pairs, backend, schedule, on_pair=save, **opts)
-    except KeyboardInterrupt:
-        kept = f"records in {path}" if path.exists() else "nothing was saved"
-        raise fail(f"interrupted after {done[0]} of up to {schedule.max_pairs} process pairs; "
-                   f"{kept}", code=130) from None  # fmt: skip
-    except WorkerError as exc:
-        kept = f"; pairs finished before it are in {path}" if path.exists() else ""
-        raise fail(f"{exc}{kept}", code=1) from None
+        run = run_live(a, b, [(c.workload, dict(c.params)) for c in cases], live_path(out),
+                       backend, schedule, mode, on_saved=saved, **opts)  # fmt: skip
+    except LiveStopped as exc:
+        raise fail(exc.line(), code=exc.exit_code) from None
+    found, path = run.comparisons, run.path
     frame = comparisons_frame(found, opts["threshold"], opts["alpha"], opts["strict"])
     for c in found:
         err_console.print(summary_line(c), highlight=False)
     console.print(live_comparison_table(frame))
     for line in verdict_notes(frame):
         console.print(line, highlight=False)
-    mode = "back to back (sequential)" if back_to_back else "interleaved"
-    design = BASIS["back_to_back" if back_to_back else "interleaved"]
-    console.print(f"mode: {mode}; {design}; alpha {opts['alpha']:g} spent over up to "
+    said = "back to back (sequential)" if back_to_back else "interleaved"
+    console.print(f"mode: {said}; {BASIS[mode]}; alpha {opts['alpha']:g} spent over up to "
                   f"{schedule.looks} look(s) (O'Brien-Fleming type); verdicts: "
                   f"{_counts(frame)}")  # fmt: skip
     print_live_exponent_changes(found, opts["alpha"])

@@ -169,8 +169,8 @@ def _review(
 ) -> None:
     from jaxbench.analysis.report import DEFAULT_SECTIONS, load_review, render_report
     from jaxbench.analysis.review import Settings
-    from jaxbench.interleave import Variant, WorkerError
-    from jaxbench.upgrade.confirm import complete, confirm, finished, open_cases, unfinished
+    from jaxbench.interleave import LiveStopped, Variant, live_path, resume_live, run_live
+    from jaxbench.upgrade.confirm import finished, open_cases, unfinished
     from jaxbench.upgrade.screen import ScreenError, Side, screen
     from jaxbench.upgrade.summary import answers, review_sections
 
@@ -219,15 +219,17 @@ def _review(
         for path, found in unfinished(folder, *versions, schedule.pairs).items():
             err_console.print(f"confirm: completing the first look cut short in {path.name}",
                               highlight=False)  # fmt: skip
-            completed = complete(path, found, *variants, backend, rule["threshold"],
-                                 rule["alpha"], saved)  # fmt: skip
+            resumed = resume_live(path, found, *variants, backend, rule["threshold"],
+                                  rule["alpha"], saved)  # fmt: skip
+            completed = {c.label for c in resumed.comparisons}
             need = [label for label in need if label not in completed]
         if need:
             err_console.print(f"confirm: {len(need)} case(s) live, up to {schedule.max_pairs} "
                               "process pairs", highlight=False)  # fmt: skip
             by_label = {c.record_label: c for c in cases}
-            confirm(*variants, [(by_label[x].workload, dict(by_label[x].params)) for x in need],
-                    backend, schedule, folder, rule["threshold"], rule["alpha"], saved)  # fmt: skip
+            run_live(*variants, [(by_label[x].workload, dict(by_label[x].params)) for x in need],
+                     live_path(folder), backend, schedule, threshold=rule["threshold"],
+                     alpha=rule["alpha"], on_saved=saved)  # fmt: skip
         if drift:
             for side in sides:
                 status = _drift(side, backend, reference, logs)
@@ -239,9 +241,9 @@ def _review(
         report = render_report(review, folder / "report", review_sections(found, DEFAULT_SECTIONS))
     except ScreenError as exc:
         raise fail(f"{exc}; what was measured is in {folder}", code=1) from None
-    except WorkerError as exc:
-        raise fail(f"live confirmation: {exc}; the pairs finished are in {folder}",
-                   code=1) from None  # fmt: skip
+    except LiveStopped as exc:
+        raise fail(f"live confirmation: {exc.line()}; the same command resumes from it",
+                   code=exc.exit_code) from None  # fmt: skip
     except KeyboardInterrupt:
         raise fail(f"interrupted; what was measured is in {folder}, and the same command "
                    "resumes from it", code=130) from None  # fmt: skip

@@ -3,11 +3,14 @@
 :func:`run_interleaved` runs several pairs of fresh worker processes; within a pair it alternates
 short blocks of timed calls between the variants (order drawn per round), and it judges over
 pairs; :func:`run_back_to_back` runs one side after the other in each pair, as separate
-``jaxbench run`` calls would. ``jaxbench compare --interleave`` is the command. The results are
+``jaxbench run`` calls would. :func:`run_live` runs either and saves its file after every pair
+(the runner of every command that runs live pairs). ``jaxbench compare --interleave`` is the
+command. The results are
 :class:`jaxbench.store.CaseComparison` records; :func:`estimate` gives their verdicts.
 """
 
 from jaxbench.interleave.estimate import estimate, summary_line
+from jaxbench.interleave.runner import LiveRun, LiveStopped, live_path, resume_live, run_live
 from jaxbench.interleave.session import (
     Schedule,
     Variant,
@@ -18,12 +21,17 @@ from jaxbench.interleave.session import (
 )
 
 __all__ = [
+    "LiveRun",
+    "LiveStopped",
     "Schedule",
     "Variant",
     "WorkerDied",
     "WorkerError",
     "estimate",
+    "live_path",
+    "resume_live",
     "run_back_to_back",
     "run_interleaved",
+    "run_live",
     "summary_line",
 ]

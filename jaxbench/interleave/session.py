@@ -351,7 +351,8 @@ def decided(
         "slower", "faster", "same")  # fmt: skip
 
 
-def _out_of_time(comparison: CaseComparison, limit: float | None) -> bool:
+def out_of_time(comparison: CaseComparison, limit: float | None) -> bool:
+    """True when the comparison's pairs took ``limit`` seconds or more (``None``: no limit)."""
     spent = sum(p.seconds or 0.0 for p in comparison.pairs)
     return limit is not None and spent >= limit
 
@@ -377,7 +378,7 @@ def _run_pairs(
     for batch in s.batches():
         active = [i for i, c in enumerate(out)
                   if not (index and decided(c, threshold, alpha, strict))
-                  and not _out_of_time(c, s.max_time_s)]  # fmt: skip
+                  and not out_of_time(c, s.max_time_s)]  # fmt: skip
         if not active:
             break
         for _ in range(batch):
@@ -391,7 +392,7 @@ def _run_pairs(
             if on_pair:
                 on_pair(out)
             active = [i for i in active if out[i].status == "ok"
-                      and not _out_of_time(out[i], s.max_time_s)]  # fmt: skip
+                      and not out_of_time(out[i], s.max_time_s)]  # fmt: skip
             if not active:
                 break
     return out
