@@ -53,12 +53,13 @@ def select_cases(
         overrides: Parameter name -> values to use instead of the grid's, e.g.
             ``{"size": ["small"], "k": [64]}``; repeated values count once.
         texts: Parameter name -> values as text (``--param NAME=VALUE``), converted by each
-            workload that has the parameter and a ``parse_param`` method (user workloads,
-            :meth:`UserWorkload.parse_param`; the loop family).
+            workload that has the parameter, by its ``parse_param`` (user workloads: the
+            factory's signature; the loop, scatter and compile families).
 
     Raises:
-        ValueError: Unknown workload, a parameter no chosen workload has, a text for a built-in
-            workload's parameter, or a bad value (the message names the parameter).
+        ValueError: Unknown workload, a parameter no chosen workload has, a text for a
+            parameter with a dedicated option (``Workload.option_params``), or a bad value (the
+            message names the parameter).
     """
     names = list(workloads) if workloads else list(WORKLOADS)
     chosen = [get_workload(n) for n in names]
@@ -79,11 +80,10 @@ def select_cases(
         for param, values in texts.items():
             if param not in workload.param_names:
                 continue
-            parse = getattr(workload, "parse_param", None)
-            if parse is None:
+            if param in workload.option_params:
                 option = "--" + param.replace("_", "-")
                 raise ValueError(f"--param {param}: {workload.name} takes it as {option}")
-            grid[param] = [parse(param, v) for v in values]
+            grid[param] = [workload.parse_param(param, v) for v in values]
         for values in itertools.product(*(grid[p] for p in workload.param_names)):
             params = dict(zip(workload.param_names, values, strict=True))
             try:

@@ -214,11 +214,10 @@ def python_for(side: str, spec: str, envs: VersionEnvs) -> str:
 def side_params(cases: list, values: list[str] | None, option: str) -> dict[str, Any]:
     """One side's ``--set-a``/``--set-b`` texts ``NAME=VALUE``, typed and checked on every case.
 
-    A text is typed as ``--param`` types it (:func:`jaxbench.cases.select_cases`): by the
-    workload's ``parse_param`` where it has one (a user workload's factory signature; the loop,
-    scatter and compile families), else digits as ``int`` and ``true``/``false`` as ``bool``
-    (the built-in families' options). Every selected workload must have the parameter, and
-    every selected case, with these values, must validate.
+    A text is typed by the workload's ``parse_param`` (a user workload's factory signature; the
+    loop, scatter and compile families' integers; else digits as ``int`` and ``true``/``false``
+    as ``bool``: :func:`jaxbench.workloads.base.option_value`). Every selected workload must
+    have the parameter, and every selected case, with these values, must validate.
 
     Args:
         cases: The selected :class:`jaxbench.cases.Case` list.
@@ -233,6 +232,7 @@ def side_params(cases: list, values: list[str] | None, option: str) -> dict[str,
             value a workload refuses (one line naming ``option``, exit 2).
     """
     from jaxbench.workloads import get_workload
+    from jaxbench.workloads.base import option_value
 
     workloads = [get_workload(w) for w in dict.fromkeys(c.workload for c in cases)]
     out: dict[str, Any] = {}
@@ -241,9 +241,9 @@ def side_params(cases: list, values: list[str] | None, option: str) -> dict[str,
         if not eq or not name:
             raise fail(f"{option} {item!r}: expected NAME=VALUE, e.g. size=small*1.05")
         owner = next((w for w in workloads if name in w.param_names), workloads[0])
-        parse = getattr(owner, "parse_param", None) if name in owner.param_names else None
+        parse = owner.parse_param if name in owner.param_names else None
         try:
-            out[name] = parse(name, text) if parse else _option_value(text)
+            out[name] = parse(name, text) if parse else option_value(text)
         except ValueError as exc:
             raise fail(f"{option}: {str(exc).removeprefix('--param ')}") from None
     for case in cases:
@@ -257,11 +257,3 @@ def side_params(cases: list, values: list[str] | None, option: str) -> dict[str,
         except ValueError as exc:
             raise fail(f"{option}: {exc}") from None
     return out
-
-
-def _option_value(text: str) -> Any:
-    """A built-in family's value from text: digits as ``int``, ``true``/``false`` as ``bool``."""
-    lowered = text.lower()
-    if lowered in ("true", "false"):
-        return lowered == "true"
-    return int(text) if text.isdigit() else text

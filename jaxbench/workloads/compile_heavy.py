@@ -22,8 +22,10 @@ import jax.numpy as jnp
 
 from jaxbench.measure.harness import CompileTarget
 from jaxbench.workloads.base import (
+    AsvSuite,
     Built,
     GateFailure,
+    Workload,
     check_choice,
     check_close,
     check_int,
@@ -78,7 +80,7 @@ def jitted(length: int, depth: int) -> Any:
     return jax.jit(functools.partial(program, length=length, depth=depth))
 
 
-class CompileHeavy:
+class CompileHeavy(Workload):
     """Compile time of programs of ``length * 2**depth`` distinct ops in nested control flow.
 
     Parameters: ``length`` (ops per leaf), ``depth`` (levels of ``fori_loop`` + ``cond``),
@@ -87,6 +89,10 @@ class CompileHeavy:
 
     name = "compile"
     param_names = ("length", "depth", "dtype")
+    asv = (
+        AsvSuite("CompileCosts", {"length": [64, 256], "depth": [0, 2]}, {"dtype": "float32"},
+                 kind="costs", module="bench_compile"),
+    )  # fmt: skip
 
     def grid(self, quick: bool) -> dict[str, list[Any]]:
         """Quick: 64 ops a leaf, depth 2. Full: 64 and 256 ops a leaf, depth 0 to 4."""
