@@ -118,31 +118,16 @@ def _name_the_option(
 
 
 def parse_text(workload: Any, name: str, text: str) -> Any:
-    """One parameter's value from text: the one parser of ``--param`` and its aliases.
+    """One parameter's value from text: the one parser of ``--param`` and ``--set-a/-b``.
 
-    The workload's own ``parse_param`` where it has one (a user factory's signature, the loop,
-    scatter and compile families); else the type of the values of the parameter's full grid:
-    ``int`` when they are all ints, ``bool`` when all bools (``true``/``false``), ``float`` when
-    all floats, else the text.
+    The aliases (``--size``, ``-k``, ...) pass through it too. It is the workload's
+    :meth:`~jaxbench.workloads.base.Workload.parse_param`: a user factory's signature, else the
+    parameter's grid.
 
     Raises:
-        ValueError: A text that is not of that type (the message names ``--param``).
+        ValueError: A text that is not of the parameter's type (the message names ``--param``).
     """
-    parse = getattr(workload, "parse_param", None)
-    if parse is not None:
-        return parse(name, text)
-    kinds = {type(v) for v in workload.grid(False).get(name, [])}
-    if kinds == {bool}:
-        if text.lower() in ("true", "false"):
-            return text.lower() == "true"
-        raise ValueError(f"--param {name}={text!r}: expected true or false")
-    for kind, what in ((int, "an integer"), (float, "a number")):
-        if kinds == {kind}:
-            try:
-                return kind(text)
-            except ValueError:
-                raise ValueError(f"--param {name}={text!r}: expected {what}") from None
-    return text
+    return workload.parse_param(name, text)
 
 
 def resolve_device(backend: str) -> Any:

@@ -4,6 +4,7 @@ One reference is saved per module (the compiles are the cost); tests that edit i
 The command runs in-process through typer's runner on the real ``jaxbench`` app.
 """
 
+import dataclasses
 import json
 import shutil
 
@@ -16,19 +17,26 @@ from jaxbench.analysis import load_results
 from jaxbench.analysis.drift import drift_findings, load_drift
 from jaxbench.cli import app
 from jaxbench.drift import DRIFT_TOLERANCES, compare
-from jaxbench.drift import outputs as drift_outputs
 from jaxbench.drift.check import set_method
 from jaxbench.drift.reference import read_reference
-from jaxbench.drift.sets import SET_NAMES, WORKLOAD_DTYPES, boundary_rows
+from jaxbench.drift.sets import families
 from jaxbench.drift.tolerance import tolerance
 from jaxbench.store import Appender, Record, read_file
 from jaxbench.store.drift import DriftRow, ReferenceManifest
 from jaxbench.store.scan import store_files
+from jaxbench.workloads import WORKLOADS as REGISTERED
 from jaxbench.workloads import mlp
+from jaxbench.workloads.regression import SET_NAMES, boundary_rows
 
 WORKLOADS = ("train_step", "forward", "loop", "scatter", "transformer")
 DTYPES = ("float32", "bfloat16")
-ALL_SETS = {(w, d, s) for w in WORKLOADS for d in WORKLOAD_DTYPES[w] for s in SET_NAMES}
+ALL_SETS = {(w, d, s) for w in WORKLOADS for d in families()[w].dtypes for s in SET_NAMES}
+
+
+def replace_outputs(monkeypatch, workload, outputs):
+    """Compute ``workload``'s sets with ``outputs`` instead of its declared function."""
+    family = REGISTERED[workload]
+    monkeypatch.setattr(family, "drift", dataclasses.replace(family.drift, outputs=outputs))
 
 
 def drift(*args: str):
@@ -195,7 +203,7 @@ def _wrong_error(inputs, dtype, device=None):
 def test_an_invalid_shape_that_does_not_raise_the_own_error_is_a_finding(
     saved, tmp_path, monkeypatch, stand_in, finding, raised
 ):
-    monkeypatch.setitem(drift_outputs.COMPUTE, "train_step", stand_in)
+    replace_outputs(monkeypatch, "train_step", stand_in)
     result = drift("--reference", str(saved), "-o", str(tmp_path))
     assert result.exit_code == 1, result.output
     rows = rows_of(the_drift_file(tmp_path))
@@ -231,14 +239,14 @@ def test_an_edited_manifest_cannot_loosen_the_tolerance(ref, tmp_path):
 
 
 def test_a_changed_output_dtype_or_a_failing_set_is_a_finding(saved, tmp_path, monkeypatch):
-    original = drift_outputs.COMPUTE["train_step"]
+    original = REGISTERED["train_step"].drift.outputs
 
     def widened(inputs, dtype, device=None):
         if inputs["x"].shape[0] == 1:  # the single sets fail, with brackets in the message
             raise RuntimeError("XLA [internal] broke")
         return {k: np.asarray(v, np.float32) for k, v in original(inputs, dtype, device).items()}
 
-    monkeypatch.setitem(drift_outputs.COMPUTE, "train_step", widened)
+    replace_outputs(monkeypatch, "train_step", widened)
     result = drift("--reference", str(saved), "-o", str(tmp_path))
     assert result.exit_code == 1
     rows = [r for r in rows_of(the_drift_file(tmp_path)) if r.workload == "train_step"]
@@ -255,7 +263,7 @@ def test_a_changed_output_dtype_or_a_failing_set_is_a_finding(saved, tmp_path, m
 
 
 def test_saving_refuses_when_an_invalid_input_does_not_raise(tmp_path, monkeypatch):
-    monkeypatch.setitem(drift_outputs.COMPUTE, "forward", _no_raise)
+    replace_outputs(monkeypatch, "forward", _no_raise)
     result = drift("--save-reference", "--reference", str(tmp_path / "ref"))
     assert result.exit_code == 1
     assert "cannot save a reference: forward float32 " in result.stderr
@@ -385,7 +393,7 @@ def test_drift_findings_are_the_rows_beyond_tolerance_or_missing_a_raise(
 ):
     from jaxbench.drift.check import check_drift
 
-    monkeypatch.setitem(drift_outputs.COMPUTE, "forward", _no_raise)
+    replace_outputs(monkeypatch, "forward", _no_raise)
     run = check_drift(saved, tmp_path)
     frame, problems = load_drift(run.path)
     found = drift_findings(frame)

@@ -8,13 +8,14 @@ import numpy as np
 import pytest
 
 from jaxbench.workloads import GateFailure, NotApplicable, get_workload, mlp
-from jaxbench.workloads.base import check_close
+from jaxbench.workloads.base import AsvSuite, Workload, check_close
 from jaxbench.workloads.forward_mode import (
     STRATEGIES,
     TangentShapeError,
     linearization_held_bytes,
     tanh_stack,
 )
+from jaxbench.workloads.regression import SET_NAMES, DriftSets, row_variant
 from jaxbench.workloads.sizes import SIZES
 
 
@@ -204,3 +205,77 @@ def test_the_train_step_formula_counts_every_matmul_and_xla_adds_only_elementwis
     case = prepare("train_step", params, "cpu")
     assert case.built.metrics["model_flops"] == SIZES["tiny"].train_step_flops()
     assert 1.0 < case.stats.flops / SIZES["tiny"].train_step_flops() < 1.1  # measured 1.036
+
+
+def _doubling_outputs(inputs, dtype, device=None):
+    if inputs["x"].ndim != 2:
+        raise ValueError("x must be (rows, width)")
+    return {"double": 2 * inputs["x"]}
+
+
+def _doubling_variant(name, std):
+    out = row_variant(name, std)
+    if name == "invalid_shape":
+        out["x"] = std["x"][0]
+    return out
+
+
+class _Doubling(Workload):
+    """A family declared in one module: drift sets and an asv suite with itself."""
+
+    name = "doubling"
+    param_names = ("n",)
+    drift = DriftSets(
+        ("float32",),
+        1,
+        ValueError,
+        lambda dtype: {"x": np.ones((8, 4), dtype)},
+        _doubling_variant,
+        _doubling_outputs,
+    )
+    asv = (AsvSuite("Doubling", {"n": [1, 2]}, method="time_double"),)  # fmt: skip
+
+    def grid(self, quick):
+        return {"n": [1]}
+
+    def validate(self, params):
+        return None
+
+    def benchmark(self, params):
+        return self.name
+
+    def build(self, params):
+        raise NotImplementedError
+
+
+def test_a_family_registered_once_gets_its_drift_sets_and_asv_class(monkeypatch):
+    from benchmarks.common import asv_classes
+    from jaxbench.drift.check import set_method
+    from jaxbench.drift.sets import families, regression_sets
+    from jaxbench.workloads import WORKLOADS
+
+    monkeypatch.setitem(WORKLOADS, "doubling", _Doubling())
+    assert families()["doubling"] is _Doubling.drift
+    sets = regression_sets(("doubling",))
+    assert [s.name for s in sets] == list(SET_NAMES)
+    assert sets[-1].expect_error is ValueError and sets[-1].inputs["x"].shape == (4,)
+    assert sets[1].inputs["x"].shape == (1, 4)  # single
+    method = set_method("doubling", {})
+    assert method.compute is _doubling_outputs and method.reduction_length == 1
+    (cls,) = asv_classes("benchmarks.bench_workloads").values()
+    assert cls.__name__ == "Doubling" and hasattr(cls, "time_double")
+    assert cls.params[0] == [1, 2] and cls.param_names == ("n", "backend")
+
+
+def test_a_family_must_define_every_required_method():
+    class Partial(Workload):
+        name = "partial"
+        param_names = ()
+
+        def grid(self, quick):
+            return {}
+
+    with pytest.raises(TypeError, match="abstract"):
+        Partial()
+    assert _Doubling().parse_param("n", "3") == 3  # the defaults of the base class
+    assert _Doubling().meant_for({"n": 1}) == "cpu"

@@ -157,10 +157,9 @@ def _warn_gpu_sizes_on_cpu(cases: list[Case], backend: str) -> None:
     import jax
 
     from jaxbench.workloads import get_workload
-    from jaxbench.workloads.base import meant_for
 
     platform = jax.devices()[0].platform if backend == "default" else backend
-    big = sorted({c.label for c in cases if meant_for(get_workload(c.workload), c.params) == "gpu"})
+    big = sorted({c.label for c in cases if get_workload(c.workload).meant_for(c.params) == "gpu"})
     if big and platform == "cpu":
         err_console.print(
             f"[yellow]warning:[/] {len(big)} case(s) are meant for a GPU (e.g. {big[0]}); on the "

@@ -21,7 +21,6 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from jaxbench import env as env_mod
-from jaxbench.drift.outputs import COMPUTE
 from jaxbench.drift.reference import (
     LoadedSet,
     Reference,
@@ -31,18 +30,7 @@ from jaxbench.drift.reference import (
     read_reference,
     write_reference,
 )
-from jaxbench.drift.sets import (
-    BFLOAT16_FLOORS,
-    EXPECTED_ERRORS,
-    REDUCTION_LENGTH,
-    SET_NAMES,
-    SIZE,
-    WORKLOAD_DTYPES,
-    WORKLOADS,
-    RegressionSet,
-    qualified_name,
-    regression_sets,
-)
+from jaxbench.drift.sets import RegressionSet, families, qualified_name, regression_sets
 from jaxbench.drift.tolerance import (
     BASE_REDUCTION,
     BFLOAT16_FLOOR,
@@ -60,6 +48,7 @@ from jaxbench.store.drift import (
     DriftRow,
     ReferenceInfo,
 )
+from jaxbench.workloads.regression import SET_NAMES, SIZE
 from jaxbench.workloads.sizes import DTYPES
 
 
@@ -108,8 +97,8 @@ class SetMethod(NamedTuple):
     """How a set is computed, and what its tolerance is derived from.
 
     Attributes:
-        compute: ``(inputs, dtype, device) -> outputs``, as :data:`~jaxbench.drift.outputs.
-            COMPUTE`'s functions.
+        compute: ``(inputs, dtype, device) -> outputs``, as a family's
+            :attr:`DriftSets.outputs <jaxbench.workloads.regression.DriftSets.outputs>`.
         reduction_length: The most terms summed into one element of an output.
         bfloat16_floor: The least bfloat16 tolerance.
     """
@@ -126,18 +115,19 @@ class SetMethod(NamedTuple):
 def set_method(workload: str, params: Mapping[str, Any]) -> SetMethod:
     """How a set of ``workload`` is computed and the basis of its tolerance.
 
-    Built-in families: :data:`~jaxbench.drift.outputs.COMPUTE`,
-    :data:`~jaxbench.drift.sets.REDUCTION_LENGTH` and :data:`~jaxbench.drift.sets.
-    BFLOAT16_FLOORS`; a user workload (a name with a ``:`` or an installed entry point): its
-    step rebuilt from ``params`` (:mod:`jaxbench.drift.user`) and its reduction length.
+    Built-in families: the outputs, reduction length and bfloat16 floor of their
+    :class:`~jaxbench.workloads.regression.DriftSets`; a user workload (a name with a ``:`` or
+    an installed entry point): its step rebuilt from ``params`` (:mod:`jaxbench.drift.user`)
+    and its reduction length.
 
     Raises:
         ValueError: Neither a built-in family nor a user workload that builds (the message names
             it, or is the factory's).
     """
-    if workload in COMPUTE:
-        floor = BFLOAT16_FLOORS.get(workload, BFLOAT16_FLOOR)
-        return SetMethod(COMPUTE[workload], REDUCTION_LENGTH[workload], floor)
+    declared = families().get(workload)
+    if declared is not None:
+        floor = declared.bfloat16_floor or BFLOAT16_FLOOR
+        return SetMethod(declared.outputs, declared.reduction_length, floor)
     from jaxbench.workloads.user import find, installed
 
     if ":" not in workload and workload not in installed():
@@ -150,7 +140,7 @@ def save_reference(
     folder: str | Path,
     force: bool = False,
     device: Any | None = None,
-    workloads: tuple[str, ...] = WORKLOADS,
+    workloads: tuple[str, ...] | None = None,
     dtypes: tuple[str, ...] = DTYPES,
     sets: list[RegressionSet] | None = None,
 ) -> Path:
@@ -160,7 +150,7 @@ def save_reference(
         folder: The reference folder (e.g. ``results/drift/reference``).
         force: Overwrite an existing reference.
         device: The ``jax.Device`` to compute on; ``None`` for the default.
-        workloads: Built-in workloads to include (default all of WORKLOADS).
+        workloads: Built-in families to include (``None``: every family with drift sets).
         dtypes: Dtypes to include (default both).
         sets: Instead of the built-in sets, these (a user workload's,
             :func:`jaxbench.drift.user.user_sets`).
@@ -249,7 +239,7 @@ def row_env(env: dict[str, Any]) -> dict[str, Any]:
 
 def _invalid_row(loaded: LoadedSet, compute: Callable, device: Any, base: dict) -> DriftRow:
     entry = loaded.entry
-    expected = EXPECTED_ERRORS[entry.workload]
+    expected = families()[entry.workload].expected_error
     fields: dict[str, Any] = {"output": RAISES_OUTPUT, "expected_error": qualified_name(expected)}
     try:
         compute(loaded.inputs, entry.dtype, device)
@@ -352,12 +342,13 @@ def _notes(ref: Reference) -> list[str]:
                 f"this check applies {tol}"
             )
     have = {(e.workload, e.dtype, e.set) for e in ref.manifest.sets}
-    if not {w for w, _, _ in have} & set(WORKLOADS):
+    known = families()
+    if not {w for w, _, _ in have} & set(known):
         return notes  # a user workload's reference
     missing = [
         f"{w} {d} {s}"
-        for w in WORKLOADS
-        for d in WORKLOAD_DTYPES[w]
+        for w, declared in known.items()
+        for d in declared.dtypes
         for s in SET_NAMES
         if (w, d, s) not in have
     ]

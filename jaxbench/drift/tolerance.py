@@ -113,7 +113,8 @@ def tolerance(
         reduction_length: The most terms summed into one element behind any output, >= 1.
         bfloat16_floor: The least bfloat16 ``rtol`` and ``atol`` (:data:`BFLOAT16_FLOOR`; wider
             for a workload whose bfloat16 roundings compound over more stages, as the
-            transformer's: :data:`jaxbench.drift.sets.BFLOAT16_FLOORS`).
+            transformer's: its :attr:`DriftSets.bfloat16_floor
+            <jaxbench.workloads.regression.DriftSets.bfloat16_floor>`).
 
     Raises:
         ValueError: ``dtype`` has no drift tolerance (the message lists those that have one), or

@@ -3,7 +3,7 @@
 A user workload (:mod:`jaxbench.workloads.user`) has one set per case: the ``standard`` set of
 its factory's arguments (:func:`~jaxbench.workloads.user.materialize`d with the step's seed),
 saved as ``arg.<path>`` arrays, and its outputs, ``fn(*args)``, as ``out.<path>`` arrays (the
-key paths of :mod:`jaxbench.drift.trees`). A check rebuilds the step from the factory with the
+key paths of :mod:`jaxbench.workloads.trees`). A check rebuilds the step from the factory with the
 saved parameters, puts the saved arrays in its argument structure and calls ``fn`` again, so
 what is compared is the user's own jitted program on exactly the saved inputs.
 
@@ -25,7 +25,7 @@ import numpy as np
 
 from jaxbench.drift.sets import RegressionSet
 from jaxbench.drift.tolerance import BASE_REDUCTION
-from jaxbench.drift.trees import flatten_tree, unflatten_like
+from jaxbench.workloads.trees import flatten_tree, unflatten_like
 from jaxbench.workloads.user import Step, UserWorkload, materialize, tolerance_dtype
 
 #: The one set of a user workload's case.
@@ -79,7 +79,8 @@ def user_compute(
 ) -> Callable[[dict[str, np.ndarray], str, Any], dict[str, np.ndarray]]:
     """The output function of one user case: ``(inputs, dtype, device) -> {"out.<path>": array}``.
 
-    The signature of :data:`jaxbench.drift.outputs.COMPUTE`'s functions; ``dtype`` is unused
+    The signature of a family's :attr:`DriftSets.outputs
+    <jaxbench.workloads.regression.DriftSets.outputs>`; ``dtype`` is unused
     (the step computes in its own dtypes).
 
     Raises:

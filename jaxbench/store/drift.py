@@ -66,7 +66,7 @@ class SetEntry(BaseModel):
     """One regression set of a reference.
 
     Attributes:
-        workload: One of :data:`jaxbench.drift.sets.WORKLOADS` (``train_step``, ``loop``, ...)
+        workload: One of :func:`jaxbench.drift.sets.families` (``train_step``, ``loop``, ...)
             or a user workload's name (``package.module:factory`` or an entry point's).
         dtype: The workload dtype, ``float32`` or ``bfloat16``; picks the tolerance.
         set: ``standard``, ``single``, ``zeros``, ``boundary`` or ``invalid_shape``.

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+from abc import ABC, abstractmethod
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any
 
 from jaxbench.measure.harness import CompileTarget
 from jaxbench.tolerance import bound_ratio
+from jaxbench.workloads.regression import DriftSets
 
 TOLERANCES: dict[str, dict[str, float]] = {
     # float32: the acceptance bound of this project (rtol 1e-5, atol 1e-6).
@@ -48,37 +50,111 @@ class Built:
     metrics: dict[str, Any] = field(default_factory=dict)
 
 
-class Workload(Protocol):
-    """A family of cases: a parameter grid and a builder."""
+@dataclass(frozen=True)
+class AsvSuite:
+    """One asv class of a family, made by ``benchmarks/common.py`` from this declaration.
+
+    asv names a benchmark ``<module>.<name>.<method>``; its result history is keyed by that name
+    and the parameter values, so a declared suite's ``module``, ``name``, ``method`` and
+    ``swept`` keep their values once results exist.
+
+    Attributes:
+        name: The asv class name, e.g. ``Scatter``.
+        swept: Parameter -> values, in asv's order; asv appends ``backend``.
+        fixed: The family's other parameters, the same in every case of the class.
+        kind: ``time`` (asv times ``method``: one call of the warmed case), ``peakmem`` (the
+            process's peak resident bytes after ``method``) or ``costs`` (compile and lowering
+            seconds, FLOP/s, MFU and device peak bytes of each case, measured once per
+            environment by the core runner, and the figures of ``tracks``).
+        method: The timed method's name (``time``, ``peakmem``); its prefix is asv's type.
+        tracks: ``costs`` only: more figures to track, by name: a key of the record's
+            ``metrics`` (e.g. ``held_bytes``) or of
+            :func:`jaxbench.analysis.derived.record_figures` (e.g. ``tokens_per_s``), with its
+            unit.
+        timeout: asv's timeout of one benchmark, seconds (``costs``: the measurement of the
+            whole grid may take ``max(900, 3 * timeout)``).
+        module: The file under ``benchmarks/`` (no ``.py``) whose classes include this one;
+            ``bench_workloads`` holds every suite no other file claims.
+    """
+
+    name: str
+    swept: dict[str, list[Any]]
+    fixed: dict[str, Any] = field(default_factory=dict)
+    kind: str = "time"
+    method: str = "time_call"
+    tracks: dict[str, str] = field(default_factory=dict)
+    timeout: float = 300
+    module: str = "bench_workloads"
+
+
+class Workload(ABC):
+    """A family of cases: its parameters, grid and builder, and what drift and asv read from it.
+
+    A family subclasses this and sets :attr:`name` and :attr:`param_names`; :meth:`grid`,
+    :meth:`validate`, :meth:`benchmark` and :meth:`build` are required, the rest have defaults
+    here. Registered in :data:`jaxbench.workloads.WORKLOADS`, it is run, selected, drift-checked
+    (where :attr:`drift` is set) and benchmarked by asv (one class per :attr:`asv` suite) with no
+    other file edited.
+
+    Attributes:
+        name: The family's name, the first part of its benchmark names.
+        param_names: Its parameters, in the order of a case's grid.
+        drift: Its regression sets (:class:`~jaxbench.workloads.regression.DriftSets`); ``None``
+            where it has none.
+        asv: Its asv classes.
+    """
 
     name: str
     param_names: tuple[str, ...]
+    drift: DriftSets | None = None
+    asv: tuple[AsvSuite, ...] = ()
 
+    @abstractmethod
     def grid(self, quick: bool) -> dict[str, list[Any]]:
         """Default values per parameter: the quick grid or the full one."""
-        ...
 
+    @abstractmethod
     def validate(self, params: Mapping[str, Any]) -> None:
         """Raise ``ValueError`` naming the parameter if ``params`` is not a valid case."""
-        ...
 
+    @abstractmethod
     def benchmark(self, params: Mapping[str, Any]) -> str:
         """Benchmark name for the record, e.g. ``forward/vmap_jvp``."""
-        ...
 
+    @abstractmethod
     def build(self, params: Mapping[str, Any]) -> Built:
         """Build inputs and jitted callables on the default device."""
-        ...
 
+    def parse_param(self, name: str, text: str) -> Any:
+        """A parameter's value from ``--param``/``--set-a`` text, typed by its full grid.
 
-def meant_for(workload: Any, params: Mapping[str, Any]) -> str:
-    """Where a case is meant to run, ``"cpu"`` or ``"gpu"``.
+        ``int`` when the grid's values are all ints, ``bool`` when all bools (``true`` or
+        ``false``), ``float`` when all floats, else the text. A user workload types by its
+        factory's signature instead (:class:`jaxbench.workloads.user.UserWorkload`).
 
-    The workload's own ``meant_for(params)`` where it has one (model-size families), else
-    ``"cpu"``.
-    """
-    hint = getattr(workload, "meant_for", None)
-    return hint(params) if hint is not None else "cpu"
+        Raises:
+            ValueError: The text is not of that type (naming ``--param``).
+        """
+        kinds = {type(v) for v in self.grid(False).get(name, [])}
+        if kinds == {bool}:
+            if text.lower() in ("true", "false"):
+                return text.lower() == "true"
+            raise ValueError(f"--param {name}={text!r}: expected true or false")
+        for kind, what in ((int, "an integer"), (float, "a number")):
+            if kinds == {kind}:
+                try:
+                    return kind(text)
+                except ValueError:
+                    raise ValueError(f"--param {name}={text!r}: expected {what}") from None
+        return text
+
+    def meant_for(self, params: Mapping[str, Any]) -> str:
+        """Where a case is meant to run, ``"cpu"`` or ``"gpu"``; ``"cpu"`` unless overridden.
+
+        A family with model sizes overrides it, so its GPU sizes warn in ``run`` and are n/a in
+        asv on a CPU.
+        """
+        return "cpu"
 
 
 def copy_tree(tree: Any) -> Any:
@@ -115,20 +191,6 @@ def check_int(name: str, value: Any, low: int, high: int) -> int:
     if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
         raise ValueError(f"{name} must be an integer in [{low}, {high}], got {value!r}")
     return value
-
-
-def parse_int_param(name: str, text: str, ints: tuple[str, ...]) -> Any:
-    """``--param NAME=VALUE`` text: an ``int`` for the parameters in ``ints``, else the text.
-
-    Raises:
-        ValueError: A parameter of ``ints`` whose text is not an integer (naming ``--param``).
-    """
-    if name not in ints:
-        return text
-    try:
-        return int(text)
-    except ValueError:
-        raise ValueError(f"--param {name}={text!r}: expected an integer") from None
 
 
 def check_close(

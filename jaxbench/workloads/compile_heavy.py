@@ -22,12 +22,13 @@ import jax.numpy as jnp
 
 from jaxbench.measure.harness import CompileTarget
 from jaxbench.workloads.base import (
+    AsvSuite,
     Built,
     GateFailure,
+    Workload,
     check_choice,
     check_close,
     check_int,
-    parse_int_param,
 )
 
 WIDTH = 64
@@ -78,7 +79,7 @@ def jitted(length: int, depth: int) -> Any:
     return jax.jit(functools.partial(program, length=length, depth=depth))
 
 
-class CompileHeavy:
+class CompileHeavy(Workload):
     """Compile time of programs of ``length * 2**depth`` distinct ops in nested control flow.
 
     Parameters: ``length`` (ops per leaf), ``depth`` (levels of ``fori_loop`` + ``cond``),
@@ -87,16 +88,16 @@ class CompileHeavy:
 
     name = "compile"
     param_names = ("length", "depth", "dtype")
+    asv = (
+        AsvSuite("CompileCosts", {"length": [64, 256], "depth": [0, 2]}, {"dtype": "float32"},
+                 kind="costs", module="bench_compile"),
+    )  # fmt: skip
 
     def grid(self, quick: bool) -> dict[str, list[Any]]:
         """Quick: 64 ops a leaf, depth 2. Full: 64 and 256 ops a leaf, depth 0 to 4."""
         if quick:
             return {"length": [64], "depth": [2], "dtype": ["float32"]}
         return {"length": [64, 256], "depth": [0, 2, 4], "dtype": ["float32"]}
-
-    def parse_param(self, name: str, text: str) -> Any:
-        """``--param length=...`` and ``depth=...`` as integers."""
-        return parse_int_param(name, text, ("length", "depth"))
 
     def validate(self, params: Mapping[str, Any]) -> None:
         """Raise ``ValueError`` naming a bad ``length``, ``depth`` or ``dtype``."""

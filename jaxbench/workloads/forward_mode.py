@@ -24,17 +24,38 @@ from typing import Any
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 
 from jaxbench.measure.harness import CompileTarget
 from jaxbench.workloads import mlp
-from jaxbench.workloads.base import Built, GateFailure, NotApplicable, check_choice, check_close
+from jaxbench.workloads.base import (
+    AsvSuite,
+    Built,
+    GateFailure,
+    NotApplicable,
+    Workload,
+    check_choice,
+    check_close,
+)
+from jaxbench.workloads.regression import (
+    SIZE,
+    DriftSets,
+    Inputs,
+    host,
+    on_device,
+    row_variant,
+    unflatten_params,
+)
 from jaxbench.workloads.sizes import DTYPES, SIZES, check_dtype, get_size
+from jaxbench.workloads.trees import flatten_tree
 
 STRATEGIES = ("linearize", "linearize_apply", "vmap_jvp", "jvp_loop", "jacfwd")
 WRT = ("input", "params")
 K_MAX = 65536
 JACOBIAN_MAX_BYTES = 256 * 2**20
 REFERENCE_TANGENTS = 8
+#: Tangents of the drift sets.
+K_TANGENTS = 3
 
 
 class TangentShapeError(ValueError):
@@ -158,7 +179,66 @@ def check_k(k: Any) -> int:
     return k
 
 
-class ForwardMode:
+def drift_standard(dtype: str) -> Inputs:
+    """The drift sets' standard inputs: the workload's own seeded ``tiny`` case.
+
+    Params, ``x`` ``(32, 32)`` and :data:`K_TANGENTS` tangents ``(K, 32, 32)`` with respect to
+    the input, in ``dtype``.
+    """
+    built = ForwardMode().build(
+        {"size": SIZE, "dtype": dtype, "k": K_TANGENTS, "strategy": "vmap_jvp", "wrt": "input"}
+    )
+    params, x, tangents = built.make_state()
+    return flatten_tree(params, "params") | {"x": np.asarray(x), "tangents": np.asarray(tangents)}
+
+
+def drift_variant(name: str, std: Inputs) -> Inputs:
+    """A drift set from the standard inputs: the rows of ``x`` varied.
+
+    :func:`~jaxbench.workloads.regression.row_variant`; ``single`` also cuts the tangents to
+    ``(K, 1, d_in)``; ``invalid_shape`` drops their last feature.
+    """
+    out = row_variant(name, std)
+    if name == "single":
+        out["tangents"] = std["tangents"][:, :1]
+    elif name == "invalid_shape":
+        out["tangents"] = std["tangents"][..., :-1]
+    return out
+
+
+def drift_outputs(inputs: Inputs, dtype: str, device: Any | None = None) -> Inputs:
+    """Primal output and K JVPs w.r.t. the input, by ``jax.jvp`` and by ``jax.linearize``.
+
+    Args:
+        inputs: ``params.<layer>.<w|b>``, ``x`` ``(B, d_in)`` (the linearization point) and
+            ``tangents`` ``(K, B, d_in)``.
+        dtype: The set's dtype, the inputs' (the computation's).
+        device: The ``jax.Device`` to compute on; ``None`` for the default.
+
+    Returns:
+        ``primal`` ``(B, d_out)``; ``jvp`` ``(K, B, d_out)``, ``J t_k`` by the jitted ``jvp``;
+        ``linearize`` ``(K, B, d_out)``, the same by one jitted ``linearize`` and K ``apply``;
+        in the params' dtype, host numpy arrays.
+
+    Raises:
+        TangentShapeError: A tangent's shape or dtype is not the primal's.
+    """
+    fns = jitted("input")
+    params = on_device(unflatten_params(inputs), device)
+    x = on_device(inputs["x"], device)
+    tangents = [on_device(t, device) for t in inputs["tangents"]]
+    primal, jvps = None, []
+    for t in tangents:
+        primal, jvp_out = fns["jvp"](params, x, t)
+        jvps.append(jvp_out)
+    lin_primal, f_lin = fns["linearize"](params, x)
+    lin = [fns["apply"](f_lin, t) for t in tangents]
+    if primal is None:
+        primal = lin_primal
+    return {"primal": host(primal), "jvp": np.stack(host(jvps)), "linearize": np.stack(host(lin))}
+
+
+class ForwardMode(Workload):
     """linearize vs vmap(jvp) vs jvp loop vs jacfwd over sizes, dtypes, K and the primal.
 
     Parameters: ``size``, ``dtype``, ``k`` (tangents, 1..65536), ``strategy``
@@ -167,6 +247,19 @@ class ForwardMode:
 
     name = "forward"
     param_names = ("size", "dtype", "k", "strategy", "wrt")
+    #: The MLP's widest layer is 64 wide.
+    drift = DriftSets(DTYPES, 64, TangentShapeError, drift_standard, drift_variant, drift_outputs)
+    asv = (
+        AsvSuite("ForwardProducts",
+                 {"size": ["tiny", "small"], "k": [1, 64],
+                  "strategy": ["linearize", "linearize_apply", "vmap_jvp", "jvp_loop"]},
+                 {"dtype": "float32", "wrt": "input"}, method="time_products",
+                 module="bench_forward"),
+        AsvSuite("ForwardCosts",
+                 {"size": ["small"], "strategy": ["linearize", "vmap_jvp", "jvp_loop"]},
+                 {"dtype": "float32", "k": 8, "wrt": "input"}, kind="costs",
+                 tracks={"held_bytes": "bytes"}, timeout=120, module="bench_forward"),
+    )  # fmt: skip
 
     def grid(self, quick: bool) -> dict[str, list[Any]]:
         """Quick: tiny and small, float32, K in 1 and 64, wrt input. Full: all, K to 1024."""

@@ -38,13 +38,15 @@ import numpy as np
 
 from jaxbench.measure.harness import CompileTarget
 from jaxbench.workloads.base import (
+    AsvSuite,
     Built,
     GateFailure,
+    Workload,
     check_choice,
     check_close,
     check_int,
-    parse_int_param,
 )
+from jaxbench.workloads.regression import DriftSets, Inputs, host, on_device, row_variant
 
 BODIES = ("at_set", "dynamic_update_slice", "scan_stack", "shift")
 MODES = ("plain", "grad", "linearize")
@@ -152,7 +154,61 @@ def inputs(trip: int) -> tuple[jax.Array, jax.Array, jax.Array]:
     return x, w, jax.random.normal(key_v, (WIDTH,), jnp.float32)
 
 
-class Loops:
+#: Steps of the drift sets: a recurrence of 64 steps and a gradient summed over 64 terms, the
+#: reduction length the float32 drift tolerance is derived for.
+DRIFT_TRIP = 64
+#: The bodies the drift sets compute: an in-place ``fori_loop`` and a stacking ``scan``.
+DRIFT_BODIES = ("at_set", "scan_stack")
+
+
+def drift_standard(dtype: str) -> Inputs:
+    """The drift sets' standard inputs: the seeded inputs at :data:`DRIFT_TRIP` steps.
+
+    :func:`inputs`: ``x`` ``(64, 64)``, the primal ``w`` and a tangent ``v`` ``(64,)``, float32
+    (the family's one dtype).
+    """
+    return {k: np.asarray(a) for k, a in zip("xwv", inputs(DRIFT_TRIP), strict=True)}
+
+
+def drift_variant(name: str, std: Inputs) -> Inputs:
+    """A drift set from the standard inputs: the steps of ``x`` varied.
+
+    :func:`~jaxbench.workloads.regression.row_variant` (tanh saturates on the boundary steps,
+    its derivative exactly 0 there); ``invalid_shape`` drops the last element of ``w``.
+    """
+    out = row_variant(name, std)
+    if name == "invalid_shape":
+        out["w"] = std["w"][:-1]
+    return out
+
+
+def drift_outputs(inputs: Inputs, dtype: str, device: Any | None = None) -> Inputs:
+    """The buffer, its gradient and its tangent for each body of :data:`DRIFT_BODIES`.
+
+    Args:
+        inputs: ``x`` ``(T, 64)``, the primal ``w`` and the tangent ``v`` ``(64,)``.
+        dtype: The set's dtype, the inputs' (the computation's).
+        device: The ``jax.Device`` to compute on; ``None`` for the default.
+
+    Returns:
+        ``plain.<body>`` and ``linearize.<body>`` ``(T, 64)``, ``grad.<body>`` ``(64,)`` (of the
+        buffer's sum with respect to ``w``), in ``x``'s dtype; host numpy arrays (the jitted
+        ``plain``, ``grad``, ``linearize`` and ``apply``).
+
+    Raises:
+        LoopShapeError: ``w`` is not ``(x.shape[1],)``.
+    """
+    x, w, v = (on_device(inputs[k], device) for k in ("x", "w", "v"))
+    out = {}
+    for body in DRIFT_BODIES:
+        fns = jitted(body)
+        out[f"plain.{body}"] = host(fns["plain"](x, w))
+        out[f"grad.{body}"] = host(fns["grad"](x, w))
+        out[f"linearize.{body}"] = host(fns["apply"](fns["linearize"](x, w)[1], v))
+    return out
+
+
+class Loops(Workload):
     """In-place buffer updates under ``fori_loop`` and ``scan``, plain, under grad, linearized.
 
     Parameters: ``trip`` (the trip count, 1..:data:`TRIP_MAX`), ``body`` (:data:`BODIES`),
@@ -161,6 +217,14 @@ class Loops:
 
     name = "loop"
     param_names = ("trip", "body", "mode", "dtype")
+    drift = DriftSets(
+        ("float32",), DRIFT_TRIP, LoopShapeError, drift_standard, drift_variant, drift_outputs
+    )
+    asv = (
+        AsvSuite("Loop", {"trip": [256, 1024, 4096], "body": ["at_set", "scan_stack"],
+                          "mode": list(MODES)}, {"dtype": "float32"}, method="time_loop",
+                 module="bench_loops"),
+    )  # fmt: skip
 
     def grid(self, quick: bool) -> dict[str, list[Any]]:
         """Quick: ``at_set`` plain, trips 64 to 1024. Full: the in-place bodies, to 4096."""
@@ -169,10 +233,6 @@ class Loops:
                     "dtype": ["float32"]}  # fmt: skip
         return {"trip": [256, 1024, 4096], "body": list(BODIES[:3]), "mode": list(MODES),
                 "dtype": ["float32"]}  # fmt: skip
-
-    def parse_param(self, name: str, text: str) -> Any:
-        """``--param trip=4096`` (an int) or ``--param body=shift`` (text)."""
-        return parse_int_param(name, text, ("trip",))
 
     def validate(self, params: Mapping[str, Any]) -> None:
         """Raise ``ValueError`` naming a bad ``trip``, ``body``, ``mode`` or ``dtype``."""

@@ -32,13 +32,15 @@ import numpy as np
 from jaxbench.measure.harness import CompileTarget
 from jaxbench.workloads.base import (
     TOLERANCES,
+    AsvSuite,
     Built,
     GateFailure,
+    Workload,
     check_choice,
     check_close,
     check_int,
-    parse_int_param,
 )
+from jaxbench.workloads.regression import DriftSets, Inputs, host, on_device, row_variant
 
 OPS = ("scatter_add", "segment_sum", "gather", "embedding_grad")
 CONTENTION = ("uniform", "zipf", "one")
@@ -51,6 +53,8 @@ N_MAX = 1 << 24
 #: (against float64): an update summed into many others carries their rounding, and XLA's
 #: order of summation is its own. A dropped or doubled update is still far outside it.
 SUM_MARGIN = 4.0
+#: Table rows and updates of the drift sets: at most ``DRIFT_N`` terms summed into one row.
+DRIFT_ROWS, DRIFT_N = 16, 64
 
 
 class ScatterShapeError(ValueError):
@@ -111,7 +115,52 @@ def reference(
     return out
 
 
-class Scatter:
+def drift_standard(dtype: str) -> Inputs:
+    """The drift sets' standard inputs: a small table, Zipf indices and updates.
+
+    A ``(DRIFT_ROWS, 64)`` table, :data:`DRIFT_N` Zipf indices (int32) into it and
+    ``(DRIFT_N, 64)`` updates (:meth:`Scatter.build`), in ``dtype``.
+    """
+    params = {"rows": DRIFT_ROWS, "n": DRIFT_N, "contention": "zipf", "op": "scatter_add",
+              "dtype": dtype}  # fmt: skip
+    table, idx, updates = Scatter().build(params).make_state()
+    return {"table": np.asarray(table), "idx": np.asarray(idx), "updates": np.asarray(updates)}
+
+
+def drift_variant(name: str, std: Inputs) -> Inputs:
+    """A drift set from the standard inputs: the rows of ``updates`` varied.
+
+    :func:`~jaxbench.workloads.regression.row_variant`; ``single`` keeps one index too; on the
+    boundary a row that receives +2^100 and -2^100 cancels, so its scale is 2^100 and the
+    tolerance with it; ``invalid_shape`` drops their last feature.
+    """
+    out = row_variant(name, std, "updates")
+    if name == "single":
+        out["idx"] = std["idx"][:1]
+    elif name == "invalid_shape":
+        out["updates"] = std["updates"][:, :-1]
+    return out
+
+
+def drift_outputs(inputs: Inputs, dtype: str, device: Any | None = None) -> Inputs:
+    """The output of every op of :data:`OPS` (the jitted ops) on the set's inputs.
+
+    Args:
+        inputs: ``table`` ``(rows, 64)``, ``idx`` ``(n,)`` int32 and ``updates`` ``(n, 64)``.
+        dtype: The set's dtype, the inputs' (the computation's).
+        device: The ``jax.Device`` to compute on; ``None`` for the default.
+
+    Returns:
+        One array per op, in ``table``'s dtype; host numpy arrays.
+
+    Raises:
+        ScatterShapeError: ``updates`` is not ``(n, 64)``.
+    """
+    args = [on_device(inputs[k], device) for k in ("table", "idx", "updates")]
+    return {op: host(jitted(op)(*args)) for op in OPS}
+
+
+class Scatter(Workload):
     """Scatter-add, segment_sum, gather and the embedding gradient over contended indices.
 
     Parameters: ``rows`` (table rows), ``n`` (indices), ``contention`` (:data:`CONTENTION`),
@@ -120,6 +169,14 @@ class Scatter:
 
     name = "scatter"
     param_names = ("rows", "n", "contention", "op", "dtype")
+    drift = DriftSets(
+        ("float32",), DRIFT_N, ScatterShapeError, drift_standard, drift_variant, drift_outputs
+    )
+    asv = (
+        AsvSuite("Scatter", {"op": list(OPS), "contention": list(CONTENTION)},
+                 {"rows": 32768, "n": 65536, "dtype": "float32"}, method="time_op",
+                 module="bench_scatter"),
+    )  # fmt: skip
 
     def grid(self, quick: bool) -> dict[str, list[Any]]:
         """Quick: the embedding gradient, 4096 rows, 16384 Zipf indices. Full: every op."""
@@ -128,10 +185,6 @@ class Scatter:
                     "op": ["embedding_grad"], "dtype": ["float32"]}  # fmt: skip
         return {"rows": [32768], "n": [4096, 65536, 1 << 20], "contention": list(CONTENTION),
                 "op": list(OPS), "dtype": ["float32"]}  # fmt: skip
-
-    def parse_param(self, name: str, text: str) -> Any:
-        """``--param rows=...`` and ``n=...`` as integers; the others as text."""
-        return parse_int_param(name, text, ("rows", "n"))
 
     def validate(self, params: Mapping[str, Any]) -> None:
         """Raise ``ValueError`` naming a bad parameter (its name and the allowed values)."""

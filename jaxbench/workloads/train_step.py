@@ -8,18 +8,31 @@ from typing import Any
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 
 from jaxbench.measure.harness import CompileTarget
 from jaxbench.workloads import mlp
 from jaxbench.workloads.base import (
+    AsvSuite,
     Built,
     GateFailure,
+    Workload,
     check_choice,
     check_close,
     check_loss_lowered,
     copy_tree,
 )
+from jaxbench.workloads.regression import (
+    SIZE,
+    DriftSets,
+    Inputs,
+    host,
+    on_device,
+    row_variant,
+    unflatten_params,
+)
 from jaxbench.workloads.sizes import DTYPES, SIZES, check_dtype, get_size
+from jaxbench.workloads.trees import flatten_tree
 
 OPTIMIZERS = ("sgd", "adam")
 _STEPS = {"sgd": mlp.sgd_step, "adam": mlp.adam_step}
@@ -39,7 +52,60 @@ def _initial_state(optimizer: str, params: mlp.Params) -> Any:
     return mlp.adam_init(params) if optimizer == "adam" else params
 
 
-class TrainStep:
+def drift_standard(dtype: str) -> Inputs:
+    """The drift sets' standard inputs: the workload's own seeded ``tiny`` params and batch.
+
+    ``params.<layer>.<w|b>``, ``x`` ``(32, 32)`` and ``y`` ``(32, 8)``, in ``dtype``.
+    """
+    built = TrainStep().build({"size": SIZE, "dtype": dtype, "optimizer": "sgd", "donate": False})
+    params, (x, y) = built.make_state()
+    return flatten_tree(params, "params") | {"x": np.asarray(x), "y": np.asarray(y)}
+
+
+def drift_variant(name: str, std: Inputs) -> Inputs:
+    """A drift set from the standard inputs: the rows of ``x`` varied.
+
+    :func:`~jaxbench.workloads.regression.row_variant`; ``single`` also cuts ``y`` (``zeros``
+    keeps it, so the loss and the bias gradients are not zero); ``invalid_shape`` drops the last
+    feature of ``x``.
+    """
+    out = row_variant(name, std)
+    if name == "single":
+        out["y"] = std["y"][:1]
+    elif name == "invalid_shape":
+        out["x"] = std["x"][:, :-1]
+    return out
+
+
+@functools.cache
+def _value_and_grad() -> Any:
+    return jax.jit(jax.value_and_grad(mlp.loss))
+
+
+def drift_outputs(inputs: Inputs, dtype: str, device: Any | None = None) -> Inputs:
+    """Loss, gradients and params after one SGD step (:func:`jitted_step`, not donated).
+
+    Args:
+        inputs: ``params.<layer>.<w|b>``, ``x`` ``(B, d_in)`` and ``y`` ``(B, d_out)``.
+        dtype: The set's dtype, the inputs' (the computation's).
+        device: The ``jax.Device`` to compute on; ``None`` for the default.
+
+    Returns:
+        ``loss`` ``()`` float32, ``grad.<layer>.<w|b>`` and ``params_after.<layer>.<w|b>``
+        shaped and typed like the params; host numpy arrays.
+
+    Raises:
+        jaxbench.workloads.mlp.BatchShapeError: ``x`` or ``y`` has the wrong shape or dtype.
+    """
+    params = on_device(unflatten_params(inputs), device)
+    batch = on_device((inputs["x"], inputs["y"]), device)
+    loss, grads = _value_and_grad()(params, batch)
+    after, _ = jitted_step("sgd", False)(params, batch)
+    out = {"loss": host(loss)}
+    return out | flatten_tree(grads, "grad") | flatten_tree(after, "params_after")
+
+
+class TrainStep(Workload):
     """MLP train step over the size registry, dtypes, and SGD or optax Adam.
 
     Parameters: ``size`` (see :data:`jaxbench.workloads.sizes.SIZES`), ``dtype``
@@ -48,6 +114,19 @@ class TrainStep:
 
     name = "train_step"
     param_names = ("size", "dtype", "optimizer", "donate")
+    #: The MLP's widest layer is 64 wide.
+    drift = DriftSets(DTYPES, 64, mlp.BatchShapeError, drift_standard, drift_variant, drift_outputs)
+    asv = (
+        AsvSuite("TrainStep", {"size": ["tiny", "small", "medium"], "dtype": list(DTYPES)},
+                 {"optimizer": "sgd", "donate": True}, method="time_step",
+                 module="bench_train_step"),
+        AsvSuite("TrainStepMemory", {"size": ["small", "medium"], "dtype": ["float32"]},
+                 {"optimizer": "sgd", "donate": True}, kind="peakmem", method="peakmem_step",
+                 module="bench_train_step"),
+        AsvSuite("TrainStepCosts", {"size": ["small", "medium"], "dtype": list(DTYPES)},
+                 {"optimizer": "sgd", "donate": True}, kind="costs", timeout=120,
+                 module="bench_train_step"),
+    )  # fmt: skip
 
     def grid(self, quick: bool) -> dict[str, list[Any]]:
         """Quick: tiny and small, both dtypes, SGD, donated. Full: every size and optimizer."""

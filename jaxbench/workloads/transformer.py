@@ -14,19 +14,24 @@ from typing import Any
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 
 from jaxbench.measure.harness import CompileTarget
 from jaxbench.workloads import lm
 from jaxbench.workloads.base import (
     TOLERANCES,
+    AsvSuite,
     Built,
     GateFailure,
+    Workload,
     check_close,
     check_loss_lowered,
     copy_tree,
 )
 from jaxbench.workloads.lm import LMSize
+from jaxbench.workloads.regression import SIZE, DriftSets, Inputs, host, on_device
 from jaxbench.workloads.sizes import DTYPES, check_dtype
+from jaxbench.workloads.trees import flatten_tree, unflatten_like
 
 LM_SIZES: dict[str, LMSize] = {
     s.name: s
@@ -75,7 +80,83 @@ def _plain_step(size: LMSize, dtype: str) -> Any:
     return functools.partial(lm.train_step, n_heads=size.n_heads, dtype=jnp.dtype(dtype))
 
 
-class Transformer:
+def drift_standard(dtype: str) -> Inputs:
+    """The drift sets' standard inputs: the workload's own seeded ``tiny`` case.
+
+    Float32 master weights (``params.<path>``: ``params.embed`` ``(V, d)``,
+    ``params.layers.<i>.qkv`` ``(d, 3d)``, ...) and its token batch ``tokens`` ``(B, T + 1)``
+    int32 (:meth:`Transformer.build`); the same in every dtype (the compute dtype varies).
+    """
+    state, tokens = Transformer().build({"size": SIZE, "dtype": dtype}).make_state()
+    return flatten_tree(state.params, "params") | {"tokens": np.asarray(tokens)}
+
+
+def drift_variant(name: str, std: Inputs) -> Inputs:
+    """A drift set from the standard inputs: the tokens varied.
+
+    ``single``: the first sequence; ``zeros``: every token 0 (every key alike: uniform
+    attention); ``boundary``: the edges of the vocabulary as the first two sequences (all
+    ``V - 1``; ``0`` and ``V - 1`` alternating); ``invalid_shape``: one position more than the
+    position table holds (raises :class:`~jaxbench.workloads.lm.TokenShapeError`).
+    """
+    tokens = std["tokens"]
+    out = dict(std)
+    if name == "single":
+        out["tokens"] = tokens[:1]
+    elif name == "zeros":
+        out["tokens"] = np.zeros_like(tokens)
+    elif name == "boundary":
+        last = std["params.embed"].shape[0] - 1
+        edges = np.stack([np.full(tokens.shape[1], last), np.arange(tokens.shape[1]) % 2 * last])
+        out["tokens"] = np.concatenate([edges.astype(tokens.dtype), tokens[len(edges) :]])
+    elif name == "invalid_shape":
+        out["tokens"] = np.concatenate([tokens, tokens[:, :1]], axis=1)
+    return out
+
+
+@functools.cache
+def _lm_value_and_grad(n_heads: int, dtype: str) -> Any:
+    def loss(params: Any, tokens: jax.Array) -> jax.Array:
+        return lm.loss(params, tokens, n_heads, jnp.dtype(dtype))
+
+    def logits(params: Any, tokens: jax.Array) -> jax.Array:
+        return lm.forward(params, tokens[:, :-1], n_heads, jnp.dtype(dtype))
+
+    return jax.jit(jax.value_and_grad(loss)), jax.jit(logits)
+
+
+def drift_outputs(inputs: Inputs, dtype: str, device: Any | None = None) -> Inputs:
+    """Loss, logits and gradients of the ``tiny`` decoder LM on a token batch.
+
+    Not the AdamW update: its first step moves each weight by about ``lr * sign(gradient)``, so
+    a gradient within rounding of zero may move it either way, a difference of ``2 lr`` that
+    says nothing of drift.
+
+    Args:
+        inputs: ``params.<path>`` (float32 master weights) and ``tokens`` ``(B, T + 1)`` int32.
+        dtype: The compute dtype (``float32``, ``bfloat16``; ``float64`` for an exact reference
+            with ``jax_enable_x64`` and :data:`jaxbench.workloads.lm.WIDE` widened).
+        device: The ``jax.Device`` to compute on; ``None`` for the default.
+
+    Returns:
+        ``loss`` ``()`` float32, ``logits`` ``(B, T, V)`` float32 and ``grad.<path>`` shaped
+        like the params (float32); host numpy arrays.
+
+    Raises:
+        jaxbench.workloads.lm.TokenShapeError: ``tokens`` has the wrong shape or dtype.
+        ValueError: A parameter of the model is missing from ``inputs``.
+    """
+    size = get_lm_size(SIZE)
+    template = jax.eval_shape(lambda key: lm.init(key, size), jax.random.key(0))
+    params = on_device(unflatten_like(template, inputs, "params"), device)
+    tokens = on_device(inputs["tokens"], device)
+    value_and_grad, logits = _lm_value_and_grad(size.n_heads, dtype)
+    loss, grads = value_and_grad(params, tokens)
+    out = {"loss": host(loss), "logits": host(logits(params, tokens))}
+    return out | flatten_tree(grads, "grad")
+
+
+class Transformer(Workload):
     """Decoder LM train step over :data:`LM_SIZES` and compute dtypes (float32 master weights).
 
     Parameters: ``size`` (a name of :data:`LM_SIZES`), ``dtype`` (``float32``/``bfloat16``, the
@@ -84,6 +165,24 @@ class Transformer:
 
     name = "transformer"
     param_names = ("size", "dtype")
+    #: Float32 and bfloat16 compute; a wider bfloat16 floor, as the measured rounding error
+    #: needs (the reason is in :mod:`jaxbench.drift.tolerance`).
+    drift = DriftSets(
+        DTYPES,
+        LM_SIZES[SIZE].longest_reduction,
+        lm.TokenShapeError,
+        drift_standard,
+        drift_variant,
+        drift_outputs,
+        bfloat16_floor=2.0**-3,
+    )
+    asv = (
+        AsvSuite("Transformer", {"size": ["tiny", "small", "125m", "1b"], "dtype": list(DTYPES)},
+                 method="time_step", timeout=600, module="bench_transformer"),
+        AsvSuite("TransformerCosts", {"size": ["tiny", "small", "125m"], "dtype": list(DTYPES)},
+                 kind="costs", tracks={"tokens_per_s": "tokens/s", "model_mfu": "fraction"},
+                 timeout=600, module="bench_transformer"),
+    )  # fmt: skip
 
     def grid(self, quick: bool) -> dict[str, list[Any]]:
         """Quick: ``tiny`` float32 (its gate's op-by-op step is most of its 11-13 s). Full: all."""

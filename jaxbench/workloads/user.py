@@ -30,7 +30,7 @@ from importlib.metadata import entry_points
 from typing import Any
 
 from jaxbench.measure.harness import CompileTarget
-from jaxbench.workloads.base import Built, GateFailure, check_close
+from jaxbench.workloads.base import Built, GateFailure, Workload, check_close
 
 #: Entry-point group of installed packages' workload factories.
 GROUP = "jaxbench.workloads"
@@ -87,8 +87,8 @@ _TYPES: dict[str, type] = {"int": int, "float": float, "bool": bool, "str": str}
 _TRUE, _FALSE = {"true", "1", "yes", "on"}, {"false", "0", "no", "off"}
 
 
-class UserWorkload:
-    """A factory adapted to the :class:`jaxbench.workloads.Workload` protocol.
+class UserWorkload(Workload):
+    """A factory as a :class:`jaxbench.workloads.Workload`: no drift sets, no asv classes.
 
     Args:
         name: The name it was found by (``module:factory`` or an entry point's name); it is
