@@ -9,8 +9,10 @@ A study of jaxbench itself on the machine at hand, not part of the package or th
 float32, SGD, params donated). The candidate of effect ``e`` is the same step on ``e`` times the
 batch rows (``small*1.03``: :func:`jaxbench.workloads.sizes.scaled`), so ``e`` times the FLOP of
 every matmul while weights and strides stay the same; effect 1.0 is an A/A comparison (the very
-same parameters on both sides). The time ratio a FLOP ratio causes is not assumed: the study
-measures it (the reference below).
+same parameters on both sides). Another workload's case is given by ``--workload`` and
+``--param``, and ``--scale NAME`` names the integer parameter an effect multiplies (e.g. ``-w
+loop --param trip=40000 --scale trip``: ``e`` times the loop's iterations). The time ratio a
+FLOP ratio causes is not assumed: the study measures it (the reference below).
 
 **A pool of pairs.** A *pair* is two fresh worker processes of this interpreter
 (:class:`jaxbench.interleave.session.Worker`). In each pair, every effect is run as one case
@@ -184,6 +186,7 @@ class Settings(BaseModel):
     workload: str
     params: dict[str, Any]
     size: str
+    scale: str = "size"
     effects: list[float]
     repeats: int
     pairs: int
@@ -293,11 +296,18 @@ def usable_cpus() -> int:
         return os.cpu_count() or 1
 
 
-def candidate(python: str, size: str, effect: float) -> Variant:
-    """The candidate of ``effect``: the same case (A/A) at 1.0, else ``size*effect`` rows."""
+def candidate(python: str, settings: Settings, effect: float) -> Variant:
+    """The candidate of ``effect``: the same case (A/A) at 1.0, else the scaled parameter.
+
+    ``size`` scales a model's batch rows (``small*1.03``); an integer parameter (e.g. the
+    loop's ``trip``) is multiplied by ``effect`` and rounded.
+    """
     if effect == 1.0:
         return Variant("A/A", python, {})
-    return Variant(f"x{effect:g}", python, {"size": f"{size}*{effect:g}"})
+    name = settings.scale
+    if name == "size":
+        return Variant(f"x{effect:g}", python, {"size": f"{settings.size}*{effect:g}"})
+    return Variant(f"x{effect:g}", python, {name: round(settings.params[name] * effect)})
 
 
 def _figures(rounds: Sequence[Round]) -> list[RoundFigures]:
@@ -340,7 +350,7 @@ def run_pair(
     with Worker(python, st.backend) as wa, Worker(python, st.backend) as wb:
         for position, e in enumerate(rng.permutation(len(todo))):
             effect = todo[int(e)]
-            b = candidate(python, st.size, effect)
+            b = candidate(python, st, effect)
             started, c0 = now(), time.perf_counter()
             run = interleave_case(wa, wb, base, b, st.workload, st.params, st.backend, s, rng,
                                   index)  # fmt: skip
@@ -350,7 +360,7 @@ def run_pair(
                                      [r.candidate_s for r in run.rounds])  # fmt: skip
             out.append(StudyPair(
                 index=index, repeat=repeat, pair=pair, effect=effect,
-                candidate_size=(st.params | b.params)["size"], position=position,
+                candidate_size=str((st.params | b.params)[st.scale]), position=position,
                 status=run.status, error=run.error, log_ratio=log, hog=hog,
                 seconds=time.perf_counter() - c0, pair_seconds=0.0, started_at=started,
                 rounds=_figures(run.rounds),
@@ -405,6 +415,9 @@ def new_study(
     backend: str = "cpu",
     threshold: float = verdicts.DEFAULT_THRESHOLD,
     alpha: float = verdicts.DEFAULT_ALPHA,
+    workload: str = WORKLOAD,
+    params: dict[str, Any] | None = None,
+    scale: str = "size",
 ) -> Study:
     """A study not yet run: ``repeats`` sequential comparisons per effect, each with the
     schedule's looks (default: ``jaxbench compare --interleave``'s), up to ``max_pairs``."""
@@ -416,9 +429,11 @@ def new_study(
         host=host(),
         python=sys.executable,
         settings=Settings(
-            workload=WORKLOAD,
-            params={"size": size, "dtype": "float32", "optimizer": "sgd", "donate": True},
-            size=size, effects=list(effects), repeats=repeats, pairs=s.max_pairs, hog=hog,
+            workload=workload,
+            params=params or {"size": size, "dtype": "float32", "optimizer": "sgd",
+                              "donate": True},
+            size=size, scale=scale, effects=list(effects), repeats=repeats,
+            pairs=s.max_pairs, hog=hog,
             hog_tool=Hog(usable_cpus()).tool if hog else None, backend=backend,
             threshold=threshold, alpha=alpha, seed=s.seed, schedule=dataclasses.asdict(s),
             design=default_design(threshold, alpha),
@@ -661,7 +676,8 @@ def report(studies: Sequence[Study], names: Sequence[str] | None = None) -> str:
     st, d = studies[0].settings, studies[0].settings.design
     sched = st.schedule
     head = (
-        f"{st.workload} {st.size} float32 sgd, effects {', '.join(f'{e:g}' for e in st.effects)}; "
+        f"{st.workload} {' '.join(f'{k}={v}' for k, v in st.params.items())} (scaled: "
+        f"{st.scale}), effects {', '.join(f'{e:g}' for e in st.effects)}; "
         f"{sum(len({r.repeat for r in s.repeats}) for s in studies)} repeats of {st.pairs} pairs "
         f"(one look, threshold {st.threshold:.0%}, alpha {st.alpha:g}); {sched['rounds']} "
         f"rounds of {sched['calls_per_block']} calls a pair; host "
@@ -693,6 +709,15 @@ def run_cmd(
     max_pairs: Annotated[int, Opt(help="Most pairs of a repeat (the cap).")] = DEFAULT_MAX_PAIRS,
     effects: Annotated[str, Opt(help="Comma-separated FLOP factors; 1.0 = A/A.")] = "1.0,1.03,1.05",
     size: Annotated[str, Opt("--size", "-s", help="Train-step size of the baseline.")] = "small",
+    workload: Annotated[
+        str, Opt("--workload", "-w", help="Workload (default train_step).")
+    ] = WORKLOAD,
+    param: Annotated[
+        list[str] | None, Opt("--param", help="NAME=VALUE of the baseline case (not train_step).")
+    ] = None,
+    scale: Annotated[
+        str, Opt(help="The parameter an effect scales: size, or an integer one (e.g. trip).")
+    ] = "size",
     rounds: Annotated[int, Opt(help="Timed rounds per case and pair.")] = DEFAULT_ROUNDS,
     calls_per_block: Annotated[int, Opt(help="Timed calls per block.")] = DEFAULT_CALLS_PER_BLOCK,
     warmup_rounds: Annotated[int, Opt(help="Untimed rounds first.")] = DEFAULT_WARMUP_ROUNDS,
@@ -704,7 +729,9 @@ def run_cmd(
 ) -> None:
     """Run a study (see the module docstring); the file is saved after every pair."""
     from jaxbench.backends import check_backend
+    from jaxbench.cli.selection import Selection
     from jaxbench.interleave import WorkerError
+    from jaxbench.workloads import get_workload
     from jaxbench.workloads.sizes import get_size
 
     try:
@@ -716,15 +743,31 @@ def run_cmd(
             raise ValueError(f"--effects {effects!r}: give positive factors, e.g. 1.0,1.05")
         if repeats < 1:
             raise ValueError(f"--repeats must be >= 1, got {repeats}")
-        for f in factors:
-            get_size(size if f == 1.0 else f"{size}*{f:g}")
+        if workload == WORKLOAD:
+            params = None
+            for f in factors:
+                get_size(size if f == 1.0 else f"{size}*{f:g}")
+        else:
+            cases = Selection(workload=[workload], param=param).cases()
+            if len(cases) != 1:
+                raise ValueError(
+                    f"-w {workload}: a study times one case, {len(cases)} are "
+                    "selected; give one value of each swept parameter by --param"
+                )
+            params = dict(cases[0].params)
+            if not isinstance(params.get(scale), int):
+                raise ValueError(f"--scale {scale!r}: expected an integer parameter of "
+                                 f"{workload} ({', '.join(params)})")  # fmt: skip
+            for f in factors:
+                get_workload(workload).validate(params | {scale: round(params[scale] * f)})
         check_backend(backend)
         s = Schedule(pairs=pairs, max_pairs=max_pairs, rounds=rounds,
                      calls_per_block=calls_per_block, warmup_rounds=warmup_rounds,
                      seed=seed)  # fmt: skip
     except ValueError as exc:
         raise _fail(str(exc)) from None
-    study = new_study(repeats, factors, size, s, hog, backend)
+    study = new_study(repeats, factors, size, s, hog, backend, workload=workload, params=params,
+                      scale=scale if params else "size")  # fmt: skip
     path = study_path(out, study)
 
     def log(line: str) -> None:

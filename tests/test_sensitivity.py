@@ -196,7 +196,12 @@ def test_hog_starts_busy_processes_and_stops_them():
 
 def test_run_refuses_bad_input(tmp_path):
     for args, message in ((["--effects", "x"], "--effects"), (["--repeats", "0"], "--repeats"),
-                          (["--rounds", "2"], "--rounds"), (["-s", "huge"], "huge")):  # fmt: skip
+                          (["--rounds", "2"], "--rounds"), (["-s", "huge"], "huge"),
+                          (["-w", "loop"], "a study times one case, 3 are selected"),
+                          (["-w", "loop", "--param", "trip=64", "--scale", "body"],
+                           "--scale 'body'"),
+                          (["-w", "loop", "--param", "trip=1048576", "--scale", "trip"],
+                           "trip must be")):  # fmt: skip
         result = runner.invoke(sens.app, ["run", *args, "-o", str(tmp_path)])
         assert result.exit_code == 2, result.output
         assert message in result.output
@@ -218,3 +223,12 @@ def test_a_tiny_study_runs_and_summarizes(tmp_path):
     assert {p.candidate_size for p in study.pairs} == {"tiny", "tiny*1.03", "tiny*1.05"}
     assert all(r.pairs == 2 and r.seconds > 0 for r in study.repeats)
     assert "### Pairs (pool)" in result.output
+
+
+def test_an_effect_scales_an_integer_parameter_of_another_workload():
+    st = sens.new_study(1, (1.0, 1.03), workload="loop", params={"trip": 1000, "body": "at_set",
+                        "mode": "plain", "dtype": "float32"}, scale="trip").settings  # fmt: skip
+    assert sens.candidate("py", st, 1.0).params == {}
+    assert sens.candidate("py", st, 1.03).params == {"trip": 1030}
+    small = sens.new_study(1, (1.05,)).settings
+    assert sens.candidate("py", small, 1.05).params == {"size": "small*1.05"}
