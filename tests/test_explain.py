@@ -210,3 +210,18 @@ def test_an_unwritable_out_folder_is_refused_before_any_environment_is_built(tmp
     assert result.exit_code == 2, result.output
     assert "results folder '/proc/x' is not writable" in result.output
     assert not list(tmp_path.iterdir())  # no environment was started
+
+
+def test_identical_optimized_hlo_is_identical_where_it_runs_whatever_stablehlo_says():
+    """A StableHLO that differs but optimizes to the same program is context, never the cause."""
+    a = _capture(plain)
+    b = json.loads(json.dumps(a))
+    b[0]["stablehlo"] = b[0]["stablehlo"] + "\n// another lowering\nfunc.func private @x() {}"
+    b[0]["cost"] = dict(b[0].get("cost", {}), **{"bytes accessed": 1.0})
+    (d,) = diff_programs(a, b)
+    assert d.identical["hlo"] and not d.identical["stablehlo"]
+    lines = explain_lines([d], "slower")
+    assert lines[0].startswith("step: identical where it runs") and "StableHLO differ" in lines[0]
+    assert not any("lowering rules" in line for line in lines)
+    assert any("bytes accessed" in line and "cost model" in line for line in lines)
+    assert lines[-1] == f"The case is slower, yet {BELOW_HLO}"

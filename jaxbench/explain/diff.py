@@ -4,9 +4,11 @@
 each level (jaxpr, StableHLO, optimized HLO; names and metadata set aside by
 :mod:`jaxbench.explain.normalize`) identical or not, the HLO counts that changed, XLA's FLOP,
 bytes accessed and memory figures, and a bounded unified diff of the normalised optimized HLO.
-:func:`explain_lines` turns that into text. When every level is identical but the time differs,
-the cause is below HLO (the runtime or code generation), and the text says so rather than
-pointing at the program.
+:func:`explain_lines` turns that into text, reading the optimized HLO first: it is what runs.
+When it is identical on both sides, what runs is identical and a change of time is below HLO (the
+runtime or code generation), whatever the jaxpr or StableHLO say; their differences are listed
+as context, and XLA cost figures that differ between identical optimized programs are marked as
+the cost model's, not the program's.
 """
 
 from __future__ import annotations
@@ -29,10 +31,10 @@ WHERE = {
     "hlo": "the same StableHLO was optimized differently (XLA's passes)",
 }
 BELOW_HLO = (
-    "the programs are identical at every level, so the cause is below HLO: the runtime or code "
-    "generation. Next: set XLA_FLAGS=--xla_dump_to=DIR on both sides and compare the buffer "
-    "assignment and the generated code XLA writes there for the module (on the CPU, an object "
-    "file per kernel), or profile both runs."
+    "the optimized programs are identical (what runs is identical), so the cause is below HLO: "
+    "the runtime or code generation. Next: set XLA_FLAGS=--xla_dump_to=DIR on both sides and "
+    "compare the buffer assignment and the generated code XLA writes there for the module (on "
+    "the CPU, an object file per kernel), or profile both runs."
 )
 COST_KEYS = ("flops", "bytes accessed", "transcendentals")
 
@@ -152,14 +154,21 @@ def explain_lines(diffs: list[TargetDiff], verdict: str | None = None) -> list[s
         diffs: The targets of one case.
         verdict: The timing verdict of the case, when there is one (``slower``, ``faster``,
             ``same``, ...); with ``slower`` or ``faster`` and identical programs, the text says
-            the cause is below HLO (:data:`BELOW_HLO`).
+            the cause is below HLO (:data:`BELOW_HLO`). That holds whenever the optimized HLO
+            is identical, even if the jaxpr or StableHLO differ.
     """
     out = []
     for d in diffs:
         first = d.first_difference
+        runs_same = d.identical["hlo"]
         if first is None:
             out.append(f"{d.name}: identical programs (jaxpr, StableHLO and optimized HLO, names "
                        "and metadata set aside)")  # fmt: skip
+        elif runs_same:
+            differ = [LEVEL_NAMES[lv] for lv in d.identical if not d.identical[lv]]
+            out.append(f"{d.name}: identical where it runs (optimized HLO, names and metadata "
+                       f"set aside); {', '.join(differ)} differ, as context, not the cause: "
+                       "they optimize to the same program")  # fmt: skip
         else:
             same = [LEVEL_NAMES[lv] for lv in d.identical if d.identical[lv]]
             kept = f"; identical: {', '.join(same)}" if same else ""
@@ -168,8 +177,9 @@ def explain_lines(diffs: list[TargetDiff], verdict: str | None = None) -> list[s
                        f"{LEVEL_NAMES[first]}: {WHERE[first]}.")  # fmt: skip
         for key, (a, b) in d.counts.items():
             out.append(f"  {key}: {a} -> {b} ({b - a:+d})")
+        model = " (XLA's cost model's figure: the optimized programs are identical)"
         for key, (a, b) in d.cost.items():
-            out.append(f"  XLA {key}: {_fmt(a)} -> {_fmt(b)}")
+            out.append(f"  XLA {key}: {_fmt(a)} -> {_fmt(b)}{model if runs_same else ''}")
         for key, (a, b) in d.memory.items():
             out.append(f"  {key.removesuffix('_in_bytes').replace('_', ' ')} bytes: "
                        f"{_fmt(a)} -> {_fmt(b)}")  # fmt: skip
@@ -188,6 +198,6 @@ def explain_lines(diffs: list[TargetDiff], verdict: str | None = None) -> list[s
                 out += [f"    {line}" for line in lines]
                 if left_out:
                     out.append(f"    ... {left_out} more diff lines")
-    if verdict in ("slower", "faster") and all(d.first_difference is None for d in diffs):
+    if verdict in ("slower", "faster") and all(d.identical["hlo"] for d in diffs):
         out.append(f"The case is {verdict}, yet {BELOW_HLO}")
     return out
