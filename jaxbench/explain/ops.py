@@ -1,0 +1,132 @@
+"""Where the time moved, op by op: the diff of two sides' per-op tables from profiler traces.
+
+Each side gives one table per process (:func:`jaxbench.measure.trace.op_table` of a trace taken
+after that process's samples). An op's time per call on a side is the mean over its processes,
+and the unit of independence of an op's interval is the process: with at least two processes a
+side, the change of its per-call time gets Welch's t interval (:func:`scipy.stats.ttest_ind`
+with ``equal_var=False``, its ``confidence_interval``). An op whose interval holds 0 moved no
+more than its noise. With one process a side there is no interval, and the diff says so.
+
+Ops are matched by name (the HLO instruction a CPU thunk is named after, or a device op's
+name). Names XLA gives can change between versions for the same instruction, so an op present
+on one side only is listed as such rather than matched by guess.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from jaxbench.measure.trace import OpTime
+
+#: Ops listed by :func:`op_lines`, the largest changes first.
+MAX_OP_LINES = 12
+
+
+@dataclass(frozen=True)
+class OpChange:
+    """One op's change of time per call between two sides.
+
+    Attributes:
+        name: The op.
+        baseline_s, candidate_s: Mean seconds per call over each side's processes (0 where the
+            side does not run it).
+        change_s: ``candidate_s - baseline_s``.
+        share: ``change_s`` over the change of all ops together (the step's change as traced);
+            ``None`` when that total is 0.
+        ci_low, ci_high: The interval of ``change_s`` over processes; ``None`` with fewer than
+            two processes a side.
+        side: ``both``, ``baseline`` (only there) or ``candidate`` (only there).
+    """
+
+    name: str
+    baseline_s: float
+    candidate_s: float
+    change_s: float
+    share: float | None
+    ci_low: float | None
+    ci_high: float | None
+    side: str
+
+    @property
+    def beyond_noise(self) -> bool | None:
+        """Whether the interval excludes 0; ``None`` without an interval."""
+        if self.ci_low is None or self.ci_high is None:
+            return None
+        return self.ci_low > 0 or self.ci_high < 0
+
+
+def _per_call(tables: Sequence[Sequence[OpTime]], name: str) -> np.ndarray:
+    return np.array([next((r.per_call_s for r in t if r.name == name), 0.0) for t in tables])
+
+
+def op_diff(
+    baseline: Sequence[Sequence[OpTime]],
+    candidate: Sequence[Sequence[OpTime]],
+    level: float = 0.95,
+) -> list[OpChange]:
+    """The change of every op's time per call, the largest absolute change first.
+
+    Args:
+        baseline: One op table per process of the baseline.
+        candidate: One op table per process of the candidate.
+        level: Confidence level of the intervals.
+
+    Raises:
+        ValueError: A side without any table.
+    """
+    from scipy import stats
+
+    if not baseline or not candidate:
+        raise ValueError("each side needs the op table of at least one process")
+    names_a = {r.name for t in baseline for r in t}
+    names_b = {r.name for t in candidate for r in t}
+    rows = []
+    for name in sorted(names_a | names_b):
+        a, b = _per_call(baseline, name), _per_call(candidate, name)
+        low = high = None
+        if len(a) >= 2 and len(b) >= 2 and (a.std() > 0 or b.std() > 0):
+            ci = stats.ttest_ind(b, a, equal_var=False).confidence_interval(level)
+            low, high = float(ci.low), float(ci.high)
+        side = "both" if name in names_a and name in names_b else (
+            "baseline" if name in names_a else "candidate")  # fmt: skip
+        rows.append((name, float(a.mean()), float(b.mean()), low, high, side))
+    total = sum(b - a for _, a, b, *_ in rows)
+    out = [OpChange(name, a, b, b - a, (b - a) / total if total else None, low, high, side)
+           for name, a, b, low, high, side in rows]  # fmt: skip
+    return sorted(out, key=lambda c: -abs(c.change_s))
+
+
+def _us(seconds: float) -> str:
+    return f"{seconds * 1e6:,.1f} µs"
+
+
+def op_lines(changes: Sequence[OpChange], limit: int = MAX_OP_LINES) -> list[str]:
+    """Readable lines of :func:`op_diff`: the step's traced change, then the ops that moved.
+
+    With intervals, ops whose change stays within their noise are left out and counted; without
+    (one process a side), the largest changes are listed and the lack of an interval said.
+    """
+    if not changes:
+        return ["ops: the traces hold no op"]
+    a = sum(c.baseline_s for c in changes)
+    b = sum(c.candidate_s for c in changes)
+    out = [f"ops (profiler traces): {_us(a)} -> {_us(b)} a call in all ops ({_us(b - a)})"]
+    with_ci = [c for c in changes if c.beyond_noise is not None]
+    shown = [c for c in changes if c.beyond_noise] if with_ci else list(changes)
+    if not with_ci:
+        out.append("  one process a side: no interval; the largest changes:")
+    for c in shown[:limit]:
+        share = "" if c.share is None else f", {c.share:.0%} of the change"
+        ci = "" if c.ci_low is None else f" [{_us(c.ci_low)}, {_us(c.ci_high)}]"
+        only = "" if c.side == "both" else f" (only in the {c.side})"
+        out.append(f"  {c.name}: {_us(c.baseline_s)} -> {_us(c.candidate_s)} "
+                   f"({_us(c.change_s)}{ci}{share}){only}")  # fmt: skip
+    quiet = len(with_ci) - len(shown) if with_ci else 0
+    if quiet:
+        out.append(f"  {quiet} op(s) moved within their noise")
+    if len(shown) > limit:
+        out.append(f"  ... {len(shown) - limit} more")
+    return out

@@ -1,0 +1,83 @@
+"""Profiler traces of a case and the op-level diff of two sides (measure.trace, explain.ops)."""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+from jaxbench.explain.ops import op_diff, op_lines
+from jaxbench.measure.trace import OpTime, op_table, take_trace
+
+X = jnp.ones((64, 64))
+W = jnp.full((64, 64), 0.01)
+
+
+def _program(trip: int):
+    """A matmul, then a loop of ``trip`` matrix-vector products (XLA runs it as one ``call``)."""
+
+    def step(x, w):
+        y = x @ w
+        z = jax.lax.fori_loop(0, trip, lambda i, v: jnp.tanh(w @ v), y[0])
+        return y.sum() + z.sum()
+
+    f = jax.jit(step)
+    f(X, W).block_until_ready()
+    return f
+
+
+def _tables(trip: int, processes: int) -> list[list[OpTime]]:
+    f = _program(trip)
+    return [op_table(take_trace(lambda s: f(*s), (X, W), calls=3), 3) for _ in range(processes)]
+
+
+def test_a_trace_holds_the_ops_xla_runs_with_their_time_per_call():
+    (table,) = _tables(50, 1)
+    names = [r.name for r in table]
+    assert any(n.startswith("call") for n in names), names  # the loop
+    assert all(r.count == 3 and r.per_call_s > 0 for r in table)
+    assert sum(r.share for r in table) == pytest.approx(1.0)
+    assert not any(n.startswith(("end: ", "ThunkExecutor")) for n in names)
+
+
+def test_the_op_made_slower_carries_most_of_the_change():
+    """The loop runs 500 times as many iterations in the candidate: its op takes the change."""
+    changes = op_diff(_tables(2, 3), _tables(1000, 3))
+    top = changes[0]
+    assert top.name.startswith("call") and top.change_s > 0
+    assert top.share is not None and top.share > 0.5 and top.beyond_noise
+    assert op_lines(changes)[1].lstrip().startswith(top.name)
+
+
+def test_no_change_gives_no_op_beyond_its_noise():
+    """Seeded per-process tables of one program, noise of 5 % a process: nothing is called."""
+    rng = np.random.default_rng(7)
+    means = {"call.1": 3e-4, "ynn_fusion": 1e-4, "copy.7": 2e-6, "reduce_add_fusion": 1e-6}
+
+    def side():
+        return [[OpTime(n, 3, 3 * m * f, m * f, 0.0) for n, m in means.items()
+                 for f in [np.exp(0.05 * rng.standard_normal())]] for _ in range(6)]  # fmt: skip
+
+    changes = op_diff(side(), side())
+    assert all(c.beyond_noise is False for c in changes), changes
+    assert "4 op(s) moved within their noise" in op_lines(changes)[-1]
+    moved = op_diff(side(), [[OpTime(o.name, 3, 0, o.per_call_s * (2 if o.name == "call.1"
+                                     else 1), 0) for o in t] for t in side()])  # fmt: skip
+    assert [c.name for c in moved if c.beyond_noise] == ["call.1"]
+
+
+def test_ops_on_one_side_only_are_named_and_one_process_has_no_interval():
+    a = [[OpTime("fusion.1", 1, 1e-3, 1e-3, 1.0)]]
+    b = [[OpTime("fusion.2", 1, 2e-3, 2e-3, 1.0)]]
+    changes = op_diff(a, b)
+    assert {c.side for c in changes} == {"baseline", "candidate"}
+    lines = op_lines(changes)
+    assert "no interval" in lines[1] and "(only in the candidate)" in lines[2]
+
+
+def test_a_damaged_trace_is_a_value_error_naming_it():
+    with pytest.raises(ValueError, match="not a profiler trace"):
+        op_table(b"not an xspace", 3)
+    with pytest.raises(ValueError, match="at least one process"):
+        op_diff([], [[]])
