@@ -188,6 +188,15 @@ def test_a_wider_candidate_is_explained_from_two_real_workers(tmp_path):
         assert [p["name"] for p in json.loads(data)] == ["train_step"]
 
 
+def test_a_traced_explain_puts_the_longer_loop_on_its_op():
+    """Programs differ only in the loop's trip; the op diff names the loop's thunk."""
+    out = run_cli("explain", "current", "current", "-w", "loop", "--param", "trip=256",
+                  "--set-b", "trip=16384", "--trace", "--processes", "2")  # fmt: skip
+    assert out.returncode == 0, out.stderr
+    ops = out.stdout[out.stdout.index("ops (profiler traces): ") :].splitlines()
+    assert ops[1].lstrip().startswith("call") and "of the change" in ops[1], ops
+
+
 @pytest.mark.parametrize(
     ("args", "message"),
     [
@@ -195,6 +204,7 @@ def test_a_wider_candidate_is_explained_from_two_real_workers(tmp_path):
         (["--verdict", "worse"], "--verdict 'worse': expected slower, faster, same"),
         (["--set-b", "size"], "--set-b 'size': expected NAME=VALUE"),
         (["-w", "train_step", "--set-b", "trip=3"], "--set-b 'trip': train_step has no such"),
+        (["--trace", "--processes", "0"], "--processes 0: expected at least 1"),
     ],
 )
 def test_bad_explain_input_is_one_line_and_exit_2(args, message):

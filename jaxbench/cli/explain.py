@@ -136,6 +136,18 @@ def register(app: typer.Typer) -> None:
             str | None,
             typer.Option("--out", "-o", help="Folder for explain-<id>.md and programs/."),
         ] = None,
+        trace: Annotated[
+            bool,
+            typer.Option(
+                "--trace",
+                metavar="",
+                help="Also trace each side with jax.profiler (--processes workers a side, a few "
+                "warmed calls each) and diff the time per op, with intervals over processes.",
+            ),
+        ] = False,
+        processes: Annotated[
+            int, typer.Option(help="With --trace: worker processes a side (the unit).")
+        ] = 3,
     ) -> None:
         """Explain what changed in the compiled program of each selected case.
 
@@ -150,17 +162,27 @@ def register(app: typer.Typer) -> None:
 
         Two result sets (folders or files of `jaxbench run`) are explained from the programs
         their records saved, with no worker started: every case they share, or those selected.
+
+        With --trace, each side also runs --processes workers that trace a few warmed calls
+        (jax.profiler; never inside any timing), and the time per op (the HLO instruction a
+        CPU thunk runs, a device op) is compared over those processes: which ops' time moved,
+        by how much, and what share of the change each explains, even when the programs are
+        identical.
         """
         from jaxbench.backends import check_backend
         from jaxbench.explain import diff_programs, explain_lines
+        from jaxbench.explain.ops import op_diff, op_lines
         from jaxbench.interleave import WorkerError
-        from jaxbench.interleave.session import capture_programs
+        from jaxbench.interleave.session import capture_ops, capture_programs
+        from jaxbench.measure.trace import TRACE_CALLS
         from jaxbench.store import new_run_id, save_programs, write_atomic
 
         if verdict is not None and verdict not in ("slower", "faster", "same", "inconclusive",
                                                    "unstable"):  # fmt: skip
             raise fail(f"--verdict {verdict!r}: expected slower, faster, same, inconclusive or "
                        "unstable")  # fmt: skip
+        if trace and processes < 1:
+            raise fail(f"--processes {processes}: expected at least 1 (2 or more give intervals)")
         try:
             cases = select.cases()
             check_backend(backend)
@@ -177,8 +199,9 @@ def register(app: typer.Typer) -> None:
             if not all(saved):
                 raise fail(f"explain {baseline} {candidate}: give two result sets, or two "
                            "interpreters or versions, not one of each")  # fmt: skip
-            if out or set_a or set_b:
-                raise fail("--out, --set-a and --set-b apply to live workers, not to result sets")
+            if out or set_a or set_b or trace:
+                raise fail("--out, --set-a, --set-b and --trace apply to live workers, not to "
+                           "result sets")  # fmt: skip
             labels = {c.record_label for c in cases} if select.given else None
             raise typer.Exit(explain_result_sets(baseline, candidate, labels, verdict))
         a, b = side_params(cases, set_a, "--set-a"), side_params(cases, set_b, "--set-b")
@@ -194,12 +217,20 @@ def register(app: typer.Typer) -> None:
                 jax_a, base = capture_programs(python_a, case.workload, params | a, backend)
                 jax_b, cand = capture_programs(python_b, case.workload, params | b, backend)
                 diffs = diff_programs(base, cand)
+                tables: tuple[list, list] = ([], [])
+                for _ in range(processes if trace else 0):  # the sides in turn
+                    tables[0].append(capture_ops(python_a, case.workload, params | a, backend,
+                                                 TRACE_CALLS))  # fmt: skip
+                    tables[1].append(capture_ops(python_b, case.workload, params | b, backend,
+                                                 TRACE_CALLS))  # fmt: skip
             except (WorkerError, ValueError) as exc:
                 kept = f"; the cases before it are in {path}" if sections else ""
                 err_console.print(f"{case.label}: {exc}{kept}", highlight=False)
                 raise typer.Exit(1) from None
             label = f"{case.label}: {baseline} (JAX {jax_a}) vs {candidate} (JAX {jax_b})"
             lines = explain_lines(diffs, verdict)
+            if trace:
+                lines += op_lines(op_diff(*tables))
             console.print(label, style="bold", highlight=False, markup=False)
             for line in lines:
                 console.print(line, highlight=False, markup=False, soft_wrap=True)

@@ -3,9 +3,11 @@
 Each side gives one table per process (:func:`jaxbench.measure.trace.op_table` of a trace taken
 after that process's samples). An op's time per call on a side is the mean over its processes,
 and the unit of independence of an op's interval is the process: with at least two processes a
-side, the change of its per-call time gets Welch's t interval (:func:`scipy.stats.ttest_ind`
-with ``equal_var=False``, its ``confidence_interval``). An op whose interval holds 0 moved no
-more than its noise. With one process a side there is no interval, and the diff says so.
+side, the ratio of its per-call times gets Welch's t interval on the log scale (an op's time
+varies between processes by a factor, not by an amount: :func:`scipy.stats.ttest_ind` with
+``equal_var=False``, its ``confidence_interval``, exponentiated). An op whose interval holds 1
+moved no more than its noise. With one process a side there is no interval, and the diff says
+so.
 
 Ops are matched by name (the HLO instruction a CPU thunk is named after, or a device op's
 name). Names XLA gives can change between versions for the same instruction, so an op present
@@ -36,8 +38,8 @@ class OpChange:
         change_s: ``candidate_s - baseline_s``.
         share: ``change_s`` over the change of all ops together (the step's change as traced);
             ``None`` when that total is 0.
-        ci_low, ci_high: The interval of ``change_s`` over processes; ``None`` with fewer than
-            two processes a side.
+        ci_low, ci_high: The interval of the ratio ``candidate_s / baseline_s`` over processes;
+            ``None`` with fewer than two processes a side or an op on one side only.
         side: ``both``, ``baseline`` (only there) or ``candidate`` (only there).
     """
 
@@ -52,10 +54,12 @@ class OpChange:
 
     @property
     def beyond_noise(self) -> bool | None:
-        """Whether the interval excludes 0; ``None`` without an interval."""
+        """Whether the interval excludes 1 (an op of one side only: moved); ``None`` without."""
+        if self.side != "both":
+            return True
         if self.ci_low is None or self.ci_high is None:
             return None
-        return self.ci_low > 0 or self.ci_high < 0
+        return self.ci_low > 1 or self.ci_high < 1
 
 
 def _per_call(tables: Sequence[Sequence[OpTime]], name: str) -> np.ndarray:
@@ -87,9 +91,10 @@ def op_diff(
     for name in sorted(names_a | names_b):
         a, b = _per_call(baseline, name), _per_call(candidate, name)
         low = high = None
-        if len(a) >= 2 and len(b) >= 2 and (a.std() > 0 or b.std() > 0):
-            ci = stats.ttest_ind(b, a, equal_var=False).confidence_interval(level)
-            low, high = float(ci.low), float(ci.high)
+        both = (a > 0).all() and (b > 0).all()
+        if both and len(a) >= 2 and len(b) >= 2 and (a.std() > 0 or b.std() > 0):
+            ci = stats.ttest_ind(np.log(b), np.log(a), equal_var=False).confidence_interval(level)
+            low, high = float(np.exp(ci.low)), float(np.exp(ci.high))
         side = "both" if name in names_a and name in names_b else (
             "baseline" if name in names_a else "candidate")  # fmt: skip
         rows.append((name, float(a.mean()), float(b.mean()), low, high, side))
@@ -114,17 +119,21 @@ def op_lines(changes: Sequence[OpChange], limit: int = MAX_OP_LINES) -> list[str
     a = sum(c.baseline_s for c in changes)
     b = sum(c.candidate_s for c in changes)
     out = [f"ops (profiler traces): {_us(a)} -> {_us(b)} a call in all ops ({_us(b - a)})"]
-    with_ci = [c for c in changes if c.beyond_noise is not None]
-    shown = [c for c in changes if c.beyond_noise] if with_ci else list(changes)
-    if not with_ci:
+    intervals = any(c.ci_low is not None for c in changes)
+    shown = [c for c in changes if c.beyond_noise] if intervals else list(changes)
+    if not intervals:
         out.append("  one process a side: no interval; the largest changes:")
     for c in shown[:limit]:
         share = "" if c.share is None else f", {c.share:.0%} of the change"
-        ci = "" if c.ci_low is None else f" [{_us(c.ci_low)}, {_us(c.ci_high)}]"
+        ci = (
+            ""
+            if c.ci_low is None
+            else f", x{c.candidate_s / c.baseline_s:.3g} [{c.ci_low:.3g}, {c.ci_high:.3g}]"
+        )
         only = "" if c.side == "both" else f" (only in the {c.side})"
         out.append(f"  {c.name}: {_us(c.baseline_s)} -> {_us(c.candidate_s)} "
                    f"({_us(c.change_s)}{ci}{share}){only}")  # fmt: skip
-    quiet = len(with_ci) - len(shown) if with_ci else 0
+    quiet = sum(c.beyond_noise is False for c in changes)
     if quiet:
         out.append(f"  {quiet} op(s) moved within their noise")
     if len(shown) > limit:

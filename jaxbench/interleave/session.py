@@ -634,3 +634,23 @@ def capture_programs(
         ready = worker.request(op="prepare", workload=workload, params=params, backend=backend,
                                warmup=CAPTURE_WARMUP_CALLS)  # fmt: skip
         return str(ready["env"].get("jax")), worker.request(op="programs")["programs"]
+
+
+def capture_ops(
+    python: str, workload: str, params: dict[str, Any], backend: str, calls: int
+) -> list:
+    """Prepare one case in a fresh worker of ``python`` and trace ``calls`` warmed calls.
+
+    Returns:
+        The trace's per-op table (:class:`jaxbench.measure.trace.OpTime` rows, the longest
+        first): one process's figures, for :func:`jaxbench.explain.ops.op_diff`.
+
+    Raises:
+        WorkerError: The worker could not start, prepare or trace.
+    """
+    from jaxbench.measure.trace import OpTime
+
+    with Worker(python, backend) as worker:
+        worker.request(op="prepare", workload=workload, params=params, backend=backend,
+                       warmup=CAPTURE_WARMUP_CALLS)  # fmt: skip
+        return [OpTime(**row) for row in worker.request(op="trace", calls=calls)["ops"]]

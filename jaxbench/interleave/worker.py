@@ -24,6 +24,10 @@ one JSON request per line on stdin and answers each with one JSON line:
 - ``{"op": "programs"}``: the prepared case's programs at each level (jaxpr, StableHLO,
   optimized HLO, XLA's cost and memory figures; :func:`jaxbench.explain.capture`), for
   ``jaxbench explain``;
+- ``{"op": "trace", "calls": N}``: a profiler trace of ``N`` steady-state calls of the prepared
+  case (after any timing, never inside it), answered as its per-op table
+  (:func:`jaxbench.measure.trace.op_table`) and the trace's size in bytes, for ``jaxbench
+  explain --trace``;
 - ``{"op": "quit"}``.
 
 Every answer has ``ok``; a failed request answers ``{"ok": false, "error": "..."}`` and the
@@ -98,6 +102,17 @@ class _Case:
         return {"programs": [p | {"phases_s": stats.phases_s.get(p["name"], {})}
                              for p in stats.programs]}  # fmt: skip
 
+    def trace(self, request: dict[str, Any]) -> dict[str, Any]:
+        from dataclasses import asdict
+
+        from jaxbench.measure.trace import op_table, take_trace
+
+        if self.prepared is None:
+            raise RuntimeError("trace before prepare: send a prepare request first")
+        calls = int(request.get("calls", 5))
+        xspace = take_trace(self.prepared.call_once, calls)
+        return {"ops": [asdict(r) for r in op_table(xspace, calls)], "bytes": len(xspace)}
+
 
 def _benchmark(workload: str, params: dict[str, Any]) -> str:
     from jaxbench.workloads import get_workload
@@ -116,8 +131,9 @@ def serve(requests: IO[str], answers: IO[str]) -> None:
             op = request["op"]
             if op == "quit":
                 return
-            if op not in ("prepare", "block", "programs"):
-                raise ValueError(f"unknown op {op!r}; expected prepare, block, programs or quit")
+            if op not in ("prepare", "block", "programs", "trace"):
+                raise ValueError(f"unknown op {op!r}; expected prepare, block, programs, trace "
+                                 "or quit")  # fmt: skip
             answer = {"ok": True, **getattr(case, op)(request)}
         except Exception as exc:
             answer = {"ok": False, "error": f"{type(exc).__name__}: {exc}"}

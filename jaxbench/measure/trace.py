@@ -5,9 +5,11 @@ samples, never inside the timed region) and returns the XSpace the profiler wrot
 ``.xplane.pb``). :func:`op_table` reads an XSpace with :class:`jax.profiler.ProfileData` (no
 TensorFlow needed) into one row per executed op:
 
-- on the CPU, the thunks XLA's runtime executes, one event each on the ``tf_XLAExecute`` lines
-  of the host plane, named after their HLO instruction (``call.1``, ``copy.7``,
-  ``loop_add_fusion``); the ``end: ...`` markers and the executor's own events are left out;
+- on the CPU, the thunks XLA's runtime executes, one event each on the host plane (on the
+  calling thread's line, or an ``tf_XLAExecute`` line when the run is dispatched), named after
+  their HLO instruction (``call.1``, ``copy.7``, ``loop_add_fusion``). A thunk is known by the
+  ``end: NAME`` marker the runtime writes after it; the markers and the runtime's other events
+  (dispatch, buffer handling) are left out;
 - on a GPU or TPU, the events of the device planes' op lines (``/device:GPU:0``, line ``XLA
   Ops``), named after their HLO op; kernel names are kept where the line holds kernels.
 
@@ -27,10 +29,8 @@ from typing import Any
 
 #: Steady-state calls a trace covers.
 TRACE_CALLS = 5
-#: Host-plane lines whose events are the CPU runtime's thunks.
-CPU_OP_LINE = "tf_XLAExecute"
-#: Events of those lines that are the executor's own, not ops.
-NOT_OPS = ("end: ", "ThunkExecutor", "ThreadpoolListener")
+#: The prefix of the marker the CPU runtime writes when a thunk ends.
+END_MARK = "end: "
 #: Device-plane lines that hold ops (GPU, TPU); the kernel line is used where it is all there is.
 DEVICE_OP_LINES = ("XLA Ops", "Ops", "XLA Modules")
 
@@ -55,19 +55,13 @@ class OpTime:
     share: float
 
 
-def take_trace(
-    call: Callable[[Any], Any],
-    state: Any,
-    calls: int = TRACE_CALLS,
-    next_state: Callable[[Any, Any], Any] | None = None,
-) -> bytes:
-    """Run ``calls`` calls of a warmed case under the profiler; the XSpace it wrote.
+def take_trace(step: Callable[[], Any], calls: int = TRACE_CALLS) -> bytes:
+    """Run ``calls`` steps of a warmed case under the profiler; the XSpace it wrote.
 
     Args:
-        call: The case's timed unit (``call(state) -> output``).
-        state: Its argument PyTree, ready (warm-up done).
-        calls: Calls to trace, each blocked on its output.
-        next_state: Where outputs feed the next call (donated state), as in the harness.
+        step: One call of the case, blocked on its whole output, that advances its state
+            (:meth:`jaxbench.prepared.PreparedCase.call_once`: donated state stays valid).
+        calls: Steps to trace.
 
     Returns:
         The bytes of the ``.xplane.pb`` file (a serialized XSpace).
@@ -75,7 +69,6 @@ def take_trace(
     Raises:
         RuntimeError: The profiler wrote no ``.xplane.pb`` (another trace was running).
     """
-    import jax
     from jax import profiler
 
     options = profiler.ProfileOptions()
@@ -84,9 +77,7 @@ def take_trace(
     with tempfile.TemporaryDirectory(prefix="jaxbench-trace-") as folder:
         with profiler.trace(folder, profiler_options=options):
             for _ in range(calls):
-                out = jax.block_until_ready(call(state))
-                if next_state is not None:
-                    state = next_state(state, out)
+                step()
         found = glob.glob(os.path.join(folder, "**", "*.xplane.pb"), recursive=True)
         if not found:
             raise RuntimeError("the profiler wrote no .xplane.pb (is another trace running?)")
@@ -122,12 +113,13 @@ def op_table(xspace: bytes, calls: int) -> list[OpTime]:
     for plane in data.planes:
         device = plane.name.startswith("/device:")
         for line in plane.lines:
-            cpu_ops = not device and line.name.startswith(CPU_OP_LINE)
-            if not (cpu_ops or (device and line.name in DEVICE_OP_LINES)):
+            if device and line.name not in DEVICE_OP_LINES:
                 continue
-            for event in line.events:
-                if not event.name.startswith(NOT_OPS):
-                    add(event.name, event.duration_ns)
+            events = [(e.name, e.duration_ns) for e in line.events]
+            thunks = {n.removeprefix(END_MARK) for n, _ in events if n.startswith(END_MARK)}
+            for name, duration_ns in events:
+                if device or name in thunks:
+                    add(name, duration_ns)
     whole = sum(t for _, t in totals.values()) or 1.0
     rows = [OpTime(name, int(n), t, t / calls, t / whole) for name, (n, t) in totals.items()]
     return sorted(rows, key=lambda r: -r.total_s)
