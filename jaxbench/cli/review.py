@@ -302,12 +302,10 @@ def _say_processes_needed(review: Any, processes: int, rule: dict[str, float]) -
 
 
 def _print(found: list) -> None:
-    from rich.table import Table
+    from jaxbench.tables import rich_table
+    from jaxbench.upgrade.summary import answers_table
 
-    table = Table("case", "recorded runs", "live pairs", "verdict", "compile time (recorded)")
-    for a in found:
-        table.add_row(a.case, a.recorded, a.live or "-", a.verdict, a.compile)
-    console.print(table)
+    console.print(rich_table(answers_table(found, compact=True)))
     for a in found:
         if a.explanation:
             console.print(f"{a.case} ({a.verdict}):", style="bold", highlight=False, markup=False)
