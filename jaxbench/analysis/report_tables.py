@@ -316,7 +316,7 @@ def inconclusive_section(ctx: ReportContext) -> str:
     if unstable.empty:
         parts.append("No comparison is `unstable`: no noise indicator says the machine changed.")
     else:
-        table = comparison_table(unstable, advice=True).rename(columns={"advice": "reason"})
+        table = comparison_table(unstable, advice=True).renamed({"advice": "reason"})
         parts.append(
             f"{len(unstable)} comparison(s) are `unstable`: the noise indicators recorded beside "
             "the timings (CPU share of the timed region, hypervisor steal, drift between the "

@@ -10,7 +10,7 @@ renderers only lay it out: :func:`jaxbench.analysis.markdown.table` for the repo
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Literal
 
 import pandas as pd
@@ -92,6 +92,11 @@ class TextTable:
             raise KeyError(f"no column {header!r} (columns: {', '.join(self.headers)})")
         i = self.headers.index(header)
         return [row[i] for row in self.rows]
+
+    def renamed(self, headers: dict[str, str]) -> TextTable:
+        """The same table with some columns' headers replaced: ``{old: new}``."""
+        columns = tuple(replace(c, header=headers.get(c.header, c.header)) for c in self.columns)
+        return replace(self, columns=columns)
 
     def frame(self) -> pd.DataFrame:
         """The cells as a frame of strings, one column per header (for notebooks)."""
