@@ -19,7 +19,7 @@ from jaxbench.analysis.report_live import live_table
 from jaxbench.analysis.report_tables import METRIC_NAMES
 from jaxbench.analysis.text_table import TextTable
 from jaxbench.analysis.units import fmt_bytes, fmt_rate, fmt_seconds
-from jaxbench.store import Record
+from jaxbench.store import Record, case_label
 
 BARE_PARAMS = ("size", "dtype", "strategy", "optimizer")
 COLUMNS = (
@@ -119,7 +119,10 @@ def _model_cell(key: str, value: float | None) -> str:
 
 
 def problems(records: list[Record]) -> list[str]:
-    """One line per distinct (status, reason) among records that are not ``ok``, with a count."""
+    """One line per distinct (status, reason) among records that are not ``ok``, with a count.
+
+    Each line names one such case by its label (:func:`jaxbench.store.case_label`).
+    """
     groups = Counter((r.status, r.error) for r in records if r.status != "ok")
     first = {}
     for r in records:
@@ -127,7 +130,7 @@ def problems(records: list[Record]) -> list[str]:
     lines = []
     for (status, error), n in groups.items():
         example = first[(status, error)]
-        where = f"{example.benchmark} {params_label(example.params)}"
+        where = case_label(example.benchmark, example.params)
         more = f" (and {n - 1} more)" if n > 1 else ""
         lines.append(f"{status}: {where}{more}: {error}")
     return lines

@@ -208,7 +208,7 @@ def _live(
         run_interleaved,
         summary_line,
     )
-    from jaxbench.interleave.estimate import BASIS
+    from jaxbench.interleave.verdict import BASIS
     from jaxbench.store import new_run_id, write_jsonl
     from jaxbench.tables import live_comparison_table, verdict_notes
 

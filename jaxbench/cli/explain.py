@@ -197,7 +197,7 @@ def register(app: typer.Typer) -> None:
             if out or set_a or set_b:
                 raise fail("--out, --set-a and --set-b apply to live workers, not to result sets")
             chosen = [workload, size, dtype, k, strategy, optimizer, wrt, param]
-            labels = {c.record_label for c in cases} if any(chosen) or full else None
+            labels = {c.label for c in cases} if any(chosen) or full else None
             raise typer.Exit(explain_result_sets(baseline, candidate, labels, verdict))
         a, b = side_params(cases, set_a, "--set-a"), side_params(cases, set_b, "--set-b")
         folder = writable_folder(out) if out else None  # before any environment is built

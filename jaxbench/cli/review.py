@@ -215,7 +215,7 @@ def _review(
             folder.rmdir()  # a refused review leaves no folder behind
         raise
     sides = [Side(v, p, folder / v) for v, p in zip(versions, pythons, strict=True)]
-    labels = list(dict.fromkeys(c.record_label for c in cases))
+    labels = list(dict.fromkeys(c.label for c in cases))
     logs = folder / "logs"
     err_console.print(f"review: {len(labels)} case(s), JAX {versions[0]} -> {versions[1]}, "
                       f"{processes} processes a side, into {folder}", highlight=False)  # fmt: skip
@@ -251,7 +251,7 @@ def _review(
         if need:
             err_console.print(f"confirm: {len(need)} case(s) live, up to {schedule.max_pairs} "
                               "process pairs", highlight=False)  # fmt: skip
-            by_label = {c.record_label: c for c in cases}
+            by_label = {c.label: c for c in cases}
             confirm(*variants, [(by_label[x].workload, dict(by_label[x].params)) for x in need],
                     backend, schedule, folder, rule["threshold"], rule["alpha"], saved)  # fmt: skip
         if drift:

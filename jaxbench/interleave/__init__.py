@@ -7,7 +7,6 @@ pairs; :func:`run_back_to_back` runs one side after the other in each pair, as s
 :class:`jaxbench.store.CaseComparison` records; :func:`estimate` gives their verdicts.
 """
 
-from jaxbench.interleave.estimate import estimate, summary_line
 from jaxbench.interleave.session import (
     Schedule,
     Variant,
@@ -16,6 +15,7 @@ from jaxbench.interleave.session import (
     run_back_to_back,
     run_interleaved,
 )
+from jaxbench.interleave.verdict import estimate, summary_line
 
 __all__ = [
     "Schedule",
