@@ -58,7 +58,7 @@ display(
     Markdown(
         f"Results `{results}`; versions {', '.join(review.versions)}; compared "
         + "; ".join(report_tables.pair_label(a, b) for a, b in review.pairs)
-        + f". Mode: **{review.mode.name}**. Thresholds: steady state {settings.threshold:.0%}, "
+        + f". Design: **{review.design.name}**. Thresholds: steady state {settings.threshold:.0%}, "
         f"compile time {settings.compile_threshold:.0%}; alpha {settings.alpha} "
         f"({settings.confidence:.0%} intervals over processes). Verdicts: "
         + report_tables.verdict_sentence(review.verdict_counts())

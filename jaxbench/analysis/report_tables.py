@@ -214,7 +214,7 @@ def verdict_sentence(counts: dict[str, int]) -> str:
 
 
 def header_section(ctx: ReportContext) -> str:
-    """Title, the versions and pairs, the mode, and the verdict counts (sentence and table)."""
+    """Title, the versions and pairs, the design, and the verdict counts (sentence and table)."""
     review = ctx.review
     text = header(review, recorded_counts(review))
     if review.pairs:
@@ -223,7 +223,7 @@ def header_section(ctx: ReportContext) -> str:
 
 
 def header(review: Review, counts: str) -> str:
-    """The report's title, sources, versions, pairs and mode, then ``counts`` as a bullet.
+    """The report's title, sources, versions, pairs and design, then ``counts`` as a bullet.
 
     Args:
         review: The review reported.
@@ -245,7 +245,7 @@ def header(review: Review, counts: str) -> str:
     lines.append(f"- Versions (version order): {', '.join(review.versions)}")
     if review.pairs:
         lines.append("- Compared: " + "; ".join(pair_label(a, b) for a, b in review.pairs))
-    lines.append(f"- Comparison mode: **{review.mode.name}** (see Method)")
+    lines.append(f"- Comparison design: **{review.design.name}** (see Method)")
     lines.append(f"- {counts}")
     if review.problems:
         lines.append(
