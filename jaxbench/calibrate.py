@@ -39,7 +39,7 @@ from jaxbench.inference import verdicts
 from jaxbench.inference.paired import pair_log_ratio
 from jaxbench.inference.sequential import looks_at, nominal_level
 from jaxbench.live_defaults import DEFAULT_COMPARISONS
-from jaxbench.store import Calibration, Problem, case_label, load, write_json
+from jaxbench.store import Calibration, Problem, load, write_json
 from jaxbench.store.calibration import (
     CalibrationCase,
     CalibrationComparison,
@@ -228,6 +228,7 @@ def run_calibration(
         CalibrationFailed: The case failed or recompiled (it would every time).
         jaxbench.interleave.WorkerError: A worker could not start or died.
     """
+    from jaxbench.cases import Case
     from jaxbench.env import host
     from jaxbench.interleave import Schedule, Variant, estimate, run_interleaved
     from jaxbench.store import new_run_id
@@ -245,7 +246,7 @@ def run_calibration(
         started_at=now(),
         requested=comparisons,
         case=CalibrationCase(
-            workload=workload, params=dict(params), label=case_label(workload, params)
+            workload=workload, params=dict(params), label=Case(workload, dict(params)).label
         ),
         backend=backend,
         python=python,

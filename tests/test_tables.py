@@ -97,3 +97,16 @@ def test_rich_cells_are_text_never_markup_and_verdicts_are_coloured():
 def test_a_row_must_fill_every_column():
     with pytest.raises(ValueError, match="2 columns"):
         TextTable((Column("a"), Column("b")), (("only one",),))
+
+
+def test_a_case_has_one_spelling_the_label_its_records_carry():
+    from jaxbench.cases import Case, select_cases
+    from jaxbench.store import case_label
+
+    params = {"wrt": "input", "strategy": "vmap_jvp", "k": 8, "size": "tiny", "dtype": "float32"}
+    case = Case("forward", params)
+    assert case.label == "forward/vmap_jvp dtype=float32 k=8 size=tiny strategy=vmap_jvp wrt=input"
+    assert case.label == case_label("forward/vmap_jvp", params)  # as a record of it is labelled
+    for c in select_cases(["train_step", "forward"]):
+        name = "train_step" if c.workload == "train_step" else f"forward/{c.params['strategy']}"
+        assert c.label.split()[0] == name
