@@ -91,7 +91,8 @@ def live_table(
         "candidate": list(map(_side, frame["candidate"], frame["candidate_jax"])),
         "pairs": [str(p) for p in frame["pairs"]],
         "rounds x calls": [
-            f"{r} x {c}" for r, c in zip(frame["rounds"], frame["calls_per_block"], strict=True)
+            str(r) if c is None or c != c else f"{r} x {int(c)}"
+            for r, c in zip(frame["rounds"], frame["calls_per_block"], strict=True)
         ],
         "change": list(frame["ratio"].map(md.change)),
         "ratio [CI]": [
