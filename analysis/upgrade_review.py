@@ -48,7 +48,7 @@ from jaxbench.analysis.programs import programs_frame
 from jaxbench.analysis.report import load_review
 from jaxbench.analysis.report_context import ReportContext
 from jaxbench.analysis.report_explain import explanations_section
-from jaxbench.analysis.report_live import live_table
+from jaxbench.analysis.report_live import review_live_table
 
 pd.set_option("display.max_colwidth", None)  # case labels are long: show them whole
 results = results_dir()
@@ -58,7 +58,7 @@ display(
     Markdown(
         f"Results `{results}`; versions {', '.join(review.versions)}; compared "
         + "; ".join(report_tables.pair_label(a, b) for a, b in review.pairs)
-        + f". Mode: **{review.mode.name}**. Thresholds: steady state {settings.threshold:.0%}, "
+        + f". Design: **{review.design.name}**. Thresholds: steady state {settings.threshold:.0%}, "
         f"compile time {settings.compile_threshold:.0%}; alpha {settings.alpha} "
         f"({settings.confidence:.0%} intervals over processes). Verdicts: "
         + report_tables.verdict_sentence(review.verdict_counts())
@@ -77,13 +77,13 @@ if review.problems:
 # baseline + candidate processes; `detectable`: the smallest slowdown found with 80 % power.
 
 # %%
-display(report_tables.comparison_table(review.regressions))
+display(report_tables.comparison_table(review.regressions).frame())
 
 # %% [markdown]
 # ## Improvements
 
 # %%
-display(report_tables.comparison_table(review.improvements))
+display(report_tables.comparison_table(review.improvements).frame())
 
 # %% [markdown]
 # ## Inconclusive and unstable
@@ -93,8 +93,8 @@ display(report_tables.comparison_table(review.improvements))
 # `advice` says what would settle it. Largest apparent change first.
 
 # %%
-display(report_tables.comparison_table(review.unstable, advice=True))
-display(report_tables.comparison_table(review.inconclusive, advice=True))
+display(report_tables.comparison_table(review.unstable, advice=True).frame())
+display(report_tables.comparison_table(review.inconclusive, advice=True).frame())
 
 # %% [markdown]
 # ## Numerical drift beside the timings
@@ -125,7 +125,8 @@ else:
 # recorded verdicts both hold and contradict each other.
 
 # %%
-display(live_table(ReportContext(review, results)) if review.live else Markdown("None."))
+live = review_live_table(ReportContext(review, results))
+display(live.frame() if review.live else Markdown("None."))
 
 # %% [markdown]
 # ## What changed in the programs
@@ -181,7 +182,7 @@ for a, b in review.pairs:
         display(
             report_tables.comparison_table(
                 rows[rows["metric"] == metric], versions=False, verdict=True, advice=True
-            )
+            ).frame()
         )
 
 # %% [markdown]

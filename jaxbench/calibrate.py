@@ -39,7 +39,7 @@ from jaxbench.inference import verdicts
 from jaxbench.inference.paired import pair_log_ratio
 from jaxbench.inference.sequential import looks_at, nominal_level
 from jaxbench.live_defaults import DEFAULT_COMPARISONS
-from jaxbench.store import Calibration, CaseComparison, Problem, case_label, load, write_json
+from jaxbench.store import Calibration, CaseComparison, Problem, load, write_json
 from jaxbench.store.calibration import (
     CalibrationCase,
     CalibrationComparison,
@@ -258,6 +258,7 @@ def run_calibration(
             its path and pairs are those of the comparisons finished (``None`` and 0 before
             the first).
     """
+    from jaxbench.cases import Case
     from jaxbench.env import host
     from jaxbench.interleave import LiveStopped, Schedule, Variant
     from jaxbench.store import new_run_id
@@ -275,7 +276,7 @@ def run_calibration(
         started_at=now(),
         requested=comparisons,
         case=CalibrationCase(
-            workload=workload, params=dict(params), label=case_label(workload, params)
+            workload=workload, params=dict(params), label=Case(workload, dict(params)).label
         ),
         backend=backend,
         python=python,

@@ -29,12 +29,15 @@ class Case:
 
     @property
     def label(self) -> str:
-        """Human-readable ``workload k=v ...``."""
-        return " ".join([self.workload, *(f"{k}={v}" for k, v in self.params.items())])
+        """``benchmark k=v ...`` (parameters sorted): the one spelling of a case everywhere.
 
-    @property
-    def record_label(self) -> str:
-        """The label its records and comparisons carry (:func:`jaxbench.store.case_label`)."""
+        Its records, live comparisons and calibrations carry the same label
+        (:func:`jaxbench.store.case_label` of the workload's benchmark name), so a case reads
+        the same in progress lines, tables, reports and files.
+
+        Raises:
+            ValueError: The workload cannot be found (:func:`jaxbench.workloads.get_workload`).
+        """
         return case_label(get_workload(self.workload).benchmark(self.params), self.params)
 
 

@@ -1,4 +1,9 @@
-"""Human-readable tables of records (rich): the summary the CLI prints after a run."""
+"""Tables for the terminal (rich): the records of a run, and the comparison tables' renderer.
+
+The comparison tables are built once, in :mod:`jaxbench.analysis` (a
+:class:`~jaxbench.analysis.text_table.TextTable` per table kind), and rendered here by
+:func:`rich_table`; the report renders the same models as Markdown.
+"""
 
 from __future__ import annotations
 
@@ -6,11 +11,15 @@ from collections import Counter
 from typing import Any
 
 from rich.table import Table
+from rich.text import Text
 
-from jaxbench.analysis.conditions import CONDITION
+from jaxbench.analysis import report_tables
 from jaxbench.analysis.derived import record_figures
+from jaxbench.analysis.report_live import live_table
+from jaxbench.analysis.report_tables import METRIC_NAMES
+from jaxbench.analysis.text_table import TextTable
 from jaxbench.analysis.units import fmt_bytes, fmt_rate, fmt_seconds
-from jaxbench.store import Record
+from jaxbench.store import Record, case_label
 
 BARE_PARAMS = ("size", "dtype", "strategy", "optimizer")
 COLUMNS = (
@@ -110,7 +119,10 @@ def _model_cell(key: str, value: float | None) -> str:
 
 
 def problems(records: list[Record]) -> list[str]:
-    """One line per distinct (status, reason) among records that are not ``ok``, with a count."""
+    """One line per distinct (status, reason) among records that are not ``ok``, with a count.
+
+    Each line names one such case by its label (:func:`jaxbench.store.case_label`).
+    """
     groups = Counter((r.status, r.error) for r in records if r.status != "ok")
     first = {}
     for r in records:
@@ -118,7 +130,7 @@ def problems(records: list[Record]) -> list[str]:
     lines = []
     for (status, error), n in groups.items():
         example = first[(status, error)]
-        where = f"{example.benchmark} {params_label(example.params)}"
+        where = case_label(example.benchmark, example.params)
         more = f" (and {n - 1} more)" if n > 1 else ""
         lines.append(f"{status}: {where}{more}: {error}")
     return lines
@@ -127,18 +139,20 @@ def problems(records: list[Record]) -> list[str]:
 _VERDICT_STYLE = {"slower": "bold red", "faster": "green", "unstable": "yellow"}
 
 
-def _verdict(value: str) -> str:
-    style = _VERDICT_STYLE.get(value)
-    return f"[{style}]{value}[/]" if style else value
+def rich_table(model: TextTable) -> Table:
+    """A :class:`~jaxbench.analysis.text_table.TextTable` for the terminal.
 
-
-def _ratio(ratio: float, low: float, high: float) -> tuple[str, str]:
-    ci = "" if low != low else f"[{low:.3f}, {high:.3f}]"  # nan: no interval
-    return ("" if ratio != ratio else f"{ratio:.3f}"), ci
-
-
-def _detectable(value: Any) -> str:
-    return "" if value is None or value != value else f"{value:.1%}"
+    Cells are plain text (never read as rich markup); verdict cells are coloured (``slower``
+    red, ``faster`` green, ``unstable`` yellow); the notes are the caption.
+    """
+    table = Table(title=model.title or None)
+    for col in model.columns:
+        table.add_column(col.header, justify=col.justify)
+    for row in model.rows:
+        table.add_row(*(Text(cell, style=_VERDICT_STYLE.get(cell, "") if col.verdict else "")
+                        for col, cell in zip(model.columns, row, strict=True)))  # fmt: skip
+    table.caption = "; ".join(model.notes) or None
+    return table
 
 
 def verdict_notes(frame: Any) -> list[str]:
@@ -147,65 +161,31 @@ def verdict_notes(frame: Any) -> list[str]:
     for row in frame.to_dict("records"):
         advice = row.get("advice")
         if row.get("verdict") in ("inconclusive", "unstable") and advice:
-            metric = f"{row['metric']} " if row.get("metric") else ""
+            name = row.get("metric")
+            metric = f"{METRIC_NAMES.get(name, name)} " if name else ""
             out.append(f"{row['verdict']}: {metric}{row['case']}: {advice}")
     return out
 
 
 def comparison_table(result: Any) -> Table:
-    """A :class:`jaxbench.analysis.Comparison` as a table: one row per metric and case.
+    """A :class:`jaxbench.analysis.Comparison` for the terminal: one row per metric and case.
 
-    Ratios are candidate / baseline (above 1: slower) with their interval over processes;
-    ``processes`` is baseline+candidate; ``detectable`` the smallest slowdown this design
-    calls ``slower`` at 80 % power. Where a case was measured under more than one condition
-    (:mod:`jaxbench.analysis.conditions`), a ``condition`` column tells its rows apart.
+    The columns are the report's, fewer (:func:`jaxbench.analysis.report_tables.comparison_table`
+    with ``compact``); the title gives the thresholds and the interval's level.
     """
     level = 1 - result.alpha
-    table = Table(
-        title=f"{result.candidate} vs {result.baseline} (threshold {result.threshold:.0%}, "
+    title = (
+        f"{result.candidate} vs {result.baseline} (threshold {result.threshold:.0%}, "
         f"compile {result.compile_threshold:.0%}, {level:.0%} intervals over processes)"
     )
-    frame = result.table
-    several = not frame.empty and (frame.groupby(["metric", "case"])[CONDITION].nunique() > 1).any()
-    cols = ("metric", "case", *(["condition"] if several else []), "processes", "baseline",
-            "candidate", "ratio", f"{level:.0%} CI", "detectable", "verdict")  # fmt: skip
-    for col in cols:
-        table.add_column(col, justify="right" if col in ("ratio", "detectable") else "left")
-    for row in frame.to_dict("records"):
-        ratio, ci = _ratio(row["ratio"], row["ci_low"], row["ci_high"])
-        table.add_row(
-            row["metric"],
-            row["case"],
-            *([row[CONDITION]] if several else []),
-            f"{row['n_baseline']}+{row['n_candidate']}",
-            fmt_seconds(row["baseline_median_s"]),
-            fmt_seconds(row["candidate_median_s"]),
-            ratio,
-            ci,
-            _detectable(row["detectable"]),
-            _verdict(row["verdict"]),
-        )
-    if several:
-        table.caption = "a case under two conditions is two rows, never pooled: see kept apart"
-    return table
+    return rich_table(report_tables.comparison_table(result.table, compact=True, title=title))
 
 
 def live_comparison_table(frame: Any) -> Table:
-    """Rows of :func:`jaxbench.analysis.live.comparisons_frame` as a table."""
-    table = Table(title="live comparison (candidate / baseline), intervals over process pairs")
-    cols = ("case", "baseline", "candidate", "pairs", "rounds", "ratio", "CI", "detectable",
-            "verdict")  # fmt: skip
-    for col in cols:
-        right = col in ("pairs", "rounds", "ratio", "detectable")
-        table.add_column(col, justify="right" if right else "left")
-    for row in frame.to_dict("records"):
-        if "ratio" in row and row["ratio"] == row["ratio"]:
-            ratio, ci = _ratio(row["ratio"], row["ci_low"], row["ci_high"])
-        else:
-            ratio = ci = ""
-        table.add_row(
-            row["case"], row["baseline"] or "", row["candidate"] or "", str(row["pairs"]),
-            str(row["rounds"]), ratio, ci, _detectable(row.get("detectable")),
-            _verdict(row["verdict"]),
-        )  # fmt: skip
-    return table
+    """Rows of :func:`jaxbench.analysis.live.comparisons_frame` for the terminal.
+
+    The columns are the report's, fewer (:func:`jaxbench.analysis.report_live.live_table` with
+    ``compact``).
+    """
+    title = "live comparison (candidate / baseline), intervals over process pairs"
+    return rich_table(live_table(frame, compact=True, title=title))

@@ -197,13 +197,13 @@ def test_a_recorded_bisect_over_cluster_processes_finds_both_steps(strategy):
 
     times = {"loop": level({3: 1.25, 7: 1.30})}
     frame = _recorded_frame(times, processes=8, seed=1)
-    judge = RecordedJudge(frame, {"loop": "loop n=1"}, threshold=0.02, alpha=0.05)
-    result = search(strategy, RELEASES, ["loop"], judge, threshold=0.02)
+    judge = RecordedJudge(frame, threshold=0.02, alpha=0.05)
+    result = search(strategy, RELEASES, ["loop n=1"], judge, threshold=0.02)
     steps = [(b.before, b.after, b.judgement.verdict) for b in result.steps]
     assert steps == [("0.2.0", "0.3.0", "slower"), ("0.6.0", "0.7.0", "slower")]
-    assert result.first_slow("loop") == "0.3.0"
-    assert judge("0.0.0", "0.5.0", ["loop"])["loop"].ratio == pytest.approx(1.25, rel=0.05)
-    assert judge("0.0.0", "9.9.9", ["loop"])["loop"].verdict == "failed"  # no such records
+    assert result.first_slow("loop n=1") == "0.3.0"
+    assert judge("0.0.0", "0.5.0", ["loop n=1"])["loop n=1"].ratio == pytest.approx(1.25, rel=0.05)
+    assert judge("0.0.0", "9.9.9", ["loop n=1"])["loop n=1"].verdict == "failed"  # no such records
 
 
 def test_a_recorded_bisect_of_a_a_releases_finds_no_step():
@@ -212,8 +212,8 @@ def test_a_recorded_bisect_of_a_a_releases_finds_no_step():
     false_steps = 0
     for seed in range(10):
         frame = _recorded_frame({"flat": level({})}, processes=4, seed=seed)
-        judge = RecordedJudge(frame, {"flat": "flat n=1"}, threshold=0.02, alpha=0.05)
-        false_steps += len(search("sweep", RELEASES, ["flat"], judge, threshold=0.02).steps)
+        judge = RecordedJudge(frame, threshold=0.02, alpha=0.05)
+        false_steps += len(search("sweep", RELEASES, ["flat n=1"], judge, threshold=0.02).steps)
     # 10 sweeps of ten releases; each false call has p <= 2.5 % a direction.
     looks = 10 * (len(RELEASES) - 1)
     assert binomtest(false_steps, looks, 0.05, alternative="greater").pvalue > 0.001, false_steps

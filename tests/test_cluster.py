@@ -14,6 +14,7 @@ import pytest
 import submitit
 from conftest import ROOT, run_cli
 
+from jaxbench.cases import Case
 from jaxbench.cluster import dispatch, jobstate, preflight, worker
 from jaxbench.cluster.executors import (
     FLOOR_MIN,
@@ -242,7 +243,7 @@ def test_worker_skips_cases_that_already_have_an_ok_record(tmp_path, monkeypatch
         "jaxbench.runner.measure_case", lambda *a: pytest.fail("an ok case was measured again")
     )
     summary = ShardTask(str(tmp_path), 0, [TINY], None, "cpu", TIMING)()
-    assert summary["statuses"] == {TINY.label: "ok (earlier)"}
+    assert summary["statuses"] == {Case(TINY.workload, TINY.params).label: "ok (earlier)"}
     assert read_model(sweep.record_path(TINY, None), Record).run_id == "earlier"
 
 

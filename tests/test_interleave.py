@@ -377,7 +377,7 @@ def test_compare_of_two_result_paths_with_the_same_records_is_never_slower_or_fa
     result = runner.invoke(app, ["compare", "results/cpu", "results/cpu"])
     assert result.exit_code == 0, result.output
     text = " ".join(result.output.split())
-    assert "mode: sequential" in text and "steady_state" in text
+    assert "mode: sequential" in text and "steady state" in text
     assert "slower" not in text.replace("0 slower", "") and "faster" not in text
     assert "1+1" in text and "no interval" in text  # one run a side: one process a side
     assert "results/cpu (candidate) vs results/cpu (baseline)" in text

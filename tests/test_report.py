@@ -219,7 +219,7 @@ def test_every_linked_figure_exists_and_is_a_png(built):
 def test_method_states_the_unit_the_rule_and_its_error_rate(built):
     _, text = built
     method = section(text, "Method")
-    assert "Comparison mode: sequential." in method
+    assert "Comparison design: sequential." in method
     assert "separate processes" in method
     assert "**The process is the unit.**" in method and "per process, the median" in method
     assert "Welch's t interval" in method and "t interval over pairs" in method

@@ -30,7 +30,7 @@ RUN_SELECT = ["--workload", "train_step", "--size", "tiny", "--size", "small", "
               "float32", "--optimizer", "sgd"]  # fmt: skip
 CASES = select_cases(["train_step"], overrides={"size": ["tiny", "small"], "dtype": ["float32"],
                                                 "optimizer": ["sgd"]})  # fmt: skip
-SLOW = CASES[1].record_label  # the small train step
+SLOW = CASES[1].label  # the small train step
 SLOWDOWN = 1.3
 PROCESS_SD = 0.002
 CALL_SD = 0.01
@@ -69,7 +69,7 @@ class Simulation:
         side.folder.mkdir(parents=True, exist_ok=True)
         with Appender(side.folder / f"run-{n}.jsonl") as out:
             for case in CASES:
-                median, programs = _truth(case.record_label, side.name)
+                median, programs = _truth(case.label, side.name)
                 offset = median * math.exp(self.screen_sd * self.rng.standard_normal())
                 samples = offset * self._calls(60)
                 out.write(Record(
@@ -97,7 +97,7 @@ class Simulation:
             found.append(c)
         for i in range(schedule.pairs):
             for n, c in enumerate(found):
-                label = next(x.record_label for x in CASES if dict(x.params) == c.params)
+                label = next(x.label for x in CASES if dict(x.params) == c.params)
                 (base, _), (cand, _) = _truth(label, a.label), _truth(label, b.label)
                 shift = math.exp(PROCESS_SD * self.rng.standard_normal())
                 rounds = [Round(order="AB", baseline_s=list(base * self._calls(10)),
@@ -189,7 +189,7 @@ def test_the_report_leads_with_the_terminals_answer_per_case(
     assert result.exit_code == 1, result.output
     (found,) = printed
     final = {a.case: a.verdict for a in found}
-    assert final == {CASES[0].record_label: "same", SLOW: "slower"}
+    assert final == {CASES[0].label: "same", SLOW: "slower"}
     report = (tmp_path / "review" / "report" / "report.md").read_text()
     head = _header(report)
     counts = {v: sum(x == v for x in final.values()) for v in VERDICTS}

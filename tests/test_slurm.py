@@ -143,7 +143,7 @@ def test_scancel_keeps_finished_records_and_resume_completes_without_duplicates(
     assert states[1].state == "cancelled", states[1]
     assert 1 <= states[1].ok < 3 and states[1].other == 0
     kept = {
-        c.label: read_model(sweep.record_path(c, None), Record).started_at
+        c.file_stem(None): read_model(sweep.record_path(c, None), Record).started_at
         for c in victim.cases
         if sweep.has_ok_record(c, None)
     }
@@ -159,8 +159,9 @@ def test_scancel_keeps_finished_records_and_resume_completes_without_duplicates(
     assert sorted(r.params["k"] for r in result.records) == [1, 2, 4, 8, 16, 32]
     assert len(list(sweep.records_dir.glob("*.json"))) == 6
     for case in victim.cases:
-        if case.label in kept:  # not run again
-            assert read_model(sweep.record_path(case, None), Record).started_at == kept[case.label]
+        if case.file_stem(None) in kept:  # not run again
+            stem = case.file_stem(None)
+            assert read_model(sweep.record_path(case, None), Record).started_at == kept[stem]
 
     again = run_cli("submit", "--resume", str(sweep.root), env=slurm.env())
     assert again.returncode == 0 and "nothing to submit" in again.stdout

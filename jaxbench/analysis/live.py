@@ -8,7 +8,7 @@ from typing import Any
 import pandas as pd
 
 from jaxbench.inference import verdicts
-from jaxbench.interleave.estimate import BASIS, estimate
+from jaxbench.interleave.verdict import BASIS, estimate
 from jaxbench.store.live import CaseComparison
 
 

@@ -2,7 +2,9 @@
 
 Tables are GitHub-flavoured pipe tables made by :meth:`pandas.DataFrame.to_markdown` (tabulate),
 with every cell passed as text (no number re-parsing, so ``1.10`` stays ``1.10``) and ``|``
-escaped so a value never splits a cell.
+escaped so a value never splits a cell. A :class:`~jaxbench.analysis.text_table.TextTable` keeps
+its columns' alignment and its notes; the terminal renders the same model with rich
+(:func:`jaxbench.tables.rich_table`).
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ from collections.abc import Iterable
 
 import pandas as pd
 
+from jaxbench.analysis.text_table import TextTable
 from jaxbench.analysis.units import fmt_seconds
 
 NONE = "_(none)_"
@@ -23,13 +26,27 @@ def _cell(value: object) -> str:
     return text.replace("|", "\\|").replace("\n", " ")
 
 
-def table(frame: pd.DataFrame) -> str:
-    """A Markdown pipe table of ``frame`` (index left out); :data:`NONE` when it has no rows."""
+def table(frame: pd.DataFrame | TextTable) -> str:
+    """A Markdown pipe table (a frame's index left out); :data:`NONE` when it has no rows.
+
+    A :class:`TextTable` keeps its columns' alignment; its title, if any, is a bold line above
+    the table and its notes an italic line below.
+    """
+    if isinstance(frame, TextTable):
+        model, frame = frame, frame.frame()
+        align = [c.justify for c in model.columns]
+    else:
+        model, align = None, None
     if frame.empty:
         return NONE
     cells = frame.map(_cell)
     cells.columns = [_cell(c) for c in frame.columns]
-    return cells.to_markdown(index=False, disable_numparse=True)
+    text = cells.to_markdown(index=False, disable_numparse=True, colalign=align)
+    if model is not None and model.title:
+        text = f"**{_cell(model.title)}**\n\n{text}"
+    if model is not None and model.notes:
+        text += "\n\n_" + "; ".join(_cell(n) for n in model.notes) + "_"
+    return text
 
 
 def bullets(lines: Iterable[str]) -> str:

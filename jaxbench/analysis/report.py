@@ -54,7 +54,7 @@ from jaxbench.analysis.report_tables import (
 )
 from jaxbench.analysis.review import (
     SEQUENTIAL,
-    Mode,
+    Design,
     Review,
     ReviewInputError,
     Settings,
@@ -215,7 +215,7 @@ def load_review(
     baseline: str | None = None,
     candidate: str | None = None,
     settings: Settings | None = None,
-    mode: Mode = SEQUENTIAL,
+    design: Design = SEQUENTIAL,
     drift: pd.DataFrame | None = None,
 ) -> Review:
     """Load results and review them (:func:`jaxbench.store.load`, then :func:`review_versions`).
@@ -225,7 +225,7 @@ def load_review(
         baseline: Baseline version, or ``None`` (see :func:`.review.version_pairs`).
         candidate: Candidate version, or ``None``.
         settings: Verdict settings; defaults when ``None``.
-        mode: How the records were measured.
+        design: How the records were measured.
         drift: Numerical drift rows; ``None`` loads the drift checks found under ``paths``
             (:func:`jaxbench.analysis.drift.load_drift`; none found: not checked).
 
@@ -261,7 +261,7 @@ def load_review(
         baseline=baseline,
         candidate=candidate,
         settings=settings,
-        mode=mode,
+        design=design,
         drift=drift,
         sources=[str(p) for p in paths],
         calibrations=loaded.models("calibration"),
@@ -278,7 +278,7 @@ def write_report(
     compile_threshold: float = DEFAULT_COMPILE_THRESHOLD,
     alpha: float = verdicts.DEFAULT_ALPHA,
     drift: pd.DataFrame | None = None,
-    mode: Mode = SEQUENTIAL,
+    design: Design = SEQUENTIAL,
     sections: Sequence[Section] | None = None,
 ) -> Path:
     """Compare JAX versions in results files and write ``out_dir/report.md`` with its figures.
@@ -298,7 +298,7 @@ def write_report(
             ``faster``) has probability at most ``alpha / 2`` per case.
         drift: Numerical drift per version, columns
             :data:`jaxbench.analysis.drift.DRIFT_COLUMNS`; ``None`` when not checked.
-        mode: How the records were measured (the Method section states it).
+        design: How the records were measured (the Method section states it).
         sections: Sections in order; :data:`DEFAULT_SECTIONS` when ``None``.
 
     Returns:
@@ -312,14 +312,14 @@ def write_report(
     """
     settings = Settings(threshold=threshold, compile_threshold=compile_threshold, alpha=alpha)
     review = load_review(
-        paths, baseline=baseline, candidate=candidate, settings=settings, mode=mode, drift=drift
+        paths, baseline=baseline, candidate=candidate, settings=settings, design=design, drift=drift
     )
     return render_report(review, out_dir, sections)
 
 
 __all__ = [
     "DEFAULT_SECTIONS",
-    "Mode",
+    "Design",
     "ReportContext",
     "ReviewInputError",
     "Section",

@@ -18,7 +18,7 @@ PINPOINT = "Chromium's Pinpoint bisection service"
 
 
 def method_section(ctx: ReportContext) -> str:
-    """Comparison mode, what is compared, the unit, the verdict rule and its error rate."""
+    """Comparison design, what is compared, the unit, the verdict rule and its error rate."""
     review = ctx.review
     s = review.settings
     t, tc, a = s.threshold, s.compile_threshold, s.alpha
@@ -26,7 +26,7 @@ def method_section(ctx: ReportContext) -> str:
         [
             "## Method",
             "",
-            f"**Comparison mode: {review.mode.name}.** {review.mode.description}",
+            f"**Comparison design: {review.design.name}.** {review.design.description}",
             "",
             "**What is compared.** Each pair of versions is compared case by case (benchmark and "
             "parameters) under one measurement condition at a time "

@@ -1,7 +1,9 @@
 """The text sections of a version-upgrade report: verdict tables, environment, drift, problems.
 
 Each ``*_section`` function is a :data:`~jaxbench.analysis.report_context.Section`. The
-``*_table`` functions give the same tables as display frames (text cells), for notebooks.
+``*_table`` functions give the same tables for notebooks: :func:`comparison_table` as the one
+table model (:class:`~jaxbench.analysis.text_table.TextTable`) that the terminal renders too,
+the others as display frames (text cells).
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ from jaxbench.analysis.conditions import split_series
 from jaxbench.analysis.drift import drift_by_version, sorted_findings
 from jaxbench.analysis.report_context import ReportContext
 from jaxbench.analysis.review import Review
+from jaxbench.analysis.text_table import Column, TextTable
 from jaxbench.inference.verdicts import VERDICTS
 
 METRIC_NAMES = {STEADY_STATE: "steady state", COMPILE: "compile time"}
@@ -36,18 +39,46 @@ def _count(value: object) -> str:
     return md.NOT_AVAILABLE if value is None or _nan(value) else str(int(value))  # type: ignore[call-overload]
 
 
+#: The columns of the terminal's comparison table (``compact``): the report has them all.
+COMPACT = ("metric", "case", "condition", "processes", "baseline median", "candidate median",
+           "ratio [CI]", "detectable", "verdict")  # fmt: skip
+#: Cells that are figures: right-aligned in the terminal and in the report.
+FIGURES = ("baseline median", "candidate median", "change", "ratio [CI]", "p", "processes",
+           "calls", "detectable", "pairs", "rounds x calls")  # fmt: skip
+TWO_CONDITIONS = "a case under two conditions is two rows, never pooled: see kept apart"
+
+
+def column(header: str) -> Column:
+    """The :class:`Column` of ``header`` in a comparison table: figures right, verdicts marked."""
+    return Column(header, "right" if header in FIGURES else "left", verdict=header == "verdict")
+
+
 def comparison_table(
-    rows: pd.DataFrame, *, versions: bool = True, verdict: bool = False, advice: bool = False
-) -> pd.DataFrame:
+    rows: pd.DataFrame,
+    *,
+    versions: bool = True,
+    verdict: bool = False,
+    advice: bool = False,
+    compact: bool = False,
+    title: str = "",
+) -> TextTable:
     """Rows of :attr:`Review.results` as text: medians, change, ratio with interval, processes.
+
+    The one builder of the recorded comparison table: the report renders it as Markdown, the
+    ``compare`` command (``compact``) with rich, a notebook as a frame (:meth:`TextTable.frame`).
 
     Args:
         rows: Rows of :attr:`jaxbench.analysis.review.Review.results` (or of a
-            :attr:`Comparison.table` with ``baseline`` and ``candidate`` columns).
+            :attr:`Comparison.table`, which has no ``baseline`` and ``candidate`` columns:
+            then ``versions=False``).
         versions: Include the ``metric`` and ``versions`` (``baseline → candidate``) columns.
         verdict: Include the ``verdict`` column.
         advice: Include the ``advice`` column: what would settle an ``inconclusive`` row, why
             a row is ``unstable``.
+        compact: The terminal's columns (:data:`COMPACT`; the flags above are then ignored),
+            with ``condition`` only where a case was measured under more than one condition
+            (then a note says its rows are never pooled).
+        title: The table's title.
 
     Returns:
         Columns (``metric``,) ``case``, ``condition``, (``versions``,) ``baseline median``,
@@ -55,36 +86,45 @@ def comparison_table(
         candidate), ``calls`` (baseline / candidate), ``detectable`` (smallest slowdown found
         with 80 % power), (``verdict``,) (``advice``); one row per input row, in order.
     """
-    out = pd.DataFrame(index=rows.index)
-    if versions:
-        out["metric"] = rows["metric"].map(METRIC_NAMES)
-    out["case"] = rows["case"]
-    out["condition"] = rows["condition"]
-    if versions:
-        out["versions"] = [
+    cells: dict[str, list[str]] = {}
+    if versions or compact:
+        cells["metric"] = [METRIC_NAMES.get(m, m) for m in rows["metric"]]
+    cells["case"] = list(rows["case"])
+    cells["condition"] = list(rows["condition"])
+    if versions and not compact:
+        cells["versions"] = [
             pair_label(a, b) for a, b in zip(rows["baseline"], rows["candidate"], strict=True)
         ]
-    out["baseline median"] = rows["baseline_median_s"].map(md.seconds)
-    out["candidate median"] = rows["candidate_median_s"].map(md.seconds)
-    out["change"] = rows["ratio"].map(md.change)
-    out["ratio [CI]"] = [
+    cells["baseline median"] = list(rows["baseline_median_s"].map(md.seconds))
+    cells["candidate median"] = list(rows["candidate_median_s"].map(md.seconds))
+    cells["change"] = list(rows["ratio"].map(md.change))
+    cells["ratio [CI]"] = [
         md.ratio_ci(r, lo, hi)
         for r, lo, hi in zip(rows["ratio"], rows["ci_low"], rows["ci_high"], strict=True)
     ]
-    out["p"] = rows["p_value"].map(md.p_value)
-    out["processes"] = [
+    cells["p"] = list(rows["p_value"].map(md.p_value))
+    cells["processes"] = [
         processes_cell(a, b) for a, b in zip(rows["n_baseline"], rows["n_candidate"], strict=True)
     ]
-    out["calls"] = [
+    cells["calls"] = [
         f"{_count(a)} / {_count(b)}"
         for a, b in zip(rows["calls_baseline"], rows["calls_candidate"], strict=True)
     ]
-    out["detectable"] = rows["detectable"].map(md.share)
-    if verdict:
-        out["verdict"] = rows["verdict"]
-    if advice:
-        out["advice"] = rows["advice"].fillna("")
-    return out.reset_index(drop=True)
+    cells["detectable"] = list(rows["detectable"].map(md.share))
+    cells["verdict"] = list(rows["verdict"])
+    cells["advice"] = list(rows["advice"].fillna(""))
+    notes: list[str] = []
+    if compact:
+        shown = list(COMPACT)
+        per_case = rows.groupby(["metric", "case"])["condition"].nunique()
+        several = not rows.empty and bool((per_case > 1).any())
+        if several:
+            notes.append(TWO_CONDITIONS)
+        else:
+            shown.remove("condition")
+    else:
+        shown = [h for h in cells if (h != "verdict" or verdict) and (h != "advice" or advice)]
+    return TextTable.of({column(h): cells[h] for h in shown}, title=title, notes=notes)
 
 
 def verdict_counts(rows: pd.DataFrame) -> pd.DataFrame:
@@ -174,7 +214,7 @@ def verdict_sentence(counts: dict[str, int]) -> str:
 
 
 def header_section(ctx: ReportContext) -> str:
-    """Title, the versions and pairs, the mode, and the verdict counts (sentence and table)."""
+    """Title, the versions and pairs, the design, and the verdict counts (sentence and table)."""
     review = ctx.review
     text = header(review, recorded_counts(review))
     if review.pairs:
@@ -183,7 +223,7 @@ def header_section(ctx: ReportContext) -> str:
 
 
 def header(review: Review, counts: str) -> str:
-    """The report's title, sources, versions, pairs and mode, then ``counts`` as a bullet.
+    """The report's title, sources, versions, pairs and design, then ``counts`` as a bullet.
 
     Args:
         review: The review reported.
@@ -205,7 +245,7 @@ def header(review: Review, counts: str) -> str:
     lines.append(f"- Versions (version order): {', '.join(review.versions)}")
     if review.pairs:
         lines.append("- Compared: " + "; ".join(pair_label(a, b) for a, b in review.pairs))
-    lines.append(f"- Comparison mode: **{review.mode.name}** (see Method)")
+    lines.append(f"- Comparison design: **{review.design.name}** (see Method)")
     lines.append(f"- {counts}")
     if review.problems:
         lines.append(
@@ -276,7 +316,7 @@ def inconclusive_section(ctx: ReportContext) -> str:
     if unstable.empty:
         parts.append("No comparison is `unstable`: no noise indicator says the machine changed.")
     else:
-        table = comparison_table(unstable, advice=True).rename(columns={"advice": "reason"})
+        table = comparison_table(unstable, advice=True).renamed({"advice": "reason"})
         parts.append(
             f"{len(unstable)} comparison(s) are `unstable`: the noise indicators recorded beside "
             "the timings (CPU share of the timed region, hypervisor steal, drift between the "

@@ -3,7 +3,7 @@
 A :class:`Review` holds everything a report says, as frames: the loaded records of the versions
 under review, the files that failed to load, one :class:`~jaxbench.analysis.compare.Comparison`
 per pair of versions, the settings of the verdict rule, how the records were measured
-(:class:`Mode`) and, optionally, numerical drift (:mod:`jaxbench.analysis.drift`).
+(:class:`Design`) and, optionally, numerical drift (:mod:`jaxbench.analysis.drift`).
 :func:`review_versions` builds one; :mod:`jaxbench.analysis.report` writes it as Markdown.
 
 Pairs: without a baseline or candidate, each version is compared with the one before it
@@ -46,8 +46,13 @@ class ReviewInputError(ValueError):
 
 
 @dataclass(frozen=True)
-class Mode:
+class Design:
     """How the compared records were measured, as the report's Method section states it.
+
+    One design has one name everywhere: ``sequential`` (the versions ran in separate,
+    independent processes one after another; recorded runs are measured so, and a live
+    comparison run ``--back-to-back`` too). A live comparison's design is stored as its
+    ``mode`` (:data:`jaxbench.store.live.Mode`: ``interleaved`` or ``back_to_back``).
 
     Attributes:
         name: Short name, e.g. ``"sequential"``.
@@ -59,7 +64,7 @@ class Mode:
     description: str
 
 
-SEQUENTIAL = Mode(
+SEQUENTIAL = Design(
     "sequential",
     "Each JAX version ran in separate processes, one version after another (one `jaxbench run` "
     "or `jaxbench submit --jax` environment per version, each run a process of its own). The "
@@ -117,7 +122,7 @@ class Review:
         versions: Versions under review, oldest first (version order).
         comparisons: One per pair, in the order of :func:`version_pairs`.
         settings: Verdict settings used.
-        mode: How the records were measured.
+        design: How the records were measured.
         drift: Numerical drift rows (:mod:`jaxbench.analysis.drift`), or ``None`` when not
             checked.
         live: Live comparisons (:class:`jaxbench.store.CaseComparison`), or ``()``.
@@ -131,7 +136,7 @@ class Review:
     versions: list[str]
     comparisons: list[Comparison]
     settings: Settings
-    mode: Mode = SEQUENTIAL
+    design: Design = SEQUENTIAL
     drift: pd.DataFrame | None = None
     live: tuple[Any, ...] = field(default=())
     sources: tuple[str, ...] = field(default=())
@@ -281,7 +286,7 @@ def review_versions(
     baseline: str | None = None,
     candidate: str | None = None,
     settings: Settings | None = None,
-    mode: Mode = SEQUENTIAL,
+    design: Design = SEQUENTIAL,
     drift: pd.DataFrame | None = None,
     live: Sequence[Any] = (),
     sources: Sequence[str] = (),
@@ -295,7 +300,7 @@ def review_versions(
         baseline: Baseline version, or ``None``.
         candidate: Candidate version, or ``None``.
         settings: Verdict settings; defaults when ``None``.
-        mode: How the records were measured.
+        design: How the records were measured.
         drift: Numerical drift rows (:data:`jaxbench.analysis.drift.DRIFT_COLUMNS`), or ``None``.
         live: Live comparisons (:class:`jaxbench.store.CaseComparison`), reported apart.
         sources: The results files and folders read, for the report's header.
@@ -337,7 +342,7 @@ def review_versions(
         versions=versions,
         comparisons=comparisons,
         settings=settings,
-        mode=mode,
+        design=design,
         drift=drift,
         live=tuple(live),
         sources=tuple(map(str, sources)),

@@ -30,7 +30,7 @@ from jaxbench.inference.scaling import (
     compare_pair_exponents,
     fit_exponent,
 )
-from jaxbench.interleave.estimate import look_level
+from jaxbench.interleave.verdict import look_level
 from jaxbench.store.live import CaseComparison, PairRun
 
 #: Columns that keep families apart besides the parameters.
@@ -155,7 +155,7 @@ def live_exponent_changes(
     is the one-sample t interval of the per-pair differences
     (:func:`~jaxbench.inference.scaling.compare_pair_exponents`). Its level is ``alpha`` split
     at the repeated-CI level of the look the pairs ended at
-    (:func:`jaxbench.interleave.estimate.look_level`), as the cases'
+    (:func:`jaxbench.interleave.verdict.look_level`), as the cases'
     own verdicts are, since the number of pairs was chosen by looking.
 
     Args:

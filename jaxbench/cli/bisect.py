@@ -117,7 +117,7 @@ def _recorded(profile: Any, releases: list[str], cases: list, processes: int,
     frame, problems = load_results(sweeps)
     for problem in problems:
         err_console.print(f"problem: {problem}", highlight=False, markup=False)
-    judge = RecordedJudge(frame, {c.label: c.record_label for c in cases}, threshold, alpha)
+    judge = RecordedJudge(frame, threshold, alpha)
     return judge, lambda: [str(p) for p in sweeps], judge.explain
 
 

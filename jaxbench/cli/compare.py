@@ -199,7 +199,7 @@ def _live(
         run_live,
         summary_line,
     )
-    from jaxbench.interleave.estimate import BASIS
+    from jaxbench.interleave.verdict import BASIS
     from jaxbench.tables import live_comparison_table, verdict_notes
 
     try:

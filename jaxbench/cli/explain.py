@@ -202,7 +202,7 @@ def register(app: typer.Typer) -> None:
             if out or set_a or set_b or trace:
                 raise fail("--out, --set-a, --set-b and --trace apply to live workers, not to "
                            "result sets")  # fmt: skip
-            labels = {c.record_label for c in cases} if select.given else None
+            labels = {c.label for c in cases} if select.given else None
             raise typer.Exit(explain_result_sets(baseline, candidate, labels, verdict))
         a, b = side_params(cases, set_a, "--set-a"), side_params(cases, set_b, "--set-b")
         folder = writable_folder(out) if out else None  # before any environment is built

@@ -189,7 +189,7 @@ def _review(
             folder.rmdir()  # a refused review leaves no folder behind
         raise
     sides = [Side(v, p, folder / v) for v, p in zip(versions, pythons, strict=True)]
-    labels = list(dict.fromkeys(c.record_label for c in cases))
+    labels = list(dict.fromkeys(c.label for c in cases))
     logs = folder / "logs"
     err_console.print(f"review: {len(labels)} case(s), JAX {versions[0]} -> {versions[1]}, "
                       f"{processes} processes a side, into {folder}", highlight=False)  # fmt: skip
@@ -226,7 +226,7 @@ def _review(
         if need:
             err_console.print(f"confirm: {len(need)} case(s) live, up to {schedule.max_pairs} "
                               "process pairs", highlight=False)  # fmt: skip
-            by_label = {c.record_label: c for c in cases}
+            by_label = {c.label: c for c in cases}
             run_live(*variants, [(by_label[x].workload, dict(by_label[x].params)) for x in need],
                      live_path(folder), backend, schedule, threshold=rule["threshold"],
                      alpha=rule["alpha"], on_saved=saved)  # fmt: skip
@@ -278,12 +278,10 @@ def _say_processes_needed(review: Any, processes: int, rule: dict[str, float]) -
 
 
 def _print(found: list) -> None:
-    from rich.table import Table
+    from jaxbench.tables import rich_table
+    from jaxbench.upgrade.summary import answers_table
 
-    table = Table("case", "recorded runs", "live pairs", "verdict", "compile time (recorded)")
-    for a in found:
-        table.add_row(a.case, a.recorded, a.live or "-", a.verdict, a.compile)
-    console.print(table)
+    console.print(rich_table(answers_table(found, compact=True)))
     for a in found:
         if a.explanation:
             console.print(f"{a.case} ({a.verdict}):", style="bold", highlight=False, markup=False)

@@ -109,12 +109,12 @@ class ShardTask:
         run_id = Path(self.sweep_dir).name
         statuses: dict[str, str] = {}
         for spec in self.cases:
+            case = Case(spec.workload, spec.params)
             if sweep.has_ok_record(spec, self.jax_version):
-                statuses[spec.label] = "ok (earlier)"
+                statuses[case.label] = "ok (earlier)"
                 continue
             path = sweep.record_path(spec, self.jax_version)
-            record = measure_case(Case(spec.workload, spec.params), self.backend, timing, run_id,
-                                  programs_dir=path.parent)  # fmt: skip
+            record = measure_case(case, self.backend, timing, run_id, programs_dir=path.parent)
             record.env["requested_backend"] = self.backend
             # measure_case put the timing settings in env.timing (a condition field); the
             # sweep's copy is the same dict, all TimingConfig fields.
@@ -126,7 +126,7 @@ class ShardTask:
                 **placement,
             }
             write_json(path, record)
-            statuses[spec.label] = record.status
+            statuses[case.label] = record.status
         return {
             "task": self.task_index,
             "host": socket.gethostname(),

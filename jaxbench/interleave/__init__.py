@@ -9,7 +9,6 @@ command. The results are
 :class:`jaxbench.store.CaseComparison` records; :func:`estimate` gives their verdicts.
 """
 
-from jaxbench.interleave.estimate import estimate, summary_line
 from jaxbench.interleave.runner import LiveRun, LiveStopped, live_path, resume_live, run_live
 from jaxbench.interleave.session import (
     Schedule,
@@ -19,6 +18,7 @@ from jaxbench.interleave.session import (
     run_back_to_back,
     run_interleaved,
 )
+from jaxbench.interleave.verdict import estimate, summary_line
 
 __all__ = [
     "LiveRun",

@@ -33,7 +33,7 @@ import numpy as np
 
 from jaxbench.inference import verdicts
 from jaxbench.inference.paired import MIN_ROUNDS
-from jaxbench.interleave.estimate import estimate
+from jaxbench.interleave.verdict import estimate
 from jaxbench.live_defaults import (
     DEFAULT_CALLS_PER_BLOCK,
     DEFAULT_MAX_PAIRS,

@@ -18,6 +18,9 @@ from pydantic import BaseModel, ConfigDict, Field
 from jaxbench.store.record import case_label
 
 SCHEMA_VERSION = 2
+#: A live comparison's design, stored as its ``mode``: both sides in each pair of processes at
+#: once (``interleaved``), or one after the other (``back_to_back``: the ``sequential`` design
+#: of :data:`jaxbench.analysis.review.SEQUENTIAL`, run live).
 Mode = Literal["interleaved", "back_to_back"]
 #: Schedule keys of files written before several pairs per comparison existed.
 LEGACY_PAIRS = {"pairs": 1, "max_pairs": 1, "pairs_step": 1, "looks": 1}

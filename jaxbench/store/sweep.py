@@ -26,11 +26,6 @@ class CaseSpec(BaseModel):
         parts += [f"{k}-{v}" for k, v in sorted(self.params.items())]
         return re.sub(r"[^A-Za-z0-9._-]+", "_", "__".join(parts))
 
-    @property
-    def label(self) -> str:
-        """``workload k=v ...`` as in ``jaxbench run``."""
-        return " ".join([self.workload, *(f"{k}={v}" for k, v in self.params.items())])
-
 
 class TaskSpec(BaseModel):
     """One array task: a shard of cases under one JAX version.

@@ -12,7 +12,7 @@ saved.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -72,21 +72,21 @@ class RecordedJudge:
 
     Args:
         frame: Rows of :func:`jaxbench.analysis.load_results` holding every release.
-        labels: Bisect's case label -> the records' label (:attr:`Case.record_label`).
         threshold: The verdicts' threshold.
         alpha: Their level.
     """
 
-    def __init__(
-        self, frame: pd.DataFrame, labels: Mapping[str, str], threshold: float, alpha: float
-    ) -> None:
+    def __init__(self, frame: pd.DataFrame, threshold: float, alpha: float) -> None:
         self.frame = frame
-        self.labels = dict(labels)
         self.threshold = threshold
         self.alpha = alpha
 
     def __call__(self, before: str, after: str, labels: Sequence[str]) -> dict[str, Judgement]:
-        """``{label: Judgement}``: each case's steady-state verdict (``failed``: no records)."""
+        """``{label: Judgement}``: each case's steady-state verdict (``failed``: no records).
+
+        ``labels`` are the cases' labels (:attr:`jaxbench.cases.Case.label`), as the records
+        carry them.
+        """
         try:
             table = compare_versions(self.frame, before, after, threshold=self.threshold,
                                      alpha=self.alpha).table  # fmt: skip
@@ -95,7 +95,7 @@ class RecordedJudge:
         steady = table[table["metric"] == STEADY_STATE]
         out = {}
         for label in labels:
-            rows = steady[steady["case"] == self.labels[label]]
+            rows = steady[steady["case"] == label]
             if rows.empty:
                 out[label] = Judgement("failed", note=f"no records of both {before} and {after}")
                 continue
@@ -106,7 +106,7 @@ class RecordedJudge:
 
     def explain(self, label: str, before: str, after: str, verdict: str) -> list[str]:
         """The program change of a step, from the artifacts the two releases' records saved."""
-        sides = [side_artifact(self.frame, self.labels[label], v) for v in (before, after)]
+        sides = [side_artifact(self.frame, label, v) for v in (before, after)]
         if sides[0] is None or sides[1] is None:
             return ["no saved programs for one of the releases"]
         try:

@@ -81,7 +81,7 @@ def screen(
     Args:
         sides: The sides, in the order each round runs them.
         processes: Complete processes wanted per side.
-        labels: The selected cases' record labels (:attr:`jaxbench.cases.Case.record_label`).
+        labels: The selected cases' record labels (:attr:`jaxbench.cases.Case.label`).
         run_args: ``jaxbench run`` options selecting them (and the backend).
         logs: Folder of each side's ``run-<side>.log``.
         on_process: Called with ``(side, round, seconds, reused)`` per side and round.

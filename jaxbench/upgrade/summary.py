@@ -28,11 +28,13 @@ from jaxbench.analysis.report_live import HOLDING
 from jaxbench.analysis.report_tables import (
     header,
     header_section,
+    processes_cell,
     recorded_counts,
     summary_counts,
     verdict_sentence,
 )
 from jaxbench.analysis.review import Review
+from jaxbench.analysis.text_table import Column, TextTable
 from jaxbench.explain.saved import explain_saved
 from jaxbench.inference.verdicts import VERDICTS
 from jaxbench.interleave import estimate
@@ -110,7 +112,8 @@ def _recorded(rows: pd.DataFrame, processes: bool = True) -> tuple[str, str]:
         return "not compared (no records on one side)", "failed"
     row = rows.iloc[0]
     ci = md.ratio_ci(row["ratio"], row["ci_low"], row["ci_high"])
-    count = f" ({row['n_baseline']}+{row['n_candidate']} processes)" if processes else ""
+    both = processes_cell(row["n_baseline"], row["n_candidate"])
+    count = f" ({both} processes)" if processes else ""
     return f"{row['verdict']} {ci}{count}", str(row["verdict"])
 
 
@@ -225,18 +228,31 @@ def review_sections(found: Sequence[CaseAnswer], sections: Sequence[Section]) ->
     ]
 
 
+def answers_table(found: Sequence[CaseAnswer], *, compact: bool = False) -> TextTable:
+    """A review's answers, one row per case: the one builder for the terminal and the report.
+
+    Args:
+        found: From :func:`answers`.
+        compact: Leave out ``program change`` (the terminal prints it below the table).
+
+    Returns:
+        Columns ``case``, ``verdict``, ``recorded runs``, ``live pairs`` (``-`` where none ran),
+        ``compile time (recorded)``, then ``program change`` unless ``compact``.
+    """
+    cells = {
+        Column("case"): [a.case for a in found],
+        Column("verdict", verdict=True): [a.verdict for a in found],
+        Column("recorded runs"): [a.recorded for a in found],
+        Column("live pairs"): [a.live or "-" for a in found],
+        Column("compile time (recorded)"): [a.compile for a in found],
+    }
+    if not compact:
+        cells[Column("program change")] = ["; ".join(a.explanation) for a in found]
+    return TextTable.of(cells)
+
+
 def answers_markdown(found: Sequence[CaseAnswer]) -> str:
     """The report section of a review's answers: one row per case, the final verdict first."""
-    rows = pd.DataFrame(
-        {
-            "case": [a.case for a in found],
-            "verdict": [a.verdict for a in found],
-            "recorded runs": [a.recorded for a in found],
-            "live pairs": [a.live or "-" for a in found],
-            "compile time (recorded)": [a.compile for a in found],
-            "program change": ["; ".join(a.explanation) for a in found],
-        }
-    )
     return "\n\n".join(
         [
             "## The review's answer",
@@ -245,6 +261,6 @@ def answers_markdown(found: Sequence[CaseAnswer]) -> str:
             "claim nothing); two that hold and contradict each other give `disagree`. The "
             "counts in the header above are of these verdicts; the recorded runs' own counts "
             "are under The recorded screen, and the live comparisons in their own section.",
-            md.table(rows),
+            md.table(answers_table(found)),
         ]
     )
