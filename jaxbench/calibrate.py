@@ -56,6 +56,8 @@ DEFAULT_SELECTION = {"workload": "train_step", "size": "small", "dtype": "float3
 FALSE_ALARMS = ("slower", "faster")
 #: Level of the interval of the false-alarm rate.
 CONFIDENCE = 0.95
+#: The fewest pairs a comparison can alarm with: one pair gives no interval (``df = pairs - 1``).
+MIN_ALARM_PAIRS = 2
 
 
 def _num(x: float | None) -> float | None:
@@ -76,9 +78,22 @@ def design_detectable(sd: float, pairs: int, alpha: float, threshold: float, pow
     Returns:
         Relative slowdown (0.03 = 3 %); ``nan`` without a finite ``sd`` or with one pair.
     """
-    if pairs < 2 or not math.isfinite(sd):
+    if pairs < MIN_ALARM_PAIRS or not math.isfinite(sd):
         return math.nan
     return verdicts.detectable(sd / math.sqrt(pairs), pairs - 1, alpha, threshold, power)
+
+
+def check_pairs(pairs: int) -> None:
+    """Refuse a calibration design that can never alarm.
+
+    Raises:
+        ValueError: ``pairs`` < :data:`MIN_ALARM_PAIRS`; the message names ``--pairs``.
+    """
+    if pairs < MIN_ALARM_PAIRS:
+        raise ValueError(
+            f"--pairs {pairs}: a comparison of fewer than {MIN_ALARM_PAIRS} pairs has no "
+            f"interval and can never alarm; use --pairs {MIN_ALARM_PAIRS} or more"
+        )
 
 
 def proportion_interval(k: int, n: int, confidence: float = CONFIDENCE) -> tuple[float, float]:
@@ -252,7 +267,8 @@ def run_calibration(
         The record, complete, and its path.
 
     Raises:
-        ValueError: ``comparisons`` < 1, or a bad threshold or alpha.
+        ValueError: ``comparisons`` < 1, fewer pairs than :data:`MIN_ALARM_PAIRS` (a design
+            that can never alarm), or a bad threshold or alpha.
         CalibrationFailed: The case failed or recompiled (it would every time).
         jaxbench.interleave.LiveStopped: Interrupted, or a worker could not start or died;
             its path and pairs are those of the comparisons finished (``None`` and 0 before
@@ -268,6 +284,7 @@ def run_calibration(
         raise ValueError(f"--comparisons must be >= 1, got {comparisons!r}")
     verdicts.check_rule(threshold, alpha)
     base = schedule or Schedule()
+    check_pairs(base.pairs)
     base = dataclasses.replace(base, max_pairs=base.pairs)
     python = python or sys.executable
     side = Variant("current", python, {})

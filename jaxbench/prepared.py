@@ -21,6 +21,7 @@ from jaxbench.measure.harness import (
     Measurement,
     TimingConfig,
     compile_targets,
+    finite_flags,
     measure,
 )
 from jaxbench.workloads import Built, Workload, get_workload
@@ -48,6 +49,9 @@ class PreparedCase:
         gate_mode: ``"run"`` (the full gate ran here) or ``"reused"`` (``programs_hash`` had
             passed it in an earlier process: only the finiteness of one call's output was
             checked here).
+        calls: Calls of the timed unit made so far (first call, warm-up, samples), so that a
+            non-finite output is named by its call number
+            (:class:`jaxbench.measure.NonFiniteOutput`).
     """
 
     case: Case
@@ -59,6 +63,7 @@ class PreparedCase:
     state: Any = field(repr=False)
     programs_hash: str = ""
     gate_mode: str = "run"
+    calls: int = 0
 
     def call_once(self) -> Any:
         """One call of the timed unit on the current state, blocked on its whole output.
@@ -69,6 +74,7 @@ class PreparedCase:
         import jax
 
         out = jax.block_until_ready(self.built.call(self.state))
+        self.calls += 1
         if self.built.next_state is not None:
             self.state = self.built.next_state(self.state, out)
         return out
@@ -78,11 +84,16 @@ class PreparedCase:
 
         The case is warm already, so ``timing.warmup_calls`` is not spent again;
         ``collect_garbage`` is passed on (a live worker's blocks skip it).
+
+        Raises:
+            jaxbench.measure.NonFiniteOutput: The block's last output is not finite (the
+                message names the call, counted from the case's first).
         """
         timing = dataclasses.replace(timing, warmup_calls=0)
         m = measure(self.built.call, self.state, timing, self.built.next_state, self.device,
-                    collect_garbage)  # fmt: skip
+                    collect_garbage, calls_before=self.calls)  # fmt: skip
         self.state = m.final_state
+        self.calls = m.calls
         return m
 
 
@@ -158,7 +169,8 @@ def _prepare_now(
     warmup = TimingConfig(budget_s=0.0, min_samples=1, max_samples=1, warmup_calls=warmup_calls)
     warm = measure(built.call, state, warmup, built.next_state, device, collect_garbage=False)
     p = PreparedCase(case, device, built, stats, gate, warm, state=warm.final_state,
-                     programs_hash=digest, gate_mode="reused" if reused else "run")  # fmt: skip
+                     programs_hash=digest, gate_mode="reused" if reused else "run",
+                     calls=warm.calls)  # fmt: skip
     if reused:
         p.gate["finite_leaves"] = check_finite("output of one call", p.call_once())
     return p
@@ -167,22 +179,16 @@ def _prepare_now(
 def check_finite(name: str, tree: Any) -> int:
     """The number of floating-point leaves of ``tree``, all checked to be finite.
 
+    Checked on the device (:func:`jaxbench.measure.finite_flags`); integer, boolean and PRNG-key
+    leaves are not counted.
+
     Raises:
         GateFailure: A leaf holds a NaN or an infinity (the message names its index).
     """
-    import jax
-    import jax.numpy as jnp
-    import numpy as np
-
     from jaxbench.workloads import GateFailure
 
-    checked = 0
-    for i, leaf in enumerate(jax.tree.leaves(tree)):
-        dtype = getattr(leaf, "dtype", None)
-        if dtype is None or not jnp.issubdtype(dtype, jnp.inexact):  # ints, bools, PRNG keys
-            continue
-        wide = np.complex128 if jnp.issubdtype(dtype, jnp.complexfloating) else np.float64
-        if not np.isfinite(np.asarray(leaf).astype(wide)).all():
+    flags = finite_flags(tree)
+    for i, finite in flags.items():
+        if not finite:
             raise GateFailure(f"{name}: leaf {i} is not finite")
-        checked += 1
-    return checked
+    return len(flags)

@@ -160,6 +160,9 @@ def test_latest_calibration_filters_by_host_and_case(tmp_path):
         (["--comparisons", "0"], "--comparisons must be >= 1"),
         (["--rounds", "2"], "--rounds must be >= 6"),
         (["--alpha", "2"], "--alpha"),
+        (["--threshold", "nan"], "--threshold: threshold must be a number >= 0, got nan"),
+        (["--pairs", "1"], "--pairs 1: a comparison of fewer than 2 pairs has no interval and "
+                           "can never alarm; use --pairs 2 or more"),
     ],
 )  # fmt: skip
 def test_calibrate_refuses_bad_input_with_one_line_and_exit_2(args, message, tmp_path):

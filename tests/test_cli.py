@@ -87,6 +87,27 @@ def test_run_writes_records_and_prints_the_table(tmp_path):
     assert set(frame["status"]) == {"ok"}
 
 
+def test_debug_modes_are_refused_or_warned_recorded_and_kept_apart(tmp_path):
+    from jaxbench.analysis.conditions import add_conditions
+
+    refused = run_cli("run", "-o", str(tmp_path / "x"), *TINY, env={"JAX_DISABLE_JIT": "1"})
+    assert refused.returncode == 2, refused.stderr
+    assert "jax_disable_jit is on" in refused.stderr and "--allow-debug" in refused.stderr
+    assert not (tmp_path / "x").exists() or not list((tmp_path / "x").glob("*.jsonl"))
+    runs = {"clean": ({}, []), "nans": ({"JAX_DEBUG_NANS": "1"}, []),
+            "nojit": ({"JAX_DISABLE_JIT": "1"}, ["--allow-debug"])}  # fmt: skip
+    for name, (env, extra) in runs.items():
+        out = run_cli("run", "-o", str(tmp_path / name), *TINY, *extra, env=env)
+        assert out.returncode == 0, out.stderr
+        assert ("warning:" in out.stderr) == (name != "clean"), out.stderr
+    frame = add_conditions(load_results([tmp_path / n for n in runs])[0])
+    flags = {n: frame[frame["file"].str.contains(f"/{n}/")] for n in runs}
+    assert "jax_debug_nans" not in flags["clean"]["env"].iloc[0]["jax_flags"]
+    assert flags["nans"]["env"].iloc[0]["jax_flags"]["jax_debug_nans"] is True
+    assert flags["nojit"]["env"].iloc[0]["jax_flags"]["jax_disable_jit"] is True
+    assert len({f["condition"].iloc[0] for f in flags.values()}) == 3
+
+
 def test_absent_backend_is_a_skip_not_a_crash(tmp_path):
     out = run_cli("run", "-o", str(tmp_path), *TINY, "-b", "tpu")
     assert out.returncode == 0, out.stderr

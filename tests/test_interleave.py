@@ -338,9 +338,21 @@ def test_live_workers_get_a_share_of_gpu_memory_each_unless_one_is_set():
 
 
 def test_a_worker_that_dies_is_an_error_with_its_exit():
-    with pytest.raises(WorkerError, match="ended"):
+    with pytest.raises(WorkerError, match="exited with code 1 during 'prepare', case train_step "):
         run_interleaved(Variant("a", "/bin/false"), Variant("b", "/bin/false"),
                         [("train_step", TINY)], "cpu")  # fmt: skip
+
+
+def test_a_killed_worker_is_named_by_its_signal_and_case(tmp_path):
+    from jaxbench.interleave.session import Worker, WorkerDied
+
+    python = tmp_path / "python"
+    python.write_text("#!/bin/sh\nkill -9 $$\n")
+    python.chmod(0o755)
+    with Worker(str(python), "cpu") as worker, pytest.raises(WorkerDied) as died:
+        worker.request(op="prepare", workload="train_step", params={"size": "tiny"})
+    assert "killed by SIGKILL during 'prepare', case train_step size=tiny" in str(died.value)
+    assert "exit code" not in str(died.value)
 
 
 runner = CliRunner()

@@ -118,5 +118,14 @@ def test_the_notebook_command_saves_the_executed_notebook_and_names_bad_input(tm
     assert bad.returncode == 2 and "unknown notebook 'nope'" in bad.stderr
     missing = run_cli("notebook", "upgrade_review", "-r", str(tmp_path / "none"))
     assert missing.returncode == 2 and "--results" in missing.stderr
+    # An unwritable --out is named before the notebook runs (on an empty folder it would fail).
+    (tmp_path / "empty").mkdir()
+    (tmp_path / "file").write_text("")
+    blocked = run_cli("notebook", "latency_distributions", "-r", str(tmp_path / "empty"), "-o",
+                      str(tmp_path / "file" / "nb.ipynb"))  # fmt: skip
+    assert blocked.returncode == 2, blocked.stderr
+    assert blocked.stderr.startswith(f"error: --out {tmp_path / 'file' / 'nb.ipynb'}: ")
+    assert "is a file, not a folder" in blocked.stderr
+    assert len(blocked.stderr.strip().splitlines()) == 1, blocked.stderr
     with pytest.raises(NotebookError, match="choose from latency_distributions"):
         execute_notebook("nope")

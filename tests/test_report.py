@@ -402,7 +402,9 @@ def test_cli_writes_the_report_and_counts_every_verdict(two_versions, tmp_path):
         (["--candidate", "9.9"], "unknown candidate version '9.9'"),
         (["--baseline", "0.4.10"], "baseline '0.4.10' is the newest version"),
         (["--alpha", "0"], "alpha must be in (0, 1)"),
-        (["--threshold", "-1"], "threshold must be a finite number >= 0"),
+        (["--threshold", "-1"], "--threshold: threshold must be a number >= 0, got -1"),
+        (["--threshold", "nan"], "--threshold: threshold must be a number >= 0, got nan"),
+        (["--compile-threshold", "inf"], "--compile-threshold: threshold must be a number >= 0"),
     ],
 )
 def test_cli_bad_input_is_exit_2_with_one_line(args, message, two_versions, tmp_path):

@@ -70,6 +70,8 @@ def test_the_steps_command_prints_the_range_and_names_bad_input(tmp_path):
     assert out.returncode == 0, out.stderr
     assert f"{ids[5][:8]}..{ids[6][:8]}" in out.stdout and "+30.0%" in out.stdout
     bad = run_cli("steps", str(results), "--repo", str(tmp_path))
-    assert bad.returncode == 2 and "not a git repository" in bad.stderr
+    assert bad.returncode == 2 and f"--repo {tmp_path}: not a git repository" in bad.stderr
+    outside = run_cli("steps", str(results), cwd=tmp_path)  # --repo defaults to "."
+    assert outside.returncode == 2 and "--repo .: not a git repository" in outside.stderr
     neg = run_cli("steps", str(results), "--repo", str(repo), "--min-change", "-1")
     assert neg.returncode == 2 and "--min-change -1" in neg.stderr

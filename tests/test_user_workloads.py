@@ -58,6 +58,13 @@ def stale_next_args(wrong: bool = False):
 
 def shaped(n: int = 2, shape=(4, 4), dtype=jnp.float32):
     return Step(fn=jax.jit(lambda a: a * n), args=(jax.ShapeDtypeStruct(shape, dtype),))
+
+
+def turns_nan(after: int = 1):
+    # Finite on the gate's call; from call after + 1 on, out * nan.
+    step = jax.jit(lambda a, k: (a * jnp.where(k >= after, jnp.nan, 1.0), k + 1))
+    return Step(fn=step, args=(jnp.ones(4), jnp.zeros((), jnp.int32)),
+                next_args=lambda args, out: (args[0], out[1]))
 """
 runner = CliRunner()
 
@@ -128,6 +135,28 @@ def test_a_user_workload_is_gated_timed_and_recorded(user_module, tmp_path):
     assert [p["n"] for p in frame["params"]] == [4, 8]
     assert all(g["reference"] == "jax.disable_jit" and g["rtol"] == 1e-5 for g in frame["gate"])
     assert [m["model_flops"] for m in frame["metrics"]] == [2 * 4**3, 2 * 8**3]
+
+
+def test_a_step_whose_output_turns_nan_is_failed_naming_the_call(user_module, tmp_path):
+    timing = ["--budget", "0", "--min-samples", "3", "--warmup", "0"]
+    for after, status, error in ((1, "failed", "output of call 2 is not finite (leaf 0)"),
+                                 (3, "failed", "output of call 6 is not finite (leaf 0)"),
+                                 (10**6, "ok", None)):  # fmt: skip
+        out = tmp_path / str(after)
+        args = ["run", "-w", f"{user_module}:turns_nan", "--param", f"after={after}", *timing]
+        result = runner.invoke(app, [*args, "-o", str(out)])
+        assert result.exit_code == (0 if status == "ok" else 1), result.output
+        (record,) = read_file(next(out.glob("*.jsonl")), strict=True).models("record")
+        assert record.status == status, record.error
+        if error is None:
+            assert record.error is None and len(record.samples_s) >= 3
+        else:
+            assert (
+                record.error
+                == f"NonFiniteOutput: {error}; the last output of the warm-up "
+                "and of each timed block is checked"
+                and record.samples_s == []
+            )
 
 
 def test_a_donating_step_without_next_args_fails_its_gate_saying_so(user_module, tmp_path):

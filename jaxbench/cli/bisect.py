@@ -11,6 +11,7 @@ import typer
 from jaxbench.cli.options import (
     ExtraIndexUrl,
     JaxExtra,
+    check_rule_options,
     console,
     err_console,
     fail,
@@ -202,14 +203,13 @@ def register(app: typer.Typer) -> None:
         from jaxbench.bisect import search as run_search
         from jaxbench.bisect.summary import case_lines, markdown
         from jaxbench.cluster import pyenvs
-        from jaxbench.inference.verdicts import check_rule
         from jaxbench.interleave import LiveStopped, Schedule
         from jaxbench.store import new_run_id, write_atomic
 
         if search not in (*STRATEGIES, "auto"):
             raise fail(f"--search {search!r}: expected sweep, binary or auto")
         try:
-            check_rule(threshold, alpha)
+            check_rule_options(alpha, {"--threshold": threshold})
             cases = select.cases()
             check_backend(backend)
             schedule = Schedule(pairs=pairs, max_pairs=max_pairs, pairs_step=pairs_step,

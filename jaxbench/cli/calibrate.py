@@ -9,6 +9,7 @@ import typer
 from rich.table import Table
 
 from jaxbench.cli.options import (
+    check_rule_options,
     console,
     err_console,
     fail,
@@ -163,21 +164,19 @@ def register(app: typer.Typer) -> None:
         comparison; Ctrl-C keeps the comparisons finished. Exit 2 on bad input.
         """
         from jaxbench.backends import check_backend
-        from jaxbench.calibrate import CalibrationFailed, run_calibration
+        from jaxbench.calibrate import CalibrationFailed, check_pairs, run_calibration
         from jaxbench.interleave import LiveStopped, Schedule
 
         if comparisons < 1:
             raise fail(f"--comparisons must be >= 1, got {comparisons}")
         try:
-            from jaxbench.inference.verdicts import check_rule
-
-            check_rule(threshold, alpha)
+            check_rule_options(alpha, {"--threshold": threshold})
         except ValueError as exc:
-            what = "--alpha" if "alpha" in str(exc) else "--threshold"
-            raise fail(f"{what}: {exc}") from None
+            raise fail(str(exc)) from None
         case = one_case(select)
         try:
             check_backend(backend)
+            check_pairs(pairs)
             schedule = Schedule(pairs=pairs, max_pairs=pairs, rounds=rounds,
                                 calls_per_block=calls_per_block, warmup_rounds=warmup_rounds,
                                 seed=seed)  # fmt: skip

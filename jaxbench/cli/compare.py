@@ -12,6 +12,7 @@ from jaxbench.cli.options import (
     CURRENT,
     ExtraIndexUrl,
     JaxExtra,
+    check_rule_options,
     console,
     err_console,
     fail,
@@ -335,15 +336,11 @@ def register(app: typer.Typer) -> None:
         case is slower, 1 when one is, 2 on bad input, 3 with --fail-on-undecided when no case
         is slower but one is inconclusive or unstable.
         """
-        from jaxbench.inference.verdicts import check_rule
-
-        for name, value in (("--threshold", threshold), ("--compile-threshold",
-                            compile_threshold)):  # fmt: skip
-            try:
-                check_rule(value, alpha)
-            except ValueError as exc:
-                what = "--alpha" if "alpha" in str(exc) else name
-                raise fail(f"{what}: {exc}") from None
+        try:
+            check_rule_options(alpha, {"--threshold": threshold,
+                                       "--compile-threshold": compile_threshold})  # fmt: skip
+        except ValueError as exc:
+            raise fail(str(exc)) from None
         opts = {"threshold": threshold, "alpha": alpha, "strict": strict,
                 "fail_on_undecided": fail_on_undecided}  # fmt: skip
         live_options = bool(set_a or set_b or select.given)

@@ -27,24 +27,32 @@ def notebook_cmd(
     """Run analysis/<name>.py top to bottom on this Python and save the .ipynb with its outputs.
 
     Needs the notebooks extra (bash scripts/setup.sh notebooks). Open the .ipynb in Jupyter or
-    VS Code; analysis/*.ipynb are not kept in git.
+    VS Code; analysis/*.ipynb are not kept in git. The folder of --out is checked to be writable
+    before the notebook runs.
     """
     from jaxbench.analysis.notebook import repo_root
     from jaxbench.analysis.notebook_run import NotebookError, execute_notebook
+    from jaxbench.folders import ensure_writable
 
     if results is not None and not results.is_dir():
         raise fail(f"--results {results}: no such folder")
     target = out or repo_root() / "analysis" / f"{name}.ipynb"
     if target.suffix != ".ipynb":
         raise fail(f"--out {target}: expected a .ipynb file")
+    try:  # before the notebook runs: its minutes are not spent on a file that cannot be saved
+        ensure_writable(target.parent)
+    except ValueError as exc:
+        raise fail(f"--out {target}: {exc}") from None
     try:
         nb = execute_notebook(name, results)
     except NotebookError as exc:
         raise fail(str(exc)) from None
     import nbformat
 
-    target.parent.mkdir(parents=True, exist_ok=True)
-    nbformat.write(nb, target)
+    try:
+        nbformat.write(nb, target)
+    except OSError as exc:
+        raise fail(f"--out {target}: cannot write it: {exc.strerror or exc}") from None
     console.print(f"notebook: {target}", highlight=False, soft_wrap=True)
 
 

@@ -29,6 +29,27 @@ def fail(message: str, code: int = 2) -> typer.Exit:
     return typer.Exit(code)
 
 
+def check_rule_options(alpha: float, thresholds: dict[str, float]) -> None:
+    """Check the verdict rule's options (:func:`jaxbench.inference.verdicts.check_rule`).
+
+    Args:
+        alpha: The value of ``--alpha``.
+        thresholds: Option name (``--threshold``, ``--compile-threshold``) to its value.
+
+    Raises:
+        ValueError: A threshold is not a finite number >= 0, or ``alpha`` is not in (0, 1);
+            the message begins with the option's name.
+    """
+    from jaxbench.inference.verdicts import check_rule
+
+    for option, value in thresholds.items():
+        try:
+            check_rule(value, alpha)
+        except ValueError as exc:
+            what = "--alpha" if "alpha" in str(exc) else option
+            raise ValueError(f"{what}: {exc}") from None
+
+
 def _whole(value: str) -> int:
     try:
         return int(value)

@@ -7,7 +7,7 @@ from typing import Annotated
 
 import typer
 
-from jaxbench.cli.options import console, err_console, fail, writable_folder
+from jaxbench.cli.options import check_rule_options, console, err_console, fail, writable_folder
 
 
 def report_cmd(
@@ -55,6 +55,11 @@ def report_cmd(
         message = f"report interrupted while starting; nothing in {out} changed"
         raise fail(message, code=130) from None
 
+    try:
+        check_rule_options(alpha, {"--threshold": threshold,
+                                   "--compile-threshold": compile_threshold})  # fmt: skip
+    except ValueError as exc:
+        raise fail(str(exc)) from None
     previous = Path(out) / REPORT_NAME
     before = _identity(previous)
     try:

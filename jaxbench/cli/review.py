@@ -13,6 +13,7 @@ from jaxbench.cli.options import (
     JaxExtra,
     MinSamples,
     Warmup,
+    check_rule_options,
     console,
     err_console,
     fail,
@@ -121,17 +122,11 @@ def register(app: typer.Typer) -> None:
         same --out reuses what is there. Exit 1 when a case is slower, 2 on bad input.
         """
         from jaxbench.backends import check_backend
-        from jaxbench.inference.verdicts import check_rule
         from jaxbench.interleave import Schedule
 
         try:
-            for name, value in (("--threshold", threshold),
-                                ("--compile-threshold", compile_threshold)):  # fmt: skip
-                try:
-                    check_rule(value, alpha)
-                except ValueError as exc:
-                    what = "--alpha" if "alpha" in str(exc) else name
-                    raise ValueError(f"{what}: {exc}") from None
+            check_rule_options(alpha, {"--threshold": threshold,
+                                       "--compile-threshold": compile_threshold})  # fmt: skip
             if processes < 2:
                 raise ValueError(f"--processes {processes}: expected at least 2 (the process "
                                  "is the unit: one a side gives no interval)")  # fmt: skip

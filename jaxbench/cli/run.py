@@ -97,8 +97,21 @@ def run_cmd(
         float | None,
         typer.Option(help="Seconds a compile must take to be cached (JAX default 1.0)."),
     ] = None,
+    allow_debug: Annotated[
+        bool,
+        typer.Option(
+            "--allow-debug",
+            metavar="",
+            help="Time even with jax_disable_jit on (JAX_DISABLE_JIT): op by op, not compiled.",
+        ),
+    ] = False,
 ) -> None:
-    """Run the selected cases and write one JSON Lines file of records; exit 1 if any failed."""
+    """Run the selected cases and write one JSON Lines file of records; exit 1 if any failed.
+
+    JAX's debug modes are read from ``jax.config`` once the workloads are loaded: with
+    ``jax_disable_jit`` on, nothing is timed (exit 2) unless ``--allow-debug`` is given; every
+    debug mode that is on is warned of, and records keep them in ``env.jax_flags``.
+    """
     from jaxbench.cases import check_backend
     from jaxbench.measure import TimingConfig, configure_compilation_cache
     from jaxbench.runner import run
@@ -111,6 +124,7 @@ def run_cmd(
         configure_compilation_cache(compilation_cache, min_compile_time_s=cache_min_compile_time)
     except ValueError as exc:
         raise fail(str(exc)) from None
+    _check_debug_modes(allow_debug)
     out_dir = writable_folder(out)
     _warn_gpu_sizes_on_cpu(cases, backend)
 
@@ -151,6 +165,23 @@ def run_cmd(
         )
     if result.failed:
         raise fail(f"{len(result.failed)} of {len(result.records)} cases failed", code=1)
+
+
+def _check_debug_modes(allow_debug: bool) -> None:
+    from jaxbench.measure.programs import debug_modes
+
+    modes = debug_modes()
+    if "jax_disable_jit" in modes and not allow_debug:
+        raise fail(
+            "jax_disable_jit is on (JAX_DISABLE_JIT or jax.config): every call would run op by "
+            "op, not compiled; unset it, or pass --allow-debug to time it anyway"
+        )
+    for mode in modes:
+        err_console.print(
+            f"[yellow]warning:[/] {mode} is on ({mode.upper()} or jax.config): it slows every "
+            "call; the records say so in env.jax_flags",
+            highlight=False,
+        )
 
 
 def _warn_gpu_sizes_on_cpu(cases: list[Case], backend: str) -> None:

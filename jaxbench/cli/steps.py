@@ -36,6 +36,9 @@ def steps_cmd(
         raise fail(f"--min-change {min_change}: expected a fraction >= 0 (0.05 = 5 %)")
     try:
         order = first_parent_order(repo)
+    except ValueError as exc:
+        raise fail(f"--repo {exc}") from None
+    try:
         frame, problems = load_results(paths)
     except (ValueError, FileNotFoundError) as exc:
         raise fail(str(exc)) from None

@@ -22,6 +22,7 @@ import contextlib
 import json
 import os
 import select
+import signal
 import subprocess
 import tempfile
 import time
@@ -44,6 +45,7 @@ from jaxbench.live_defaults import (
     DEFAULT_WARMUP_CALLS,
     DEFAULT_WARMUP_ROUNDS,
 )
+from jaxbench.store import case_label
 from jaxbench.store.live import CaseComparison, Mode, PairRun, Round, SideInfo, now
 
 
@@ -52,7 +54,10 @@ class WorkerError(RuntimeError):
 
 
 class WorkerDied(WorkerError):
-    """A worker process ended; the message has the end of its stderr or its exit code."""
+    """A worker process ended or hung; the message names how, its request and case, and stderr.
+
+    How: the signal that killed it (``killed by SIGKILL``) or its exit code.
+    """
 
 
 @dataclass(frozen=True)
@@ -197,6 +202,7 @@ class Worker:
             raise WorkerError(f"cannot start a worker with {python}: {exc}") from exc
         self.python = python
         self._quit_sent = False
+        self._case = ""
 
     def request(self, **request: Any) -> dict[str, Any]:
         """Send one request and wait for its answer.
@@ -207,6 +213,10 @@ class Worker:
                 killed).
         """
         assert self._proc.stdin and self._proc.stdout
+        if request.get("op") == "prepare":
+            self._case = case_label(request["workload"], request["params"])
+        op = request.get("op")
+        case = f", case {self._case}" if self._case else ""
         try:
             self._proc.stdin.write(json.dumps(request) + "\n")
             self._proc.stdin.flush()
@@ -214,14 +224,16 @@ class Worker:
             if not ready:
                 self._proc.kill()
                 raise WorkerDied(
-                    f"worker ({self.python}) gave no answer to {request.get('op')!r} within "
-                    f"{self.timeout_s:g} s; killed it: {self._stderr_tail()}"
+                    f"worker ({self.python}) gave no answer to {op!r} within "
+                    f"{self.timeout_s:g} s; killed it{case}: {self._stderr_tail()}"
                 )
             line = self._proc.stdout.readline()
         except (BrokenPipeError, OSError):
             line = ""
         if not line:
-            raise WorkerDied(f"worker ({self.python}) ended: {self._stderr_tail()}")
+            raise WorkerDied(
+                f"worker ({self.python}) {self._end()} during {op!r}{case}: {self._stderr_tail()}"
+            )
         answer = json.loads(line)
         if not answer.get("ok"):
             raise WorkerError(f"worker ({self.python}): {answer.get('error')}")
@@ -230,7 +242,23 @@ class Worker:
     def _stderr_tail(self, lines: int = 8) -> str:
         self._stderr.seek(0)
         text = self._stderr.read().decode(errors="replace").strip().splitlines()
-        return " | ".join(text[-lines:]) or f"exit code {self._proc.poll()}"
+        return " | ".join(text[-lines:]) or "nothing on stderr"
+
+    def _end(self) -> str:
+        """How the process ended: ``killed by SIGKILL``, ``exited with code 1``.
+
+        Its output closed first; the process is waited for (up to 5 s) for its status.
+        """
+        try:
+            code = self._proc.wait(timeout=5)
+        except subprocess.TimeoutExpired:
+            return "closed its output but did not end"
+        if code < 0:
+            try:
+                return f"killed by {signal.Signals(-code).name}"
+            except ValueError:
+                return f"killed by signal {-code}"
+        return f"exited with code {code}"
 
     def quit(self) -> None:
         """Ask the worker to quit, without waiting for it to end (once; :meth:`close` waits)."""

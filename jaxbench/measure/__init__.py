@@ -9,8 +9,10 @@ from jaxbench.measure.harness import (
     CompileStats,
     CompileTarget,
     Measurement,
+    NonFiniteOutput,
     TimingConfig,
     compile_targets,
+    finite_flags,
     measure,
 )
 from jaxbench.measure.noise import NOISE_KEYS, NoiseProbe
@@ -22,9 +24,11 @@ __all__ = [
     "CompileTarget",
     "Measurement",
     "NoiseProbe",
+    "NonFiniteOutput",
     "TimingConfig",
     "compile_events",
     "compile_targets",
     "configure_compilation_cache",
+    "finite_flags",
     "measure",
 ]

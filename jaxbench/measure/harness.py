@@ -5,12 +5,14 @@ The steady state is timed with :func:`time.perf_counter_ns` around one call and 
 call look faster than its work; or, pipelined (``TimingConfig.pipeline`` > 1), around N calls
 dispatched back to back and blocked on once, each sample their time over N. Every sample is
 kept. Compile events are counted around every phase; any compile or trace inside the timed region
-marks the measurement ``recompiled``.
+marks the measurement ``recompiled``. The last output of the warm-up and of the timed region is
+checked to be finite, on the device and outside both regions (:func:`finite_flags`).
 """
 
 from __future__ import annotations
 
 import dataclasses
+import functools
 import math
 import resource
 import sys
@@ -229,6 +231,57 @@ def compile_targets(targets: Sequence[CompileTarget]) -> CompileStats:
     )
 
 
+class NonFiniteOutput(RuntimeError):
+    """A timed unit's output held a NaN or an infinity; the message names the call and leaf."""
+
+
+@functools.cache
+def _all_finite() -> Callable[[list[Any]], list[Any]]:
+    import jax
+    import jax.numpy as jnp
+
+    return jax.jit(lambda leaves: [jnp.isfinite(x).all() for x in leaves])
+
+
+def finite_flags(tree: Any) -> dict[int, bool]:
+    """Whether each floating-point leaf of ``tree`` is finite, computed on its device.
+
+    One jitted ``jnp.isfinite(leaf).all()`` per floating (real or complex) leaf, fetched as
+    one batch of booleans, so no leaf is copied to the host. Integer, boolean and PRNG-key
+    leaves, and leaves without a ``dtype``, are not checked.
+
+    Returns:
+        ``{leaf index in jax.tree.leaves(tree): finite}``, floating leaves only.
+    """
+    import jax
+    import jax.numpy as jnp
+
+    leaves = jax.tree.leaves(tree)
+    index = [
+        i
+        for i, leaf in enumerate(leaves)
+        if (dtype := getattr(leaf, "dtype", None)) is not None
+        and jnp.issubdtype(dtype, jnp.inexact)
+    ]
+    if not index:
+        return {}
+    chosen = [leaves[i] for i in index]
+    try:
+        flags = _all_finite()(chosen)
+    except ValueError:  # leaves committed to different devices: one check per leaf
+        flags = [jnp.isfinite(leaf).all() for leaf in chosen]
+    return dict(zip(index, (bool(f) for f in jax.device_get(flags)), strict=True))
+
+
+def _check_output(out: Any, call: int) -> None:
+    bad = [i for i, finite in finite_flags(out).items() if not finite]
+    if bad:
+        raise NonFiniteOutput(
+            f"output of call {call} is not finite (leaf {bad[0]}); the last output of the "
+            "warm-up and of each timed block is checked"
+        )
+
+
 @dataclass
 class Measurement:
     """What :func:`measure` saw. Seconds for times, bytes for memory.
@@ -236,7 +289,8 @@ class Measurement:
     ``recompiled`` is true when any compile or trace happened inside the timed region; then the
     samples are not a steady state, and sampling stopped at the first such call. ``noise`` holds
     the noise indicators of the timed region (:mod:`jaxbench.measure.noise`: CPU share,
-    context switches, GC collections, load, steal, usable CPUs).
+    context switches, GC collections, load, steal, usable CPUs). ``calls`` counts the calls of
+    the timed unit so far: those before this measurement (``calls_before``) and its own.
     """
 
     samples_s: list[float]
@@ -248,6 +302,7 @@ class Measurement:
     host_peak_rss_bytes: int
     final_state: Any = field(repr=False, default=None)
     noise: dict[str, Any] = field(default_factory=dict)
+    calls: int = 0
 
     @property
     def recompiled(self) -> bool:
@@ -299,6 +354,7 @@ def measure(
     next_state: Callable[[Any, Any], Any] | None = None,
     device: Any | None = None,
     collect_garbage: bool = True,
+    calls_before: int = 0,
 ) -> Measurement:
     """Time ``call(state)``: first call, ``config.warmup_calls`` warm-up calls, then samples.
 
@@ -317,10 +373,18 @@ def measure(
             e.g. a train step that donates its params buffer (a donated buffer is never reused).
         device: The device to read peak memory from; ``None`` skips device memory.
         collect_garbage: Run :func:`gc.collect` before the timed region.
+        calls_before: Calls of ``call`` made before this measurement (earlier blocks), so
+            that call numbers count from the case's first call.
 
     Returns:
         A :class:`Measurement`; ``samples_s`` in call order, seconds per call (pipelined: the
         mean of each sample's ``config.pipeline`` calls); ``noise`` of the timed region.
+
+    Raises:
+        NonFiniteOutput: The last output of the warm-up (the first call, when there is no
+            warm-up) or of the timed region holds a NaN or an infinity; checked outside the
+            timed region and the compile counts (:func:`finite_flags`), and the message names
+            the call (counted from 1, ``calls_before`` included). No samples are returned.
     """
     import jax
 
@@ -337,8 +401,10 @@ def measure(
         out = block(call(state))
         if next_state is not None:
             state = next_state(state, out)
-    del out
     setup = compile_events.since(start)
+    calls = calls_before + 1 + config.warmup_calls
+    _check_output(out, calls)
+    del out
 
     probe = NoiseProbe.start(collect=collect_garbage)
     try:
@@ -367,6 +433,8 @@ def measure(
     finally:
         noise = probe.stop()
     timed = compile_events.since(timed_start)
+    calls += len(samples) * per_sample
+    _check_output(out, calls)
     return Measurement(
         samples_s=[s / 1e9 for s in samples],
         first_call_s=first_call_s,
@@ -377,4 +445,5 @@ def measure(
         host_peak_rss_bytes=host_peak_rss_bytes(),
         final_state=state,
         noise=noise,
+        calls=calls,
     )

@@ -30,21 +30,41 @@ JAX_FLAGS = (
     "jax_platforms",
     "jax_disable_jit",
 )
+#: JAX's debug and checking modes: each slows every call it is on for. :func:`jax_flags`
+#: records one only while it is on, so a record of a clean process keeps the condition of
+#: records written before these were read.
+DEBUG_FLAGS = ("jax_debug_nans", "jax_debug_infs", "jax_enable_checks", "jax_log_compiles")
 #: Environment variables that carry XLA's own flags.
 XLA_FLAG_VARIABLES = ("XLA_FLAGS", "LIBTPU_INIT_ARGS")
 
 
 def jax_flags() -> dict[str, Any]:
-    """The values of :data:`JAX_FLAGS` in this process; a flag this JAX lacks is left out."""
+    """The values of :data:`JAX_FLAGS`, and the :data:`DEBUG_FLAGS` that are on, in this process.
+
+    Read from ``jax.config`` when called (so a flag a workload's module set counts, not only
+    the environment's ``JAX_*`` variables); a flag this JAX lacks is left out.
+    """
     import jax
 
     flags = {}
-    for name in JAX_FLAGS:
+    for name in (*JAX_FLAGS, *DEBUG_FLAGS):
         try:
-            flags[name] = getattr(jax.config, name)
+            value = getattr(jax.config, name)
         except AttributeError:
             continue
+        if name in JAX_FLAGS or value:
+            flags[name] = value
     return flags
+
+
+def debug_modes() -> list[str]:
+    """The debug modes on in this process: ``jax_disable_jit`` and the :data:`DEBUG_FLAGS`.
+
+    Returns:
+        Their ``jax.config`` names, in that order; empty when none is on.
+    """
+    flags = jax_flags()
+    return [n for n in ("jax_disable_jit", *DEBUG_FLAGS) if flags.get(n)]
 
 
 def effective_flags() -> dict[str, Any]:
