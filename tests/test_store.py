@@ -106,7 +106,7 @@ def test_schema_1_files_without_kind_still_load(tmp_path):
     loaded = load(tmp_path)
     assert loaded.problems == []
     (rec,) = loaded.models("record")
-    assert rec.schema_version == 1 and rec.noise == {} and rec.kind == "record"
+    assert rec.schema_version == 1 and rec.noise.model_dump() == {} and rec.kind == "record"
     assert loaded.models("live-comparison")[0].schema_version == 1
     assert read_model(tmp_path / "s" / "sweep.json", SweepManifest).sweep_id == "s1"
     assert SCHEMA_VERSION == 3 and json.loads(make_record().model_dump_json())["kind"] == "record"
@@ -261,3 +261,26 @@ def test_a_sweep_folder_counts_each_record_once(tmp_path):
     write_jsonl(sweep / "results.jsonl", [record(run_id="s")])
     assert len(load(tmp_path).models("record")) == 1
     assert len(load([sweep / "results.jsonl"]).models("record")) == 1
+
+
+def test_a_record_missing_a_needed_nested_field_is_named_on_load(tmp_path):
+    env = {"backend": "cpu", "device_kind": "cpu"}  # no env.jax: the axis of a comparison
+    lines = [make_record(), make_record(env=env, params={"size": "small"})]
+    (tmp_path / "run.jsonl").write_text("".join(r.model_dump_json() + "\n" for r in lines))
+    frame, problems = load_results(tmp_path)
+    assert len(frame) == 2  # kept
+    (problem,) = problems
+    assert problem.path == str(tmp_path / "run.jsonl")
+    assert "env.jax not recorded" in problem.reason
+    assert "line 2, train_step size=small" in problem.reason
+
+
+def test_nested_parts_keep_unknown_fields_and_write_back_what_they_were_given():
+    raw = make_record(noise={"cpu_share": 1, "new_indicator": [1, 2]}, metrics={"ops": 3})
+    rec = Record.model_validate_json(raw.model_dump_json())
+    assert rec.noise.cpu_share == 1 and rec.noise.new_indicator == [1, 2]
+    assert rec.metrics.ops == 3 and rec.metrics.tokens is None
+    written = json.loads(rec.model_dump_json())
+    assert written["noise"] == {"cpu_share": 1, "new_indicator": [1, 2]}
+    assert written["env"] == make_record().env.model_dump()  # no unrecorded field as null
+    assert "host" not in written["env"] and rec.env.host.hostname is None

@@ -127,7 +127,7 @@ def test_a_user_workload_is_gated_timed_and_recorded(user_module, tmp_path):
     assert set(frame["benchmark"]) == {f"{user_module}:matmul"}
     assert [p["n"] for p in frame["params"]] == [4, 8]
     assert all(g["reference"] == "jax.disable_jit" and g["rtol"] == 1e-5 for g in frame["gate"])
-    assert [m["model_flops"] for m in frame["metrics"]] == [2 * 4**3, 2 * 8**3]
+    assert [m.model_flops for m in frame["metrics"]] == [2 * 4**3, 2 * 8**3]
 
 
 def test_a_donating_step_without_next_args_fails_its_gate_saying_so(user_module, tmp_path):

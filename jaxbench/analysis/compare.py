@@ -31,6 +31,7 @@ from jaxbench.analysis.conditions import CONDITION, DEFAULT_FIELDS, split_series
 from jaxbench.analysis.frames import case_sort_key, compile_times, steady_state_samples
 from jaxbench.analysis.versions import previous_version, version_categorical
 from jaxbench.inference import stability, verdicts
+from jaxbench.store import Noise
 
 STEADY_STATE = "steady_state"
 COMPILE = "compile"
@@ -98,7 +99,7 @@ def _processes(rows: pd.DataFrame, column: str) -> tuple[list[np.ndarray], list[
         order = g.sort_values("sample") if "sample" in g else g
         values.append(order[column].to_numpy(dtype=float))
         first = g["noise"].iloc[0] if "noise" in g else None
-        noise.append(first if isinstance(first, dict) else None)
+        noise.append(first.model_dump() if isinstance(first, Noise) else None)
     return values, noise
 
 
