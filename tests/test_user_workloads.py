@@ -225,10 +225,10 @@ def test_installed_workloads_are_listed_and_run(installed, tmp_path):
     by_name = frame.set_index("benchmark")
     for framework in ("example_equinox_mlp", "example_nnx_mlp"):
         assert by_name.loc[framework, "gate"]["reference"] == "reference"
-        assert by_name.loc[framework, "metrics"]["model_flops"] == 6 * 64 * 3 * 64 * 64
+        assert by_name.loc[framework, "metrics"].model_flops == 6 * 64 * 3 * 64 * 64
     assert by_name.loc["example_attention", "params"]["heads"] == 4
     assert by_name.loc["example_regression", "gate"]["reference"] == "reference"
-    assert by_name.loc["example_attention", "metrics"]["tokens"] == 32
+    assert by_name.loc["example_attention", "metrics"].tokens == 32
     # Its numerical drift, by the entry point's name: saved once, then checked clean, at the
     # tolerance of its widest sum (the MLP's down projection: 4 x d_model = 128 terms).
     ref, out = tmp_path / "ref", tmp_path / "drift"
