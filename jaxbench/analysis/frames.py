@@ -29,7 +29,7 @@ import pandas as pd
 
 from jaxbench.analysis.conditions import DEFAULT_FIELDS, add_conditions
 from jaxbench.analysis.versions import version_categorical
-from jaxbench.store import Env, Problem, Record, case_label, load
+from jaxbench.store import Env, Loaded, Problem, Record, case_label, load
 from jaxbench.store.record import NEEDED, missing_needed
 
 RECORD_FIELDS = tuple(Record.model_fields)
@@ -43,6 +43,7 @@ __all__ = [
     "process_unit",
     "record_row",
     "records_frame",
+    "results_of",
     "samples_frame",
     "steady_state_samples",
 ]
@@ -121,7 +122,17 @@ def load_results(
     Raises:
         FileNotFoundError: A named path does not exist (a typo should not pass as "no results").
     """
-    loaded = load(paths, kinds={"record"})
+    return results_of(load(paths, kinds={"record"}), condition_fields)
+
+
+def results_of(
+    loaded: Loaded, condition_fields: tuple[str, ...] = DEFAULT_FIELDS
+) -> tuple[pd.DataFrame, list[Problem]]:
+    """:func:`load_results` of what the store's loader read (its other kinds are left alone).
+
+    For a command that reads records and other kinds in one pass (e.g. ``compare``: records
+    and calibrations), so that no file is read twice.
+    """
     items = loaded.of("record")
     return records_frame(items, condition_fields), [*loaded.problems, *needed_problems(items)]
 
