@@ -1,11 +1,13 @@
 """The record store: every kind through one writer and one loader, one bad-line policy."""
 
 import errno
+import importlib.util
 import json
 import os
 
 import pytest
 from analysis_data import record, write_versions
+from conftest import ROOT
 from test_calibrate import record as calibration_record
 from typer.testing import CliRunner
 
@@ -284,3 +286,20 @@ def test_nested_parts_keep_unknown_fields_and_write_back_what_they_were_given():
     assert written["noise"] == {"cpu_share": 1, "new_indicator": [1, 2]}
     assert written["env"] == make_record().env.model_dump()  # no unrecorded field as null
     assert "host" not in written["env"] and rec.env.host.hostname is None
+
+
+def test_the_store_scale_script_writes_records_the_loader_accepts(tmp_path):
+    spec = importlib.util.spec_from_file_location("store_scale", ROOT / "scripts/store_scale.py")
+    store_scale = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(store_scale)
+    made = store_scale.generate(tmp_path, records=40, cases=10, samples=3)
+    assert made["records"] == 40 and made["files"] == 4  # two processes a side
+    loaded = load(tmp_path, strict=True)
+    assert len(loaded.models("record")) == 40 and loaded.problems == []
+    frame, problems = load_results([tmp_path / "A", tmp_path / "B"])
+    assert problems == [] and set(frame["jax"]) == set(store_scale.VERSIONS)
+    assert frame["process"].nunique() == 4 and frame["condition"].nunique() == 1
+    # its results file is a kind the loader passes over, not a bad file
+    (tmp_path / "store-scale-x.json").write_text(json.dumps({"kind": "store-scale", "rows": []}))
+    again = load(tmp_path)
+    assert again.problems == [] and "store-scale" in again.passed_over
