@@ -139,11 +139,13 @@ def _metric_rows(
 ) -> tuple[list[dict[str, object]], list[str]]:
     rows, unmatched = [], []
     # one pass over the rows: each (case, condition, side) apart, not one scan per case
+    keys = ["case", CONDITION, "_side"]
     keyed = values.assign(_side=values[by].astype(str))
-    parts = dict(iter(keyed.groupby(["case", CONDITION, "_side"], sort=False, observed=True)))
-    found: dict[str, dict[str, set[str]]] = {}
-    for case, cond, s in parts:
+    found: dict[str, dict[str, set[str]]] = {}  # case -> side -> conditions, values or not
+    for case, cond, s in keyed[keys].drop_duplicates().itertuples(index=False):
         found.setdefault(case, {}).setdefault(s, set()).add(cond)
+    measured = keyed.dropna(subset=[column])
+    parts = dict(iter(measured.groupby(keys, sort=False, observed=True)))
     first = values.drop_duplicates("case")
     benchmark = dict(zip(first["case"], first["benchmark"], strict=True))
     cases = first["case"]
@@ -151,9 +153,8 @@ def _metric_rows(
         conds = {s: found[case].get(s, set()) for s in sides}
         both = sorted(conds[sides[0]] & conds[sides[1]])
         for cond in both:
-            a = parts[(case, cond, sides[0])].dropna(subset=[column])
-            b = parts[(case, cond, sides[1])].dropna(subset=[column])
-            if a.empty or b.empty:
+            a, b = parts.get((case, cond, sides[0])), parts.get((case, cond, sides[1]))
+            if a is None or b is None:
                 continue
             rows.append(
                 {
