@@ -13,7 +13,9 @@ each as a subprocess run from that folder:
 
 For each it records the wall time (seconds, ``time.perf_counter``), the child's peak resident
 set size (bytes, ``os.wait4``'s ``ru_maxrss``) and the exit status (``compare`` exits 1 when a
-case is slower, which the synthetic candidate is). The results go to
+case is slower, which the synthetic candidate is); a command still running after ``--timeout``
+seconds is killed and marked ``timed_out``. The store needs about 2.4 KiB of disk a record in the
+temporary folder (``TMPDIR``), removed after each size. The results go to
 ``<out>/store-scale-<run id>.json`` (kind ``store-scale``, a kind the store's loader passes
 over), with the machine (:func:`jaxbench.env.host`). Run it alone on a quiet machine::
 
@@ -159,20 +161,32 @@ def generate(
     return out
 
 
-def time_command(args: list[str], cwd: Path) -> dict[str, Any]:
-    """Run ``python -m jaxbench <args>`` in ``cwd``: wall seconds, peak RSS bytes, exit status."""
+def time_command(args: list[str], cwd: Path, timeout_s: float | None = None) -> dict[str, Any]:
+    """Run ``python -m jaxbench <args>`` in ``cwd``: wall seconds, peak RSS bytes, exit status.
+
+    A command still running after ``timeout_s`` seconds is killed (``timed_out`` true; its
+    exit status is then the kill's). The child is polled every 10 ms for its end.
+    """
     log = cwd / f"{args[0]}.log"
+    timed_out = False
     with log.open("wb") as sink:
         start = time.perf_counter()
         child = subprocess.Popen([sys.executable, "-m", "jaxbench", *args], cwd=cwd,
                                  stdout=sink, stderr=subprocess.STDOUT)  # fmt: skip
-        _, status, usage = os.wait4(child.pid, 0)  # this child's own rusage
+        while True:
+            pid, status, usage = os.wait4(child.pid, os.WNOHANG)  # this child's own rusage
+            if pid:
+                break
+            if timeout_s is not None and not timed_out and time.perf_counter() - start > timeout_s:
+                child.kill()
+                timed_out = True
+            time.sleep(0.01)
         wall = time.perf_counter() - start
     child.returncode = os.waitstatus_to_exitcode(status)  # reaped here, not by Popen
     tail = log.read_text(errors="replace").splitlines()[-3:]
     return {"command": " ".join(["jaxbench", *args]), "wall_s": wall,
             "peak_rss_bytes": usage.ru_maxrss * 1024, "returncode": child.returncode,
-            "output_tail": tail}  # fmt: skip
+            "timed_out": timed_out, "output_tail": tail}  # fmt: skip
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -184,6 +198,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--samples", type=int, default=20, help="Timed samples a record.")
     parser.add_argument("--commands", default=",".join(COMMANDS),
                         help=f"Commands to time, of {', '.join(COMMANDS)}.")  # fmt: skip
+    parser.add_argument("--timeout", type=float, default=1800.0,
+                        help="Seconds a command may run before it is killed.")  # fmt: skip
     parser.add_argument("--out", type=Path, default=ROOT / "results" / "store-scale",
                         help="Folder of the results file.")  # fmt: skip
     args = parser.parse_args(argv)
@@ -194,6 +210,8 @@ def main(argv: list[str] | None = None) -> int:
     commands = [c.strip() for c in args.commands.split(",") if c.strip()]
     if unknown := [c for c in commands if c not in COMMANDS]:
         parser.error(f"--commands {unknown[0]!r}: expected one of {', '.join(COMMANDS)}")
+    if args.timeout <= 0:
+        parser.error(f"--timeout {args.timeout}: expected seconds above 0")
     if not sizes or min(sizes) < 1:
         parser.error(f"--records {args.records!r}: expected sizes of at least 1")
     from jaxbench.env import host
@@ -213,10 +231,10 @@ def main(argv: list[str] | None = None) -> int:
             print(f"{made['records']} records in {made['files']} files "
                   f"({made['bytes'] / 2**20:.1f} MiB)", flush=True)  # fmt: skip
             for name in commands:
-                row = made | time_command(COMMANDS[name], folder)
+                row = made | time_command(COMMANDS[name], folder, args.timeout)
+                ended = "killed at --timeout" if row["timed_out"] else f"exit {row['returncode']}"
                 print(f"  {row['command']}: {row['wall_s']:.2f} s, peak RSS "
-                      f"{row['peak_rss_bytes'] / 2**20:.0f} MiB, exit {row['returncode']}",
-                      flush=True)  # fmt: skip
+                      f"{row['peak_rss_bytes'] / 2**20:.0f} MiB, {ended}", flush=True)  # fmt: skip
                 result["rows"].append(row)
     result["finished_at"] = _dt.datetime.now(_dt.UTC).isoformat()
     args.out.mkdir(parents=True, exist_ok=True)
