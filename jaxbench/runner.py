@@ -18,7 +18,7 @@ from jaxbench.measure.cache import cache_settings
 from jaxbench.measure.gpu import GpuWatch, device_facts
 from jaxbench.measure.harness import TimingConfig
 from jaxbench.prepared import prepare
-from jaxbench.store import Appender, Record, new_run_id, save_programs
+from jaxbench.store import Appender, Env, Record, new_run_id, save_programs
 from jaxbench.workloads import GateFailure, NotApplicable, get_workload
 
 
@@ -28,6 +28,7 @@ def measure_case(
     timing: TimingConfig,
     run_id: str,
     programs_dir: str | Path | None = None,
+    sweep: dict[str, Any] | None = None,
 ) -> Record:
     """Prepare (build, compile, gate, warm up) and time one case; never raises for its failure.
 
@@ -40,9 +41,11 @@ def measure_case(
     The prepared case is not kept after (see :func:`jaxbench.prepared.prepare`), so a long run
     holds one case's arrays at a time; compiled programs and their compile figures stay cached.
 
-    Every record's ``env`` (:func:`jaxbench.env.collect`) also has ``timing``: the fields of
-    ``timing`` (``budget_s``, ``min_samples``, ``max_samples``, ``warmup_calls``, and
-    ``pipeline`` when pipelined; :meth:`TimingConfig.recorded`). A timed
+    The record's ``env`` (:class:`jaxbench.store.Env`) is built here, and only here, for
+    ``jaxbench run``, sweeps and the asv suite: :func:`jaxbench.env.collect`, ``requested_backend``
+    (``backend``), ``sweep`` (the placement a sweep's worker gives, else absent), and
+    ``timing``: the fields of ``timing`` (``budget_s``, ``min_samples``, ``max_samples``,
+    ``warmup_calls``, and ``pipeline`` when pipelined; :meth:`TimingConfig.recorded`). A timed
     record has ``noise``, the indicators of its timed region (:mod:`jaxbench.measure.noise`);
     on an NVIDIA GPU also ``env.gpu`` and NVML's view before and after it
     (:mod:`jaxbench.measure.gpu`; ``env.gpu`` is ``None`` where NVML cannot say).
@@ -52,10 +55,12 @@ def measure_case(
         ``error``); or ``skipped`` (not applicable, or backend absent).
     """
     settings = timing.recorded()
+    placement = {"sweep": sweep} if sweep is not None else {}
 
-    def env(device: Any = None) -> dict[str, Any]:
+    def env(device: Any = None) -> Env:
         gpu = {"gpu": device_facts(device)} if device is not None else {}
-        return env_mod.collect(device) | {"timing": dict(settings)} | gpu
+        given = {"timing": dict(settings), "requested_backend": backend} | placement | gpu
+        return Env.model_validate(env_mod.collect(device) | given)
 
     workload = get_workload(case.workload)
     base: dict[str, Any] = {
@@ -159,8 +164,8 @@ def run(
     Each timed case's programs go to ``out_dir/programs/`` (see :func:`measure_case`).
 
     A backend that is not present gives one ``skipped`` record per case, not an error. Every
-    record's ``env`` has ``requested_backend``. A ``KeyboardInterrupt`` ends the run early with
-    ``interrupted`` set; the records written so far stay.
+    record's ``env`` has ``requested_backend`` (:func:`measure_case`). A ``KeyboardInterrupt``
+    ends the run early with ``interrupted`` set; the records written so far stay.
 
     Raises:
         ValueError: Unknown backend name.
@@ -177,7 +182,6 @@ def run(
                 if on_case:
                     on_case(case)
                 record = measure_case(case, backend, timing, run_id, programs_dir=path.parent)
-                record.env["requested_backend"] = backend
                 writer.write(record)
                 result.records.append(record)
                 if on_record:

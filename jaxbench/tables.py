@@ -71,7 +71,7 @@ def records_table(records: list[Record], title: str) -> Table:
         reused = bool(rec.compilation_cache.get("compile_reused_in_process"))
         row = {
             "benchmark": rec.benchmark + _marks(rec),
-            "jax": str(rec.env.get("jax") or "?"),
+            "jax": str(rec.env.jax or "?"),
             "params": params_label(rec.params),
             "status": rec.status if rec.status == "ok" else f"[yellow]{rec.status}[/]",
             "n": str(s["n"]),
@@ -105,10 +105,10 @@ def records_table(records: list[Record], title: str) -> Table:
 
 def _marks(rec: Record) -> str:
     """`` (pipelined xN)``, `` (GPU throttled)``, `` (GPU shared)``: what makes a p50 not alike."""
-    pipeline = (rec.env.get("timing") or {}).get("pipeline")
+    pipeline = (rec.env.timing or {}).get("pipeline")
     marks = [f"pipelined x{pipeline}"] if pipeline else []
-    gpu = {"gpu_throttled": "GPU throttled", "gpu_shared": "GPU shared"}
-    marks += [text for key, text in gpu.items() if rec.noise.get(key)]
+    marks += ["GPU throttled"] if rec.noise.gpu_throttled else []
+    marks += ["GPU shared"] if rec.noise.gpu_shared else []
     return "".join(f" ({m})" for m in marks)
 
 

@@ -326,7 +326,7 @@ def test_an_interval_reaching_past_the_threshold_is_inconclusive_with_advice(tmp
 def test_compile_time_is_compared_apart_from_steady_state(tmp_path):
     recs = processes("0.4.30", 1e-3, seed=51) + processes("0.4.31", 1e-3, seed=52)
     for i, rec in enumerate(recs):  # one compile per process, 30 % slower in 0.4.31
-        slower = 1.30 if rec.env["jax"] == "0.4.31" else 1.0
+        slower = 1.30 if rec.env.jax == "0.4.31" else 1.0
         recs[i] = rec.model_copy(update={"compile_s": slower * (1 + 0.01 * (i % 4))})
     table = analysis.compare_versions(load(tmp_path, recs), "0.4.30", "0.4.31").table
     by_metric = table.set_index("metric")

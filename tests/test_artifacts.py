@@ -228,7 +228,7 @@ def test_two_processes_compiling_one_program_save_one_artifact(tmp_path):
     from jaxbench.store import load
 
     records = load(tmp_path).models("record")
-    assert len(records) == 2 and records[0].env["pid"] != records[1].env["pid"]
+    assert len(records) == 2 and records[0].env.pid != records[1].env.pid
     assert records[0].programs == records[1].programs
     assert records[0].compile_phases_s != records[1].compile_phases_s  # timings are per process
     assert len(list((tmp_path / "programs").iterdir())) == 1

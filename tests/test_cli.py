@@ -113,7 +113,7 @@ def test_absent_backend_is_a_skip_not_a_crash(tmp_path):
     assert out.returncode == 0, out.stderr
     [rec] = read_file(store_files([tmp_path])[0][0], strict=True).models("record")
     assert rec.status == "skipped" and "not present" in rec.error
-    assert rec.env["requested_backend"] == "tpu"
+    assert rec.env.requested_backend == "tpu"
 
 
 def _cache_entries(folder):

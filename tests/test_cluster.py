@@ -201,13 +201,13 @@ def test_worker_sets_its_environment_before_jax_starts(tmp_path):
     subprocess.run([sys.executable, "-c", code, str(blob)], env=env, check=True, timeout=300)
     record = read_model(sweep.record_path(TINY, None), Record)
     assert record.status == "ok"
-    assert record.env["device_count"] == 3
+    assert record.env.device_count == 3
     # Task 1 of four on a node keeps the second listed GPU, set before JAX started.
-    assert record.env["env_vars"]["CUDA_VISIBLE_DEVICES"] == "5"
-    assert record.env["sweep"]["pinned"] == {"CUDA_VISIBLE_DEVICES": "5"}
-    assert record.env["sweep"]["task_started_at"] <= record.started_at
-    assert record.env["env_vars"]["XLA_FLAGS"] == "--xla_force_host_platform_device_count=3"
-    assert record.env["sweep"]["task"] == 0 and record.env["sweep"]["timing"] == TIMING
+    assert record.env.env_vars["CUDA_VISIBLE_DEVICES"] == "5"
+    assert record.env.sweep.pinned == {"CUDA_VISIBLE_DEVICES": "5"}
+    assert record.env.sweep.task_started_at <= record.started_at
+    assert record.env.env_vars["XLA_FLAGS"] == "--xla_force_host_platform_device_count=3"
+    assert record.env.sweep.task == 0 and record.env.sweep.timing == TIMING
 
 
 def test_each_local_id_keeps_its_own_listed_gpu():
@@ -472,19 +472,19 @@ def test_each_jax_version_runs_in_its_own_environment(tmp_path):
     for version, python in pythons.items():
         assert python.is_relative_to(tmp_path / "envs") and version in str(python)
     records = read_file(sweep_dir / "results.jsonl", strict=True).models("record")
-    assert sorted((r.env["jax"], r.env["sweep"]["requested_jax"]) for r in records) == [
+    assert sorted((r.env.jax, r.env.sweep.requested_jax) for r in records) == [
         ("0.11.2", "0.11.2"),
         ("0.12.0.1", "0.12.0.1"),
     ]
     assert all(r.status == "ok" for r in records)
     # One after the other: the second version's task started after the first one's ended.
-    first, second = sorted(records, key=lambda r: r.env["jax"])
+    first, second = sorted(records, key=lambda r: r.env.jax)
     (task,) = [t for t in manifest.tasks if t.jax == "0.11.2"]
     job = submitit.LocalJob(
         Sweep(sweep_dir).submitit_dir / "%j", manifest.latest_jobs()[task.index]
     )
-    assert second.env["sweep"]["task_started_at"] >= job.result()["finished_at"]
-    assert first.env["sweep"]["exclusive"] is True and "in turn" in proc.stdout
+    assert second.env.sweep.task_started_at >= job.result()["finished_at"]
+    assert first.env.sweep.exclusive is True and "in turn" in proc.stdout
 
 
 def _fake(bin_dir: Path, name: str, script: str) -> None:
@@ -681,3 +681,26 @@ def test_a_gpu_or_nightly_environment_pins_the_plugin_and_asks_the_other_index(
     assert python.parent.parent.name == "jax-0.12.1.dev20261201-cuda13-py3.13"
     with pytest.raises(ValueError, match="--jax-extra 'rocm': expected one of cuda12"):
         pyenvs.VersionEnvs(tmp_path, "rocm")
+
+
+def test_a_sweep_record_and_a_run_record_validate_against_one_schema(tmp_path):
+    """The worker and ``jaxbench run`` build a record's env, noise and metrics in one place."""
+    from jaxbench.cases import Case
+    from jaxbench.measure import TimingConfig
+    from jaxbench.runner import run
+    from jaxbench.store import Env
+
+    sweep = Sweep(tmp_path / "s")
+    ShardTask(str(sweep.root), 0, [TINY], None, "cpu", TIMING)()  # in this process: env empty
+    ran = run([Case(TINY.workload, TINY.params)], tmp_path / "run", "cpu", TimingConfig(**TIMING))
+    by_sweep = sweep.record_path(TINY, None).read_text()
+    (by_run,) = ran.path.read_text().splitlines()
+    a, b = Record.model_validate_json(by_sweep), Record.model_validate_json(by_run)
+    assert a.status == b.status == "ok"
+    typed = set(Env.model_fields) - {"sweep", "asv"}  # asv: records converted from asv only
+    assert a.env.model_fields_set & set(Env.model_fields) == typed | {"sweep"}
+    assert b.env.model_fields_set & set(Env.model_fields) == typed
+    assert a.env.model_extra.keys() == b.env.model_extra.keys()  # numpy, gpu, ...
+    assert a.noise.model_fields_set == b.noise.model_fields_set
+    assert a.metrics.model_dump().keys() == b.metrics.model_dump().keys()
+    assert a.env.sweep.task == 0 and b.env.sweep is None

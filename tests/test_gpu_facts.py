@@ -141,5 +141,5 @@ def test_a_cpu_record_says_it_has_no_gpu_facts():
     case = Case("loop", {"trip": 8, "body": "at_set", "mode": "plain", "dtype": "float32"})
     timing = TimingConfig(budget_s=0.0, min_samples=3, max_samples=3, warmup_calls=1)
     rec = measure_case(case, "cpu", timing, "r")
-    assert rec.status == "ok" and rec.env["gpu"] is None
-    assert not {"gpu_before", "gpu_throttled"} & set(rec.noise)
+    assert rec.status == "ok" and rec.env.gpu is None
+    assert not {"gpu_before", "gpu_throttled"} & set(rec.noise.model_dump())

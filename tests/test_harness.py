@@ -187,7 +187,7 @@ def test_pipelined_and_blocked_records_are_never_pooled(tmp_path):
         assert ("train_step (pipelined x4)" in result.output) == (name == "pipelined")
     frame, problems = analysis.load_results([tmp_path / "blocked", tmp_path / "pipelined"])
     assert not problems and list(frame["status"]) == ["ok", "ok"]
-    timings = [row["timing"] for row in frame["env"]]
+    timings = [env.timing for env in frame["env"]]
     assert "pipeline" not in timings[0] and timings[1]["pipeline"] == 4  # the donated step ran
     split = analysis.split_series(frame)
     assert len(split.conditions) == 2

@@ -176,16 +176,16 @@ def test_records_of_one_run_share_its_process_and_carry_noise_and_timing(tmp_pat
     back = read_file(result.path, strict=True).models("record")
     assert [r.status for r in back] == ["ok", "ok"]
     assert back == result.records  # noise and env round-trip through the file
-    assert {r.env["process_id"] for r in back} == {_env().process_id()}
-    assert {r.env["pid"] for r in back} == {os.getpid()}
+    assert {r.env.process_id for r in back} == {_env().process_id()}
+    assert {r.env.pid for r in back} == {os.getpid()}
     for rec in back:
-        assert tuple(rec.noise) == NOISE_KEYS
-        assert rec.noise["wall_s"] >= sum(rec.samples_s)
+        assert set(rec.noise.model_dump()) == set(NOISE_KEYS)
+        assert rec.noise.wall_s >= sum(rec.samples_s)
         blocked = {k: v for k, v in dataclasses.asdict(fast_timing).items() if k != "pipeline"}
-        assert rec.env["timing"] == blocked  # recorded without it, as before pipelining existed
-        host = rec.env["host"]
-        assert host["affinity"] == sorted(os.sched_getaffinity(0))
-        assert host["usable_cpus"] == len(host["affinity"])
+        assert rec.env.timing == blocked  # recorded without it, as before pipelining existed
+        host = rec.env.host
+        assert host.affinity == sorted(os.sched_getaffinity(0))
+        assert host.usable_cpus == len(host.affinity)
 
 
 # -- the frame ---------------------------------------------------------------------------------
@@ -279,7 +279,7 @@ def test_asv_rows_carry_the_benchmark_version():
     at = data["result_columns"].index("version")
     expected = {name: row[at] for name, row in data["results"].items()}
     records = read_file(path).models("record")
-    assert records and all(r.metrics["benchmark_version"] == expected[r.benchmark] for r in records)
+    assert records and all(r.metrics.benchmark_version == expected[r.benchmark] for r in records)
 
 
 @pytest.mark.slow
@@ -299,12 +299,12 @@ def test_runs_on_one_and_two_cpus_are_kept_apart_naming_usable_cpus(tmp_path):
         assert done.returncode == 0, done.stdout + done.stderr
     frame, problems = analysis.load_results([tmp_path / "one", tmp_path / "two"])
     assert problems == [] and len(frame) == 2
-    by_cpus = {len(row["env"]["host"]["affinity"]): row for row in frame.to_dict("records")}
+    by_cpus = {len(row["env"].host.affinity): row for row in frame.to_dict("records")}
     assert sorted(by_cpus) == [1, 2]
     for n, row in by_cpus.items():
-        assert row["env"]["host"]["usable_cpus"] == row["noise"]["usable_cpus"] == n
-        assert row["env"]["timing"]["budget_s"] == 0.05
-        assert row["process"] == row["env"]["process_id"]
+        assert row["env"].host.usable_cpus == row["noise"].usable_cpus == n
+        assert row["env"].timing["budget_s"] == 0.05
+        assert row["process"] == row["env"].process_id
     assert frame["process"].nunique() == 2
     split = analysis.split_series(frame)
     assert len(split.conditions) == 2

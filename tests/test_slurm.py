@@ -97,7 +97,7 @@ def test_sixteen_tasks_go_in_two_arrays_under_max_array_size_and_return_every_re
     arrays = list(dict.fromkeys(jobs[t.index].split("_")[0] for t in manifest.tasks))
     assert len(arrays) == 2  # tasks 0-9, then 10-15
     tasks = sorted(
-        (r.env["slurm"]["SLURM_ARRAY_JOB_ID"], int(r.env["slurm"]["SLURM_ARRAY_TASK_ID"]))
+        (r.env.slurm["SLURM_ARRAY_JOB_ID"], int(r.env.slurm["SLURM_ARRAY_TASK_ID"]))
         for r in result.records
     )
     assert tasks == sorted([(arrays[0], i) for i in range(10)] + [(arrays[1], i) for i in range(6)])
@@ -193,9 +193,9 @@ def test_gpu_partition_tasks_get_one_placeholder_gpu_each(slurm, tmp_path):
     states = dispatch.wait(sweep, poll_s=2, timeout_s=300)
     assert [s.state for s in states] == ["completed", "completed"]
     records = sweep.collect(sweep.load()).records
-    assert {r.env["env_vars"]["CUDA_VISIBLE_DEVICES"] for r in records} <= {"0", "1"}
-    assert {r.env["slurm"]["SLURM_JOB_PARTITION"] for r in records} == {"gpu"}
-    assert {r.env["backend"] for r in records} == {"cpu"}  # JAX_PLATFORMS=cpu from the profile
+    assert {r.env.env_vars["CUDA_VISIBLE_DEVICES"] for r in records} <= {"0", "1"}
+    assert {r.env.slurm["SLURM_JOB_PARTITION"] for r in records} == {"gpu"}
+    assert {r.env.backend for r in records} == {"cpu"}  # JAX_PLATFORMS=cpu from the profile
 
 
 @pytest.mark.parametrize(

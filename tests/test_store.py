@@ -1,11 +1,13 @@
 """The record store: every kind through one writer and one loader, one bad-line policy."""
 
 import errno
+import importlib.util
 import json
 import os
 
 import pytest
 from analysis_data import record, write_versions
+from conftest import ROOT
 from test_calibrate import record as calibration_record
 from typer.testing import CliRunner
 
@@ -106,7 +108,7 @@ def test_schema_1_files_without_kind_still_load(tmp_path):
     loaded = load(tmp_path)
     assert loaded.problems == []
     (rec,) = loaded.models("record")
-    assert rec.schema_version == 1 and rec.noise == {} and rec.kind == "record"
+    assert rec.schema_version == 1 and rec.noise.model_dump() == {} and rec.kind == "record"
     assert loaded.models("live-comparison")[0].schema_version == 1
     assert read_model(tmp_path / "s" / "sweep.json", SweepManifest).sweep_id == "s1"
     assert SCHEMA_VERSION == 3 and json.loads(make_record().model_dump_json())["kind"] == "record"
@@ -261,3 +263,43 @@ def test_a_sweep_folder_counts_each_record_once(tmp_path):
     write_jsonl(sweep / "results.jsonl", [record(run_id="s")])
     assert len(load(tmp_path).models("record")) == 1
     assert len(load([sweep / "results.jsonl"]).models("record")) == 1
+
+
+def test_a_record_missing_a_needed_nested_field_is_named_on_load(tmp_path):
+    env = {"backend": "cpu", "device_kind": "cpu"}  # no env.jax: the axis of a comparison
+    lines = [make_record(), make_record(env=env, params={"size": "small"})]
+    (tmp_path / "run.jsonl").write_text("".join(r.model_dump_json() + "\n" for r in lines))
+    frame, problems = load_results(tmp_path)
+    assert len(frame) == 2  # kept
+    (problem,) = problems
+    assert problem.path == str(tmp_path / "run.jsonl")
+    assert "env.jax not recorded" in problem.reason
+    assert "line 2, train_step size=small" in problem.reason
+
+
+def test_nested_parts_keep_unknown_fields_and_write_back_what_they_were_given():
+    raw = make_record(noise={"cpu_share": 1, "new_indicator": [1, 2]}, metrics={"ops": 3})
+    rec = Record.model_validate_json(raw.model_dump_json())
+    assert rec.noise.cpu_share == 1 and rec.noise.new_indicator == [1, 2]
+    assert rec.metrics.ops == 3 and rec.metrics.tokens is None
+    written = json.loads(rec.model_dump_json())
+    assert written["noise"] == {"cpu_share": 1, "new_indicator": [1, 2]}
+    assert written["env"] == make_record().env.model_dump()  # no unrecorded field as null
+    assert "host" not in written["env"] and rec.env.host.hostname is None
+
+
+def test_the_store_scale_script_writes_records_the_loader_accepts(tmp_path):
+    spec = importlib.util.spec_from_file_location("store_scale", ROOT / "scripts/store_scale.py")
+    store_scale = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(store_scale)
+    made = store_scale.generate(tmp_path, records=40, cases=10, samples=3)
+    assert made["records"] == 40 and made["files"] == 4  # two processes a side
+    loaded = load(tmp_path, strict=True)
+    assert len(loaded.models("record")) == 40 and loaded.problems == []
+    frame, problems = load_results([tmp_path / "A", tmp_path / "B"])
+    assert problems == [] and set(frame["jax"]) == set(store_scale.VERSIONS)
+    assert frame["process"].nunique() == 4 and frame["condition"].nunique() == 1
+    # its results file is a kind the loader passes over, not a bad file
+    (tmp_path / "store-scale-x.json").write_text(json.dumps({"kind": "store-scale", "rows": []}))
+    again = load(tmp_path)
+    assert again.problems == [] and "store-scale" in again.passed_over

@@ -134,7 +134,7 @@ def test_a_user_workload_is_gated_timed_and_recorded(user_module, tmp_path):
     assert set(frame["benchmark"]) == {f"{user_module}:matmul"}
     assert [p["n"] for p in frame["params"]] == [4, 8]
     assert all(g["reference"] == "jax.disable_jit" and g["rtol"] == 1e-5 for g in frame["gate"])
-    assert [m["model_flops"] for m in frame["metrics"]] == [2 * 4**3, 2 * 8**3]
+    assert [m.model_flops for m in frame["metrics"]] == [2 * 4**3, 2 * 8**3]
 
 
 def test_a_step_whose_output_turns_nan_is_failed_naming_the_call(user_module, tmp_path):
@@ -254,10 +254,10 @@ def test_installed_workloads_are_listed_and_run(installed, tmp_path):
     by_name = frame.set_index("benchmark")
     for framework in ("example_equinox_mlp", "example_nnx_mlp"):
         assert by_name.loc[framework, "gate"]["reference"] == "reference"
-        assert by_name.loc[framework, "metrics"]["model_flops"] == 6 * 64 * 3 * 64 * 64
+        assert by_name.loc[framework, "metrics"].model_flops == 6 * 64 * 3 * 64 * 64
     assert by_name.loc["example_attention", "params"]["heads"] == 4
     assert by_name.loc["example_regression", "gate"]["reference"] == "reference"
-    assert by_name.loc["example_attention", "metrics"]["tokens"] == 32
+    assert by_name.loc["example_attention", "metrics"].tokens == 32
     # Its numerical drift, by the entry point's name: saved once, then checked clean, at the
     # tolerance of its widest sum (the MLP's down projection: 4 x d_model = 128 terms).
     ref, out = tmp_path / "ref", tmp_path / "drift"

@@ -31,6 +31,7 @@ from jaxbench.analysis.conditions import CONDITION, DEFAULT_FIELDS, split_series
 from jaxbench.analysis.frames import case_sort_key, compile_times, steady_state_samples
 from jaxbench.analysis.versions import previous_version, version_categorical
 from jaxbench.inference import stability, verdicts
+from jaxbench.store import Noise
 
 STEADY_STATE = "steady_state"
 COMPILE = "compile"
@@ -93,12 +94,19 @@ class Comparison:
 
 def _processes(rows: pd.DataFrame, column: str) -> tuple[list[np.ndarray], list[Any]]:
     """Per process: its values in call order, and its noise dict (``None`` if not recorded)."""
-    values, noise = [], []
-    for _, g in rows.groupby("process", sort=True):
-        order = g.sort_values("sample") if "sample" in g else g
-        values.append(order[column].to_numpy(dtype=float))
-        first = g["noise"].iloc[0] if "noise" in g else None
-        noise.append(first if isinstance(first, dict) else None)
+    if rows.empty:
+        return [], []
+    process = rows["process"].to_numpy(dtype=object)
+    by_process = np.argsort(process, kind="stable")  # rows of a process in their frame order
+    keys = process[by_process]
+    starts = np.flatnonzero(np.r_[True, keys[1:] != keys[:-1]])
+    # values in call order: by process, then sample (frame order where there is no sample)
+    order = np.lexsort((rows["sample"].to_numpy(), process)) if "sample" in rows else by_process
+    values = np.split(rows[column].to_numpy(dtype=float)[order], starts[1:])
+    firsts = np.full(starts.size, None)
+    if "noise" in rows:
+        firsts = rows["noise"].to_numpy()[by_process[starts]]
+    noise = [n.model_dump() if isinstance(n, Noise) else None for n in firsts]
     return values, noise
 
 
@@ -130,24 +138,29 @@ def _metric_rows(
     strict: bool,
 ) -> tuple[list[dict[str, object]], list[str]]:
     rows, unmatched = [], []
-    side = values[by].astype(str)
-    cases = values["case"].drop_duplicates()
+    # one pass over the rows: each (case, condition, side) apart, not one scan per case
+    keys = ["case", CONDITION, "_side"]
+    keyed = values.assign(_side=values[by].astype(str))
+    found: dict[str, dict[str, set[str]]] = {}  # case -> side -> conditions, values or not
+    for case, cond, s in keyed[keys].drop_duplicates().itertuples(index=False):
+        found.setdefault(case, {}).setdefault(s, set()).add(cond)
+    measured = keyed.dropna(subset=[column])
+    parts = dict(iter(measured.groupby(keys, sort=False, observed=True)))
+    first = values.drop_duplicates("case")
+    benchmark = dict(zip(first["case"], first["benchmark"], strict=True))
+    cases = first["case"]
     for case in cases.iloc[np.argsort(case_sort_key(cases).to_numpy(), kind="stable")]:
-        group = values[values["case"] == case]
-        g_side = side[group.index]
-        conds = {s: set(group.loc[g_side == s, CONDITION]) for s in sides}
+        conds = {s: found[case].get(s, set()) for s in sides}
         both = sorted(conds[sides[0]] & conds[sides[1]])
         for cond in both:
-            sel = group[CONDITION] == cond
-            a = group[sel & (g_side == sides[0])].dropna(subset=[column])
-            b = group[sel & (g_side == sides[1])].dropna(subset=[column])
-            if a.empty or b.empty:
+            a, b = parts.get((case, cond, sides[0])), parts.get((case, cond, sides[1]))
+            if a is None or b is None:
                 continue
             rows.append(
                 {
                     "metric": metric,
                     "case": case,
-                    "benchmark": group["benchmark"].iloc[0],
+                    "benchmark": benchmark[case],
                     CONDITION: cond,
                 }
                 | _compare_values(a, b, column, threshold, alpha, strict)
@@ -163,6 +176,11 @@ def _metric_rows(
                     "conditions differ, see kept_apart"
                 )
     return rows, unmatched
+
+
+#: Columns of the frame that :func:`compare_versions` reads once the series are split.
+_READ = ("case", "benchmark", CONDITION, "process", "status", "version", "samples_s", "noise",
+         "compile_s", "compilation_cache")  # fmt: skip
 
 
 def _with_process(frame: pd.DataFrame) -> pd.DataFrame:
@@ -218,9 +236,11 @@ def compare_versions(
     sub = _with_process(frame[frame[by].astype(str).isin(sides)])
     fields = [f for f in condition_fields if f != by]
     split = split_series(sub, fields)
-    steady, un1 = _metric_rows(steady_state_samples(split.frame), "latency_s", STEADY_STATE,
+    # only the columns the comparison reads: exploding and grouping copy every column they hold
+    narrow = split.frame[[c for c in dict.fromkeys((*_READ, by)) if c in split.frame]]
+    steady, un1 = _metric_rows(steady_state_samples(narrow), "latency_s", STEADY_STATE,
                                by, sides, threshold, alpha, strict)  # fmt: skip
-    comp, un2 = _metric_rows(compile_times(split.frame), "compile_s", COMPILE, by, sides,
+    comp, un2 = _metric_rows(compile_times(narrow), "compile_s", COMPILE, by, sides,
                              compile_threshold, alpha, strict)  # fmt: skip
     table = pd.DataFrame([*steady, *comp], columns=list(COLUMNS))
     return Comparison(

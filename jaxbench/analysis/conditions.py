@@ -23,83 +23,90 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import pandas as pd
+
+from jaxbench.store import Env, Metrics, Noise
 
 NOT_RECORDED = "(not recorded)"
 SAME_AS_JAX = "= jax"
 CONDITION = "condition"
 
 
-def _env(row: pd.Series) -> dict[str, Any]:
+Row = Mapping[str, Any]
+_NO_ENV, _NO_NOISE, _NO_METRICS = Env(), Noise(), Metrics()
+
+
+def _env(row: Row) -> Env:
     env = row.get("env")
-    return env if isinstance(env, dict) else {}
+    return env if isinstance(env, Env) else _NO_ENV
 
 
-def _host(row: pd.Series) -> dict[str, Any]:
-    host = _env(row).get("host")
-    return host if isinstance(host, dict) else {}
-
-
-def _jaxlib(row: pd.Series) -> Any:
+def _jaxlib(row: Row) -> Any:
     jax, jaxlib = row.get("jax"), row.get("jaxlib")
     if jaxlib is None or pd.isna(jaxlib):
         return None
     return SAME_AS_JAX if jaxlib == jax else jaxlib
 
 
-def _cache(row: pd.Series, key: str) -> Any:
+def _cache(row: Row, key: str) -> Any:
     cache = row.get("compilation_cache")
     return cache.get(key) if isinstance(cache, dict) else None
 
 
-def _noise(row: pd.Series) -> dict[str, Any]:
+def _noise(row: Row) -> Noise:
     noise = row.get("noise")
-    return noise if isinstance(noise, dict) else {}
+    return noise if isinstance(noise, Noise) else _NO_NOISE
 
 
-def _shared(row: pd.Series) -> Any:
-    sweep = _env(row).get("sweep")
+def _metrics(row: Row) -> Metrics:
+    metrics = row.get("metrics")
+    return metrics if isinstance(metrics, Metrics) else _NO_METRICS
+
+
+def _shared(row: Row) -> Any:
+    sweep = _env(row).sweep
     why = []
-    if isinstance(sweep, dict) and sweep.get("exclusive") is False:
+    if sweep is not None and sweep.exclusive is False:
         why.append("sweep task not exclusive")
-    if _noise(row).get("gpu_shared"):
+    if _noise(row).gpu_shared:
         why.append("other processes on the GPU")
     return ", ".join(why) or None
 
 
-def _metric(row: pd.Series, key: str) -> Any:
-    metrics = row.get("metrics")
-    return metrics.get(key) if isinstance(metrics, dict) else None
+def _asv(row: Row, value: Any) -> Any:
+    return value if row.get("source") == "asv" else None
 
 
-#: Fixed condition fields and how each is read from a row of the results frame.
-FIELD_GETTERS: dict[str, Callable[[pd.Series], Any]] = {
+#: Fixed condition fields and how each is read from a row of the results frame (a mapping of
+#: column to value; ``env``, ``noise`` and ``metrics`` are the store's models).
+FIELD_GETTERS: dict[str, Callable[[Row], Any]] = {
     "source": lambda r: r.get("source"),
     "backend": lambda r: r.get("backend"),
     "device_kind": lambda r: r.get("device_kind"),
-    "device_count": lambda r: _env(r).get("device_count"),
-    "platform_version": lambda r: _env(r).get("platform_version"),
+    "device_count": lambda r: _env(r).device_count,
+    "platform_version": lambda r: _env(r).platform_version,
     "machine": lambda r: r.get("machine"),
-    "cpu_model": lambda r: _host(r).get("cpu_model"),
-    "cpu_count": lambda r: _host(r).get("cpu_count"),
-    "usable_cpus": lambda r: _host(r).get("usable_cpus"),
-    "python": lambda r: _env(r).get("python"),
+    "cpu_model": lambda r: _env(r).host.cpu_model,
+    "cpu_count": lambda r: _env(r).host.cpu_count,
+    "usable_cpus": lambda r: _env(r).host.usable_cpus,
+    "python": lambda r: _env(r).python,
     "jaxlib": _jaxlib,
     "cache_dir": lambda r: _cache(r, "dir"),
     "cache_min_compile_time_s": lambda r: _cache(r, "min_compile_time_secs"),
-    "timing": lambda r: _env(r).get("timing"),
+    "timing": lambda r: _env(r).timing,
     "shared": _shared,
-    "gpu_throttled": lambda r: "GPU clocks held down" if _noise(r).get("gpu_throttled") else None,
-    "asv_number": lambda r: _metric(r, "number") if r.get("source") == "asv" else None,
-    "asv_benchmark_version": lambda r: (
-        _metric(r, "benchmark_version") if r.get("source") == "asv" else None
-    ),
+    "gpu_throttled": lambda r: "GPU clocks held down" if _noise(r).gpu_throttled else None,
+    "asv_number": lambda r: _asv(r, _metrics(r).number),
+    "asv_benchmark_version": lambda r: _asv(r, _metrics(r).benchmark_version),
     "commit": lambda r: r.get("commit"),
 }
+#: Columns of the results frame that the getters read.
+_READ = ("source", "backend", "device_kind", "machine", "jax", "jaxlib", "compilation_cache",
+         "env", "noise", "metrics", "commit")  # fmt: skip
 #: Fields used unless told otherwise; ``env.<VAR>`` and ``flag.<name>`` are added per frame.
 DEFAULT_FIELDS: tuple[str, ...] = tuple(f for f in FIELD_GETTERS if f != "commit")
 
@@ -136,14 +143,15 @@ def condition_fields(
         raise KeyError(f"unknown condition fields {unknown}; known: {list(FIELD_GETTERS)}")
     out: dict[str, list[str]] = {f: [] for f in fields}
     extra: list[dict[str, Any]] = []
-    for _, row in frame.iterrows():
-        for f in fields:
-            out[f].append(_text(FIELD_GETTERS[f](row)))
+    getters = [(f, FIELD_GETTERS[f]) for f in fields]
+    for row in frame[[c for c in _READ if c in frame]].to_dict("records"):
+        for f, getter in getters:
+            out[f].append(_text(getter(row)))
         more: dict[str, Any] = {}
         if env_vars:
             env = _env(row)
-            more |= {f"env.{k}": v for k, v in (env.get("env_vars") or {}).items()}
-            more |= {f"flag.{k}": v for k, v in (env.get("jax_flags") or {}).items()}
+            more |= {f"env.{k}": v for k, v in env.env_vars.items()}
+            more |= {f"flag.{k}": v for k, v in env.jax_flags.items()}
         extra.append(more)
     names = sorted({k for more in extra for k in more})
     for name in names:
@@ -184,7 +192,7 @@ def add_conditions(
         KeyError: As :func:`condition_fields`.
     """
     table = condition_fields(frame, fields, env_vars)
-    labels = [condition_label(dict(row)) for _, row in table.iterrows()]
+    labels = [condition_label(row) for row in table.to_dict("records")]
     return frame.assign(**{CONDITION: labels})
 
 
@@ -229,7 +237,7 @@ def split_series(
     """
     table = condition_fields(frame, fields, env_vars)
     labels = pd.Series(
-        [condition_label(dict(row)) for _, row in table.iterrows()], index=frame.index
+        [condition_label(row) for row in table.to_dict("records")], index=frame.index
     )
     framed = frame.assign(**{CONDITION: labels})
     values = table.assign(**{CONDITION: labels}).drop_duplicates(CONDITION).set_index(CONDITION)

@@ -11,7 +11,7 @@ from typing import Any
 
 import numpy as np
 
-from jaxbench.store import Record
+from jaxbench.store import Env, Record
 
 TFLOP = 1e12
 
@@ -64,7 +64,7 @@ FULL_FLOAT32_PRECISIONS = ("highest", "float32", "F32_F32_F32")
 """``jax_default_matmul_precision`` values that make float32 dots run in full FP32 (JAX docs)."""
 
 
-def float32_matmul(env: dict[str, Any]) -> str:
+def float32_matmul(env: Env) -> str:
     """How a record's float32 dots ran on NVIDIA: ``"float32"`` (full FP32) or ``"tf32"``.
 
     Full FP32 where the recorded ``jax_default_matmul_precision`` is one of
@@ -73,10 +73,9 @@ def float32_matmul(env: dict[str, Any]) -> str:
     ``precision=`` in the workload's own code is not seen here.
 
     Args:
-        env: A record's ``env`` (:func:`jaxbench.env.collect`).
+        env: A record's ``env``.
     """
-    flags = env.get("jax_flags") or {}
-    variables = env.get("env_vars") or {}
+    flags, variables = env.jax_flags, env.env_vars
     precision = str(flags.get("jax_default_matmul_precision") or "").strip()
     if precision in FULL_FLOAT32_PRECISIONS or variables.get("NVIDIA_TF32_OVERRIDE") == "0":
         return "float32"
@@ -131,11 +130,11 @@ def record_figures(record: Record) -> dict[str, Any]:
         return figures
     p25, p50, p75, p95 = (float(v) for v in np.percentile(samples, [25, 50, 75, 95]))
     peak = peak_flops(
-        record.env.get("device_kind", ""),
+        record.env.device_kind or "",
         str(record.params.get("dtype", "")),
         float32_matmul(record.env),
     )
-    tokens = record.metrics.get("tokens")
+    tokens = record.metrics.tokens
     return figures | {
         "p50_s": p50,
         "p95_s": p95,
@@ -143,5 +142,5 @@ def record_figures(record: Record) -> dict[str, Any]:
         "flops_per_s": record.flops / p50 if record.flops and p50 > 0 else None,
         "mfu": mfu(record.flops, p50, peak),
         "tokens_per_s": tokens / p50 if tokens and p50 > 0 else None,
-        "model_mfu": mfu(record.metrics.get("model_flops"), p50, peak),
+        "model_mfu": mfu(record.metrics.model_flops, p50, peak),
     }

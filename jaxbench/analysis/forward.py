@@ -9,17 +9,24 @@ and ``forward/jacfwd``, parameters ``k``, ``size``, ``dtype`` and ``wrt``, and
 from __future__ import annotations
 
 import math
+from typing import Any
 
 import numpy as np
 import pandas as pd
 
 from jaxbench.analysis.conditions import CONDITION
 from jaxbench.analysis.frames import steady_state_samples
+from jaxbench.store import Metrics
 
 FORWARD_PREFIX = "forward/"
 GROUP = ("param.size", "param.dtype", "param.wrt", CONDITION, "version")
 #: What makes one forward-mode series besides the version: size, dtype, wrt, condition.
 SERIES = GROUP[:-1]
+
+
+def _held_bytes(metrics: Any) -> float:
+    held = metrics.held_bytes if isinstance(metrics, Metrics) else None
+    return math.nan if held is None else float(held)
 
 
 def forward_table(frame: pd.DataFrame) -> pd.DataFrame:
@@ -41,7 +48,7 @@ def forward_table(frame: pd.DataFrame) -> pd.DataFrame:
         return pd.DataFrame(columns=cols)
     samples = samples.assign(
         k=samples["param.k"].astype(int),
-        held_bytes=samples["metrics"].map(lambda m: (m or {}).get("held_bytes", math.nan)),
+        held_bytes=samples["metrics"].map(_held_bytes),
     )
     keys = [*GROUP, "benchmark", "k"]
     out = samples.groupby(keys, observed=True).agg(

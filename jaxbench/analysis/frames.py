@@ -29,19 +29,23 @@ import pandas as pd
 
 from jaxbench.analysis.conditions import DEFAULT_FIELDS, add_conditions
 from jaxbench.analysis.versions import version_categorical
-from jaxbench.store import Problem, Record, case_label, load
+from jaxbench.store import Env, Loaded, Problem, Record, case_label, load
+from jaxbench.store.record import NEEDED, missing_needed
+
+RECORD_FIELDS = tuple(Record.model_fields)
 
 __all__ = [
     "Problem",
     "case_label",
     "compile_times",
     "load_results",
+    "needed_problems",
     "process_unit",
     "record_row",
     "records_frame",
+    "results_of",
     "samples_frame",
     "steady_state_samples",
-    "unversioned_problems",
 ]
 
 
@@ -56,20 +60,22 @@ def case_sort_key(labels: pd.Series) -> pd.Series:
 def record_row(rec: Record, file: str | os.PathLike[str]) -> dict[str, Any]:
     """One row of the :func:`load_results` frame: the record's fields plus spread columns.
 
-    Spread columns: ``param.<name>`` per parameter; ``jax``, ``jaxlib``, ``backend``,
-    ``device_kind`` from ``env``; ``machine`` (``env.host.hostname``) and ``commit``
-    (``env.git.commit``); ``file``; ``source`` (``asv`` for records converted from asv's
-    result files, which carry ``env.asv``; ``jaxbench`` otherwise).
+    The record's fields are taken as they are, not copied: ``env``, ``noise`` and ``metrics``
+    stay the store's models (:class:`~jaxbench.store.Env`, :class:`~jaxbench.store.Noise`,
+    :class:`~jaxbench.store.Metrics`), read by attribute. Spread columns: ``param.<name>`` per
+    parameter; ``jax``, ``jaxlib``, ``backend``, ``device_kind`` from ``env``; ``machine``
+    (``env.host.hostname``) and ``commit`` (``env.git.commit``); ``file``; ``source`` (``asv``
+    for records converted from asv's result files, which carry ``env.asv``; ``jaxbench``
+    otherwise).
     """
-    row = rec.model_dump()
+    row = {name: getattr(rec, name) for name in RECORD_FIELDS}
     for key, value in rec.params.items():
         row[f"param.{key}"] = value
-    for key in ("jax", "jaxlib", "backend", "device_kind"):
-        row[key] = rec.env.get(key)
-    row["machine"] = (rec.env.get("host") or {}).get("hostname")
-    row["commit"] = (rec.env.get("git") or {}).get("commit")
-    row["file"] = str(file)
-    row["source"] = "asv" if isinstance(rec.env.get("asv"), dict) else "jaxbench"
+    env = rec.env
+    row |= {"jax": env.jax, "jaxlib": env.jaxlib, "backend": env.backend,
+            "device_kind": env.device_kind, "machine": env.host.hostname,
+            "commit": env.git.commit, "file": str(file),
+            "source": "asv" if env.asv is not None else "jaxbench"}  # fmt: skip
     return row
 
 
@@ -98,9 +104,11 @@ def load_results(
     Live comparisons, drift checks and calibrations in the same folders are passed over (see
     :func:`jaxbench.store.load` for them).
 
-    Records without a JAX version (e.g. asv's ``existing`` environments, which do not record
-    it) are kept, with ``version`` missing, and reported in ``problems`` once per file: a
-    comparison by version leaves them out, so compare such files by path.
+    Records without a nested field the analysis needs (:data:`jaxbench.store.record.NEEDED`),
+    e.g. without a JAX version (asv's ``existing`` environments do not record it), are kept,
+    with ``version`` missing, and named in ``problems``, once per file and field
+    (:func:`needed_problems`): a comparison by version leaves them out, so compare such files by
+    path.
 
     Args:
         paths: Files or folders.
@@ -114,9 +122,19 @@ def load_results(
     Raises:
         FileNotFoundError: A named path does not exist (a typo should not pass as "no results").
     """
-    loaded = load(paths, kinds={"record"})
-    frame = records_frame(loaded.of("record"), condition_fields)
-    return frame, [*loaded.problems, *unversioned_problems(frame)]
+    return results_of(load(paths, kinds={"record"}), condition_fields)
+
+
+def results_of(
+    loaded: Loaded, condition_fields: tuple[str, ...] = DEFAULT_FIELDS
+) -> tuple[pd.DataFrame, list[Problem]]:
+    """:func:`load_results` of what the store's loader read (its other kinds are left alone).
+
+    For a command that reads records and other kinds in one pass (e.g. ``compare``: records
+    and calibrations), so that no file is read twice.
+    """
+    items = loaded.of("record")
+    return records_frame(items, condition_fields), [*loaded.problems, *needed_problems(items)]
 
 
 def records_frame(
@@ -136,26 +154,38 @@ def records_frame(
     return add_conditions(frame, condition_fields)
 
 
-def unversioned_problems(frame: pd.DataFrame) -> list[Problem]:
-    """One :class:`Problem` per file whose records have no JAX version."""
-    if frame.empty:
-        return []
-    missing = frame.loc[frame["jax"].isna(), "file"]
-    return [
-        Problem(
-            file,
-            f"{n} record{'s' if n > 1 else ''} without a JAX version: kept, but comparisons by "
-            "version leave them out (compare this file by path)",
-        )
-        for file, n in missing.value_counts(sort=False).items()
-    ]
+def needed_problems(items: Iterable[Any]) -> list[Problem]:
+    """One :class:`Problem` per file and needed field its records lack.
+
+    Args:
+        items: The store's record items (``Item``: ``model``, ``path``, ``line``).
+
+    Returns:
+        Problems naming the file, the first record without the field (its line, where the file
+        is JSON Lines, and its case), the field (:data:`jaxbench.store.record.NEEDED`) and how
+        many records lack it, e.g. ``"1 record without a JAX version: ... (env.jax not
+        recorded; first: line 2, train_step size=tiny)"``.
+    """
+    found: dict[tuple[str, str], list[Any]] = {}
+    for item in items:
+        for name in missing_needed(item.model):
+            found.setdefault((str(item.path), name), []).append(item)
+    problems = []
+    for (file, name), lacking in found.items():
+        first, n = lacking[0], len(lacking)
+        where = f"line {first.line}, " if first.line is not None else ""
+        case = case_label(first.model.benchmark, first.model.params)
+        problems.append(Problem(file, f"{n} record{'s' if n > 1 else ''} {NEEDED[name]} "
+                                      f"({name} not recorded; first: {where}{case})"))  # fmt: skip
+    return problems
 
 
 def process_unit(row: Mapping[str, Any]) -> str:
     """The process that took a record: the unit that the statistics treat as independent.
 
     Args:
-        row: A row of the frame, as a mapping: ``env``, ``source``, ``run_id`` and ``file``.
+        row: A row of the frame, as a mapping: ``env`` (:class:`~jaxbench.store.Env`),
+            ``source``, ``run_id`` and ``file``.
 
     Returns:
         ``env.process_id`` where the record has it (:func:`jaxbench.env.process_id`). Older
@@ -169,21 +199,21 @@ def process_unit(row: Mapping[str, Any]) -> str:
         - other jaxbench records: ``run:<run_id>`` (one ``jaxbench run`` is one process).
     """
     env = row.get("env")
-    env = env if isinstance(env, dict) else {}
+    env = env if isinstance(env, Env) else Env()
     if row.get("source") == "asv":
         return f"asv:{row.get('file')}"
-    if env.get("process_id"):
-        return str(env["process_id"])
-    sweep = env.get("sweep")
-    if isinstance(sweep, dict):
-        slurm = env.get("slurm") if isinstance(env.get("slurm"), dict) else {}
+    if env.process_id:
+        return env.process_id
+    sweep = env.sweep
+    if sweep is not None:
+        slurm = env.slurm
         array = (slurm.get("SLURM_ARRAY_JOB_ID"), slurm.get("SLURM_ARRAY_TASK_ID"))
         if all(array):
             task = f"{array[0]}_{array[1]}"
         elif slurm.get("SLURM_JOB_ID"):
             task = str(slurm["SLURM_JOB_ID"])
-        elif sweep.get("task") is not None:
-            task = f"index-{sweep['task']}"
+        elif sweep.task is not None:
+            task = f"index-{sweep.task}"
         else:
             file = Path(str(row.get("file")))
             task = f"{file.parent.name}/{file.name}"

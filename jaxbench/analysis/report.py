@@ -32,7 +32,7 @@ import pandas as pd
 
 from jaxbench.analysis.compare import DEFAULT_COMPILE_THRESHOLD
 from jaxbench.analysis.drift import drift_frame
-from jaxbench.analysis.frames import records_frame, unversioned_problems
+from jaxbench.analysis.frames import needed_problems, records_frame
 from jaxbench.analysis.programs import artifact_problems
 from jaxbench.analysis.report_context import FIGURES, REPORT_NAME, ReportContext, Section
 from jaxbench.analysis.report_explain import explanations_section
@@ -242,8 +242,9 @@ def load_review(
         paths = [paths]
     paths = list(paths)
     loaded = load(paths)
-    frame = records_frame(loaded.of("record"))
-    problems = [*loaded.problems, *unversioned_problems(frame), *artifact_problems(frame)]
+    items = loaded.of("record")
+    frame = records_frame(items)
+    problems = [*loaded.problems, *needed_problems(items), *artifact_problems(frame)]
     if frame.empty:
         failed = "; ".join(str(p) for p in problems[:3]) + ("; ..." if len(problems) > 3 else "")
         where = ", ".join(map(str, paths))

@@ -20,6 +20,7 @@ from jaxbench.analysis.report_context import ReportContext
 from jaxbench.analysis.review import Review
 from jaxbench.analysis.text_table import Column, TextTable
 from jaxbench.inference.verdicts import VERDICTS
+from jaxbench.store import Env
 
 METRIC_NAMES = {STEADY_STATE: "steady state", COMPILE: "compile time"}
 ARROW = "→"
@@ -161,13 +162,10 @@ def environment_table(review: Review) -> pd.DataFrame:
     rows = []
     for version in review.versions:
         sub = frame[frame["version"].astype(str) == version]
-        env = sub["env"].map(lambda e: e if isinstance(e, dict) else {})
-        host = env.map(lambda e: e.get("host") if isinstance(e.get("host"), dict) else {})
+        env = sub["env"].map(lambda e: e if isinstance(e, Env) else Env())
         cpus = [
-            f"{h.get('cpu_model')} ×{h.get('cpu_count')}"
-            if h.get("cpu_count")
-            else h.get("cpu_model")
-            for h in host
+            f"{e.host.cpu_model} ×{e.host.cpu_count}" if e.host.cpu_count else e.host.cpu_model
+            for e in env
         ]
         statuses = sub["status"].value_counts()
         other = ", ".join(f"{s} {n}" for s, n in statuses.items() if s != "ok")
@@ -176,7 +174,7 @@ def environment_table(review: Review) -> pd.DataFrame:
                 "version": version,
                 "jax": _values(sub["jax"]),
                 "jaxlib": _values(sub["jaxlib"]),
-                "python": _values(env.map(lambda e: e.get("python"))),
+                "python": _values(env.map(lambda e: e.python)),
                 "backend": _values(sub["backend"]),
                 "device kind": _values(sub["device_kind"]),
                 "host CPU": _values(cpus),

@@ -42,9 +42,19 @@ EXIT_UNDECIDED = 3
 
 
 def _offline(baseline: str, candidate: str, results: list[Path], opts: dict[str, Any]) -> None:
-    from jaxbench.analysis import compare_versions, load_results
+    """Compare recorded results; every file is read once: records and calibrations together."""
+    from jaxbench.analysis import compare_versions
     from jaxbench.analysis.compare import BASIS
+    from jaxbench.analysis.frames import results_of
+    from jaxbench.store import Loaded, load
     from jaxbench.tables import comparison_table, verdict_notes
+
+    read = Loaded()
+
+    def load_results(paths: list[Path]) -> tuple[Any, list]:
+        loaded = load(paths, kinds={"record", "calibration"})
+        read.extend(loaded)
+        return results_of(loaded)
 
     as_paths = [Path(baseline), Path(candidate)]
     exists = [p.exists() for p in as_paths]
@@ -98,7 +108,8 @@ def _offline(baseline: str, candidate: str, results: list[Path], opts: dict[str,
     _print_processes_needed(result, opts)
     print_exponent_changes(frame, "side" if by == "side" else "jax", baseline, candidate,
                             opts["alpha"])  # fmt: skip
-    _cite_calibration(results if not all(exists) else as_paths, set(result.table["case"]))
+    roots = results if not all(exists) else as_paths
+    _cite_calibration(roots, set(result.table["case"]), read)
     _exit_for(result.table, fail_on_undecided)
 
 
@@ -128,20 +139,28 @@ def _counts(table: Any) -> str:
     return ", ".join(f"{counts[v]} {v}" for v in VERDICTS if v in counts) or "none"
 
 
-def _cite_calibration(folders: list[Path], cases: set[str]) -> None:
+def _cite_calibration(folders: list[Path], cases: set[str], read: Any = None) -> None:
     """One line per compared case that has a calibration of this host, or how to make one.
 
-    The calibrations under ``folders`` and ``results/`` are read once. A calibration measures
-    one case's spread on one host, so only one of the same case and host is cited.
+    The calibrations under ``folders`` and ``results/``, each file read once: ``read`` (a
+    :class:`jaxbench.store.Loaded`) holds what the command read already (its calibrations are
+    used, its files not read again). A calibration measures one case's spread on one host, so
+    only the newest of the same case and host is cited.
     """
-    from jaxbench.calibrate import load_calibrations
     from jaxbench.env import host
+    from jaxbench.store import Loaded, load
     from jaxbench.store.calibration import newest_calibration
 
+    read = read if read is not None else Loaded()
     here = host()["hostname"]
     roots = [f for f in {*folders, Path("results")} if f.exists()]
-    found = [c for c in load_calibrations(roots)[0] if c.host.get("hostname") == here]
-    cited = [(c, newest_calibration(found, here, c)) for c in sorted(cases)]
+    more = load(roots, kinds={"calibration"}, skip=read.files)
+    found = [*read.models("calibration"), *more.models("calibration")]
+    by_case: dict[str, list] = {}  # one pass over the calibrations, not one per case
+    for c in found:
+        if c.case.label in cases:
+            by_case.setdefault(c.case.label, []).append(c)
+    cited = [(case, newest_calibration(by_case[case], here)) for case in sorted(by_case)]
     cited = [(case, cal) for case, cal in cited if cal is not None]
     if not cited:
         console.print(f"calibration: none of these cases on {here} under "

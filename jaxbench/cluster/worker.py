@@ -114,17 +114,13 @@ class ShardTask:
                 statuses[case.label] = "ok (earlier)"
                 continue
             path = sweep.record_path(spec, self.jax_version)
-            record = measure_case(case, self.backend, timing, run_id, programs_dir=path.parent)
-            record.env["requested_backend"] = self.backend
-            # measure_case put the timing settings in env.timing (a condition field); the
-            # sweep's copy is the same dict, all TimingConfig fields.
-            record.env["sweep"] = {
-                "task": self.task_index,
-                "requested_jax": self.jax_version,
-                "worker_env": dict(self.env),
-                "timing": dict(record.env["timing"]),
-                **placement,
-            }
+            # the sweep's copy of the timing settings is the same as env.timing (a condition
+            # field)
+            sweep_facts = {"task": self.task_index, "requested_jax": self.jax_version,
+                           "worker_env": dict(self.env), "timing": timing.recorded(),
+                           **placement}  # fmt: skip
+            record = measure_case(case, self.backend, timing, run_id,
+                                  programs_dir=path.parent, sweep=sweep_facts)  # fmt: skip
             write_json(path, record)
             statuses[case.label] = record.status
         return {

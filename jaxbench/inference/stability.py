@@ -104,21 +104,28 @@ def veto(est: Estimate, disturbances: Sequence[Disturbance]) -> Estimate:
     return est.with_note(note)
 
 
-def halves_shift(values: Sequence[float] | np.ndarray) -> tuple[float, float, float]:
+def halves_shift(
+    values: Sequence[float] | np.ndarray, least: float = 0.0
+) -> tuple[float, float, float]:
     """``(first-half median, second-half median, Mann-Whitney p)`` of a series in time order.
 
     Returns ``nan`` figures (and p = 1) when a half has fewer than :data:`MIN_HALF` values.
+    Where the medians differ by ``least`` or less, the test is not run and p is 1: a caller
+    that ignores such a shift anyway is spared it (it is most of the cost of a comparison
+    of many recorded processes).
     """
-    from scipy import stats as sps  # not at the top: a live worker never needs it
-
     x = np.asarray(values, dtype=float)
     x = x[np.isfinite(x)]
     half = x.size // 2
     if half < MIN_HALF:
         return (math.nan, math.nan, 1.0)
     first, second = x[:half], x[x.size - half :]
-    p = float(sps.mannwhitneyu(first, second, alternative="two-sided").pvalue)
-    return (float(np.median(first)), float(np.median(second)), p)
+    a, b = float(np.median(first)), float(np.median(second))
+    if abs(b - a) <= least:
+        return (a, b, 1.0)
+    from scipy import stats as sps  # not at the top: a live worker never needs it
+
+    return (a, b, float(sps.mannwhitneyu(first, second, alternative="two-sided").pvalue))
 
 
 def drift(
@@ -138,7 +145,7 @@ def drift(
         weight: The series' share of the comparison's mean log ratio (``1 / pairs``, or
             ``1 / processes`` of its side); the bound is ``weight * |log(second / first)|``.
     """
-    a, b, p = halves_shift(log_values)
+    a, b, p = halves_shift(log_values, least=math.log1p(shift))
     if math.isnan(a) or p >= alpha or abs(b - a) <= math.log1p(shift):
         return None
     reason = f"{what} moved from {math.exp(a):.3g} to {math.exp(b):.3g} between halves (p={p:.1e})"

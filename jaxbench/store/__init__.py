@@ -22,7 +22,7 @@ from jaxbench.store.loader import (
     read_model,
 )
 from jaxbench.store.programs import ArtifactError, load_programs, save_programs
-from jaxbench.store.record import Record, case_label, new_run_id
+from jaxbench.store.record import Env, Metrics, Noise, Record, case_label, new_run_id
 from jaxbench.store.sweep import SweepManifest
 
 __all__ = [
@@ -34,8 +34,11 @@ __all__ = [
     "CalibrationSummary",
     "CaseComparison",
     "DriftRow",
+    "Env",
     "Item",
     "Loaded",
+    "Metrics",
+    "Noise",
     "PairRun",
     "Problem",
     "Record",

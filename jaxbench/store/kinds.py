@@ -52,6 +52,7 @@ KINDS = frozenset(MODELS)
 UNMODELLED = {
     "sensitivity": "scripts/sensitivity.py (a study, not the product)",
     "sensitivity-replay": "scripts/replay_sensitivity.py (a study, not the product)",
+    "store-scale": "scripts/store_scale.py (timings of the store's commands, not records)",
 }
 #: The kind of asv's result files (no ``kind`` field; converted to records).
 ASV = "asv"

@@ -3,7 +3,9 @@
 :func:`load` reads the files :func:`jaxbench.store.scan.store_files` finds. A JSON Lines file
 holds one object per line; a ``.json`` file is one object (or an asv result file, converted to
 records by :mod:`jaxbench.store.asv`). Each object is validated into its model by its ``kind``
-(:data:`jaxbench.store.kinds.STORED`).
+(:data:`jaxbench.store.kinds.STORED`), straight from its JSON text (pydantic's parser, one
+pass); only an object that does not validate so (a schema-1 object without ``kind``, an asv
+file, a kind passed over, a bad line) is parsed apart to tell what it is.
 
 **Bad lines.** A line (or file) that cannot be read, is not JSON (e.g. a last line cut short by a
 kill), is not a jaxbench object, is of a kind this version does not know, or has a
@@ -17,7 +19,7 @@ from __future__ import annotations
 import json
 import os
 import typing
-from collections.abc import Iterable
+from collections.abc import Collection, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -80,6 +82,9 @@ class Loaded:
     problems: list[Problem] = field(default_factory=list)
     #: Kinds seen but not read (:data:`jaxbench.store.kinds.UNMODELLED`), e.g. ``sensitivity``.
     passed_over: set[str] = field(default_factory=set)
+    #: Every file read (resolved), whatever it held: pass it as ``skip`` to a later :func:`load`
+    #: so that no file is read twice in one command.
+    files: set[Path] = field(default_factory=set)
 
     def of(self, kind: str) -> list[Item]:
         """The items of one kind."""
@@ -94,6 +99,7 @@ class Loaded:
         self.items.extend(other.items)
         self.problems.extend(other.problems)
         self.passed_over |= other.passed_over
+        self.files |= other.files
 
 
 class _Bad(Exception):
@@ -148,6 +154,10 @@ def _models(raw: Any, path: Path) -> list[BaseModel]:
 
 
 def _parse(data: bytes, path: Path) -> list[BaseModel]:
+    try:  # the common case: a current object of a modelled kind
+        return [STORED.validate_json(data)]
+    except ValidationError:
+        pass
     try:
         raw = json.loads(data.decode("utf-8"))
     except UnicodeDecodeError as exc:
@@ -212,6 +222,7 @@ def load(
     paths: Iterable[str | os.PathLike[str]] | str | os.PathLike[str],
     kinds: Iterable[str] | None = None,
     strict: bool = False,
+    skip: Collection[Path] = frozenset(),
 ) -> Loaded:
     """Read every store file under ``paths`` (files, or folders searched recursively).
 
@@ -221,6 +232,7 @@ def load(
             of other kinds are passed over, but a file named explicitly that holds none of them
             is a :class:`Problem` (e.g. a live comparison file given where records are read).
         strict: Raise at the first bad line instead of reporting it.
+        skip: Resolved files not to read (:attr:`Loaded.files` of an earlier load).
 
     Returns:
         The items in file and line order, and the problems.
@@ -237,6 +249,10 @@ def load(
         raise ValueError(f"unknown kinds {sorted(unknown)}; the store has {sorted(KINDS)}")
     out = Loaded()
     for path, named in store_files(paths):
+        resolved = path.resolve()
+        if resolved in skip:
+            continue
+        out.files.add(resolved)
         found = read_file(path, strict=strict)
         keep = [i for i in found.items if i.kind in wanted]
         out.items.extend(keep)

@@ -5,7 +5,12 @@ A run appends one :class:`Record` per finished case to a JSON Lines file
 writes one record file per case. Records are read back by the store's one loader
 (:func:`jaxbench.store.load`). Results are JSON only: never pickled.
 
-Schema versions: 1 (no ``kind`` field; still read) and 2 (``kind: "record"``).
+Schema versions: 1 (no ``kind`` field; still read), 2 (``kind: "record"``) and 3 (``programs``).
+``env``, ``noise`` and ``metrics`` are the submodels :class:`Env` (with :class:`Host`, :class:`Git`
+and :class:`SweepPlacement`), :class:`Noise` and :class:`Metrics`: the fields the analysis reads
+are typed and optional (files of every version lack some of them), any other field is kept as it
+was recorded (``extra="allow"``), and a submodel writes back exactly the fields it was given, so
+they changed no file and no schema version.
 """
 
 from __future__ import annotations
@@ -14,11 +19,154 @@ import datetime as _dt
 import uuid
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, SerializerFunctionWrapHandler, model_serializer
 
 SCHEMA_VERSION = 3
 
 Status = Literal["ok", "failed", "skipped", "recompiled"]
+Number = int | float
+
+
+class _Recorded(BaseModel):
+    """A nested part of a record: typed fields optional, others kept, written as given.
+
+    Fields are read by attribute, extra ones too (``record.metrics.distinct_rows``;
+    ``getattr(part, name, None)`` for one that may be absent). Only the fields that were set
+    (given on reading or building, or assigned since) are written, so a record reads back and
+    writes out unchanged, and an unrecorded field stays absent rather than ``null``.
+    """
+
+    model_config = ConfigDict(extra="allow")
+
+    @model_serializer(mode="wrap")
+    def _as_recorded(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        return {k: v for k, v in handler(self).items() if k in self.model_fields_set}
+
+
+class Host(_Recorded):
+    """Host facts (:func:`jaxbench.env.host`) and the CPUs this process could use."""
+
+    hostname: str | None = None
+    cpu_model: str | None = None
+    cpu_count: int | None = None
+    usable_cpus: int | None = None
+    affinity: list[int] | None = None
+
+
+class Git(_Recorded):
+    """The jaxbench checkout that took the record."""
+
+    commit: str | None = None
+    dirty: bool | None = None
+
+
+class SweepPlacement(_Recorded):
+    """Where a sweep ran the record (:mod:`jaxbench.cluster.worker`).
+
+    Attributes:
+        task: The sweep task's index.
+        exclusive: Whether the task had its machine to itself (``None``: not known).
+        timing: The timing settings the task was given.
+    """
+
+    task: int | None = None
+    exclusive: bool | None = None
+    timing: dict[str, Any] | None = None
+
+
+class Env(_Recorded):
+    """What can change a timing (:func:`jaxbench.env.collect`) and which process took it.
+
+    Attributes:
+        jax: JAX version: the axis of a version comparison (``None``: asv ``existing`` envs).
+        jaxlib, python, backend, device_kind, device_count, platform_version: As recorded.
+        env_vars: Timing environment variables (:func:`jaxbench.env.timing_env_vars`).
+        jax_flags: JAX's flags.
+        host: :class:`Host`.
+        git: :class:`Git`.
+        slurm: Slurm job facts (empty outside Slurm).
+        process_id: The process (:func:`jaxbench.env.process_id`), the unit of the statistics.
+        pid: The operating system's process id.
+        timing: :meth:`jaxbench.measure.TimingConfig.recorded` (jaxbench runs).
+        requested_backend: The backend asked for (``default``, ``cpu``, ...).
+        sweep: :class:`SweepPlacement` for records of a sweep.
+        asv: asv's environment name and date, for records converted from asv results.
+    """
+
+    jax: str | None = None
+    jaxlib: str | None = None
+    python: str | None = None
+    backend: str | None = None
+    device_kind: str | None = None
+    device_count: int | None = None
+    platform_version: str | None = None
+    env_vars: dict[str, Any] = Field(default_factory=dict)
+    jax_flags: dict[str, Any] = Field(default_factory=dict)
+    host: Host = Field(default_factory=Host)
+    git: Git = Field(default_factory=Git)
+    slurm: dict[str, Any] = Field(default_factory=dict)
+    process_id: str | None = None
+    pid: int | None = None
+    timing: dict[str, Any] | None = None
+    requested_backend: str | None = None
+    sweep: SweepPlacement | None = None
+    asv: dict[str, Any] | None = None
+
+
+class Noise(_Recorded):
+    """Noise indicators of the timed region; empty where nothing was timed.
+
+    The keys of :data:`jaxbench.measure.noise.NOISE_KEYS`, and on NVIDIA GPUs those of
+    :class:`jaxbench.measure.gpu.GpuWatch`.
+
+    Attributes:
+        cpu_share: Process CPU time over wall time of the timed region.
+        steal_share: Fraction of CPU time the hypervisor stole (``None``: too few ticks).
+        gpu_throttled: A power, thermal or hardware slowdown at either end of the region.
+        gpu_shared: Another process on the GPU at either end of the region.
+    """
+
+    cpu_share: Number | None = None
+    steal_share: Number | None = None
+    gpu_throttled: bool | None = None
+    gpu_shared: bool | None = None
+
+
+class Metrics(_Recorded):
+    """Workload-specific figures; the ones the analysis reads are typed, the rest kept as given.
+
+    Attributes:
+        tokens: Tokens per timed call (transformer, train step).
+        model_flops: The model's FLOP per timed call by formula (for MFU).
+        held_bytes: Bytes a linearization holds (forward mode, loops).
+        number: asv's calls per sample (asv records).
+        benchmark_version: asv's hash of the benchmark's source (asv records).
+    """
+
+    tokens: Number | None = None
+    model_flops: Number | None = None
+    held_bytes: Number | None = None
+    number: Number | None = None
+    benchmark_version: str | None = None
+
+
+#: Nested fields the analysis needs, and what it does with a record that lacks one (named on
+#: loading, :func:`jaxbench.analysis.frames.needed_problems`): ``env.jax`` is the axis of a
+#: version comparison.
+NEEDED = {
+    "env.jax": "without a JAX version: kept, but comparisons by version leave them out "
+    "(compare this file by path)",
+}
+
+
+def missing_needed(record: Record) -> list[str]:
+    """The :data:`NEEDED` fields ``record`` lacks (``None`` or absent), as dotted names."""
+    out = []
+    for name in NEEDED:
+        part, field = name.split(".")
+        if getattr(getattr(record, part), field) is None:
+            out.append(name)
+    return out
 
 
 class Record(BaseModel):
@@ -53,8 +201,9 @@ class Record(BaseModel):
         memory: ``compiled.memory_analysis()`` fields, bytes.
         compilation_cache: Persistent cache settings and whether the compile was a cache hit.
         gate: Correctness gate facts: tolerances used and the largest errors seen.
-        metrics: Workload-specific figures (e.g. ``linearization_held_bytes``).
-        noise: Noise indicators of the timed region (:class:`jaxbench.measure.noise.NoiseProbe`):
+        metrics: Workload-specific figures (:class:`Metrics`, e.g. ``held_bytes``).
+        noise: Noise indicators of the timed region (:class:`Noise`;
+            :class:`jaxbench.measure.noise.NoiseProbe`):
             ``wall_s``, ``cpu_s`` (seconds), ``cpu_share`` (CPU over wall time; above 1 with
             several busy threads), ``ctx_involuntary``, ``ctx_voluntary``, ``gc_collections``,
             ``loadavg_start``, ``loadavg_end``, ``steal_share`` (fraction), ``usable_cpus``.
@@ -67,7 +216,8 @@ class Record(BaseModel):
         compile_phases_s: Per compiled program (by target name), seconds of each compile
             phase JAX reports to ``jax.monitoring``: ``trace``, ``lower``,
             ``backend_compile`` (from the process's first compile of that program).
-        env: Versions, backend, device kind and host facts (:func:`jaxbench.env.collect`); the
+        env: :class:`Env`: versions, backend, device kind and host facts
+            (:func:`jaxbench.env.collect`); the
             process (``process_id``, ``pid``) and, for jaxbench runs, the timing settings
             (``timing``: :class:`jaxbench.measure.TimingConfig` fields).
         started_at: ISO-8601 UTC time at which the case started.
@@ -96,11 +246,11 @@ class Record(BaseModel):
     memory: dict[str, int] = Field(default_factory=dict)
     compilation_cache: dict[str, Any] = Field(default_factory=dict)
     gate: dict[str, Any] = Field(default_factory=dict)
-    metrics: dict[str, Any] = Field(default_factory=dict)
-    noise: dict[str, Any] = Field(default_factory=dict)
+    metrics: Metrics = Field(default_factory=Metrics)
+    noise: Noise = Field(default_factory=Noise)
     programs: str | None = None
     compile_phases_s: dict[str, dict[str, float]] = Field(default_factory=dict)
-    env: dict[str, Any]
+    env: Env
     started_at: str | None = None
 
 

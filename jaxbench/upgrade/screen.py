@@ -44,7 +44,7 @@ def complete_processes(folder: Path, labels: set[str]) -> int:
     seen: dict[str, set[str]] = {}
     for item in load([folder], kinds={"record"}).of("record"):
         rec = item.model
-        process = rec.env.get("process_id") or rec.run_id
+        process = rec.env.process_id or rec.run_id
         seen.setdefault(process, set()).add(case_label(rec.benchmark, rec.params))
     return sum(labels <= cases for cases in seen.values())
 
