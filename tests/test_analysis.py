@@ -73,6 +73,18 @@ def test_non_pep440_versions_sort_last_and_are_kept():
     ]
 
 
+def test_an_integer_parameter_other_records_lack_stays_an_integer(tmp_path):
+    from jaxbench.analysis.scaling import exponents_frame
+
+    recs = [record(params={"heads": 4, "trip": t, "scale": 0.5}, benchmark="mine",
+                   samples=lognormal(1e-3 * t, 5, seed=t)) for t in (1, 2, 4)]  # fmt: skip
+    frame = load(tmp_path, [*recs, record(params={"size": "tiny"})])
+    assert frame["param.heads"].tolist() == [4, 4, 4, None]
+    assert frame["param.scale"].dtype.kind == "f"  # floats are floats
+    (row,) = exponents_frame(frame[frame["benchmark"] == "mine"]).itertuples()
+    assert row.params == "heads=4 scale=0.5" and row.swept == "trip"
+
+
 def test_loaded_frame_and_summaries_keep_version_order(tmp_path):
     recs = [record(v, lognormal(1e-3, 20, seed=i)) for i, v in enumerate(reversed(VERSIONS))]
     frame = load(tmp_path, recs)

@@ -17,7 +17,7 @@ from jaxbench.store import ArtifactError, load_programs, save_programs
 from jaxbench.store.programs import MAX_CASE_TEXT_CHARS, artifact_path, bound
 from tests.conftest import run_cli
 
-LOOP = {"trip": [64], "body": ["at_set"], "mode": ["plain"]}
+LOOP = {"trip": [64], "body": ["at_set"], "mode": ["plain"], "width": [64]}
 
 
 @pytest.fixture(scope="module")
@@ -115,7 +115,7 @@ def test_two_result_sets_are_explained_from_their_saved_programs(saved_run, tmp_
     b = _result_set(tmp_path / "b", folder, {64: _programs(lambda x, w: jnp.tanh(x) @ w)})
     out = run_cli("explain", str(a), str(b), "--verdict", "slower")
     assert out.returncode == 0, out.stderr
-    assert "loop/at_set body=at_set dtype=float32 mode=plain trip=64" in out.stdout
+    assert "loop/at_set body=at_set dtype=float32 mode=plain trip=64 width=64" in out.stdout
     assert "optimized HLO differ" in out.stdout and "op:tanh: 0 -> 1 (+1)" in out.stdout
     assert "compile phases, s" in out.stdout
 
@@ -130,9 +130,9 @@ def test_a_corrupt_artifact_is_named_and_the_other_cases_go_on(saved_run, tmp_pa
     out = run_cli("explain", str(a), str(b))
     assert out.returncode == 0, out.stderr
     assert f"not explained: {path}: not a gzip file" in out.stdout
-    assert "trip=65\nplain: identical programs" in out.stdout
-    out = run_cli("explain", str(a), str(b), "-w", "loop", "--param", "trip=64",
-                  "--param", "body=at_set", "--param", "mode=plain")  # fmt: skip
+    assert "trip=65 width=64\nplain: identical programs" in out.stdout
+    out = run_cli("explain", str(a), str(b), "-w", "loop", "--param", "trip=64", "--param",
+                  "body=at_set", "--param", "mode=plain", "--param", "width=64")  # fmt: skip
     assert out.returncode == 1 and "trip=65" not in out.stdout  # the one selected: unexplained
 
 
@@ -222,7 +222,8 @@ def test_the_programs_frame_reads_each_artifact_once_and_names_a_corrupt_one(tmp
 
 def test_two_processes_compiling_one_program_save_one_artifact(tmp_path):
     args = ["run", "-w", "loop", "--param", "trip=8", "--param", "body=at_set", "--param",
-            "mode=plain", "--budget", "0", "--min-samples", "2", "-o", str(tmp_path)]  # fmt: skip
+            "mode=plain", "--param", "width=64", "--budget", "0", "--min-samples", "2", "-o",
+            str(tmp_path)]  # fmt: skip
     for _ in range(2):
         assert run_cli(*args).returncode == 0
     from jaxbench.store import load

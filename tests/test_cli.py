@@ -22,6 +22,7 @@ def test_list_shows_workloads_and_sizes():
     assert out.returncode == 0, out.stderr
     for word in ("train_step", "forward", "linearize_apply", "tiny", "xl"):
         assert word in out.stdout
+    assert "dynamic_update_slice (alias dus), scan_stack (alias scan)" in out.stdout
 
 
 @pytest.mark.parametrize(

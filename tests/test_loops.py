@@ -9,8 +9,8 @@ from jaxbench.prepared import prepare
 from jaxbench.workloads import GateFailure, get_workload, loops
 
 
-def _case(body, mode="plain", trip=64):
-    return {"trip": trip, "body": body, "mode": mode, "dtype": "float32"}
+def _case(body, mode="plain", trip=64, width=64):
+    return {"trip": trip, "body": body, "mode": mode, "width": width, "dtype": "float32"}
 
 
 @pytest.mark.parametrize(
@@ -48,7 +48,7 @@ def test_a_wrong_jitted_path_or_a_silent_bad_shape_fails_the_gate(monkeypatch):
     wrong = fns | {"plain": jax.jit(lambda x, w: loops.run("at_set", x, w) * 1.001)}
     monkeypatch.setattr(loops, "jitted", lambda body: wrong)
     built = spec.build(_case("dynamic_update_slice"))
-    with pytest.raises(GateFailure, match=r"jit vs float64 recurrence\): leaf 0 differs"):
+    with pytest.raises(GateFailure, match=r"jit vs float64 recurrence\): leaf \(root\) differs"):
         built.check()
     lenient = fns | {"plain": jax.jit(lambda x, w: jax.numpy.zeros_like(x))}
     monkeypatch.setattr(loops, "jitted", lambda body: lenient)
@@ -66,3 +66,30 @@ def test_bad_loop_parameters_are_named():
             spec.validate(_case("at_set") | bad)
     with pytest.raises(ValueError, match="--param trip='many': expected an integer"):
         spec.parse_param("trip", "many")
+
+
+@pytest.mark.parametrize(("body", "mode"), [("at_set", "plain"), ("dynamic_update_slice", "grad")])
+def test_narrow_rows_pass_the_gate_and_write_rows_of_their_width(body, mode):
+    case = prepare("loop", _case(body, mode, trip=32, width=1), "cpu", keep=False)
+    want = loops.reference(*(np.asarray(a) for a in loops.inputs(32, 1)))[mode]
+    shape = (32, 1) if mode == "plain" else (1,)
+    assert np.asarray(case.call_once()).shape == want.shape == shape
+    assert case.built.metrics["buffer_bytes"] == 32 * 4
+
+
+def test_the_quick_grid_has_a_narrow_width_and_the_full_grid_four():
+    spec = get_workload("loop")
+    assert 1 in spec.grid(True)["width"] and 64 in spec.grid(True)["width"]
+    assert spec.grid(False)["width"] == [1, 4, 16, 64]
+    with pytest.raises(ValueError, match="width must be an integer"):
+        spec.validate(_case("at_set", width=0))
+    spec.validate({k: v for k, v in _case("at_set").items() if k != "width"})  # an old record
+
+
+def test_body_aliases_are_accepted_and_named_in_the_error():
+    spec = get_workload("loop")
+    assert spec.parse_param("body", "dus") == "dynamic_update_slice"
+    assert spec.parse_param("body", "scan") == "scan_stack"
+    assert spec.parse_param("body", "at_set") == "at_set"
+    with pytest.raises(ValueError, match=r"dynamic_update_slice \(alias dus\), scan_stack \(alias"):
+        spec.validate(_case("while"))

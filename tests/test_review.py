@@ -131,9 +131,20 @@ def simulated(monkeypatch):
 
 
 def _review(out, *extra):
+    where = ["-o", str(out)] if out is not None else []
     return CliRunner().invoke(app, ["review", *VERSIONS, *SELECT, "--no-drift", "--processes",
                                     "3", "--pairs", "4", "--max-pairs", "4", "--rounds", "8",
-                                    "-o", str(out), *extra])  # fmt: skip
+                                    *where, *extra])  # fmt: skip
+
+
+def test_the_default_folder_is_review_base_cand_outside_the_committed_results(
+    simulated, tmp_path, monkeypatch
+):
+    monkeypatch.chdir(tmp_path)
+    result = _review(None)
+    assert result.exit_code in (0, 1), result.output
+    assert (tmp_path / "review" / "-".join(VERSIONS) / "report" / "report.md").is_file()
+    assert not (tmp_path / "results").exists()
 
 
 def test_a_review_screens_confirms_only_what_is_open_and_explains_the_change(simulated, tmp_path):

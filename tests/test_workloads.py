@@ -194,6 +194,16 @@ def test_check_close_scales_atol_to_the_output():
         check_close("x", jnp.array([jnp.nan]), jnp.array([1.0]), "float32")
 
 
+def test_check_close_names_the_failing_leaf_by_its_key_path():
+    want = {"params": {"attn": {"key": {"bias": jnp.zeros(3), "kernel": jnp.ones(3)}}}, "n": 1.0}
+    got = jax.tree.map(lambda a: a, want)
+    got["params"]["attn"]["key"]["bias"] = jnp.full(3, 0.5)
+    with pytest.raises(GateFailure, match="x: leaf params/attn/key/bias differs"):
+        check_close("x", got, want, "float32")
+    with pytest.raises(GateFailure, match=r"x: leaf 1/0 is not finite"):
+        check_close("x", (1.0, [jnp.nan]), (1.0, [1.0]), "float32")
+
+
 def test_the_train_step_formula_counts_every_matmul_and_xla_adds_only_elementwise_work():
     from jaxbench.prepared import prepare
     from jaxbench.workloads.sizes import MLPSize

@@ -147,6 +147,7 @@ def records_frame(
     frame = pd.DataFrame(rows)
     if frame.empty:
         return frame
+    _keep_int_params(frame, rows)
     frame["version"] = version_categorical(frame["jax"])
     frame["case"] = [
         case_label(b, p) for b, p in zip(frame["benchmark"], frame["params"], strict=True)
@@ -178,6 +179,22 @@ def needed_problems(items: Iterable[Any]) -> list[Problem]:
         problems.append(Problem(file, f"{n} record{'s' if n > 1 else ''} {NEEDED[name]} "
                                       f"({name} not recorded; first: {where}{case})"))  # fmt: skip
     return problems
+
+
+def _keep_int_params(frame: pd.DataFrame, rows: list[dict[str, Any]]) -> None:
+    """Give ``param.*`` columns that pandas made float back their own values (in place).
+
+    A parameter that some records lack (another family's, a user workload's) is missing in
+    their rows, and pandas turns a column of ints with missing values into floats, so ``heads=4``
+    would show as ``heads=4.0`` in every table and figure. Such a column holds the records' own
+    values instead (``object`` dtype; ``None`` where missing).
+    """
+    for column in [c for c in frame.columns if c.startswith("param.")]:
+        if frame[column].dtype.kind != "f":
+            continue
+        values = [row.get(column) for row in rows]
+        if any(isinstance(v, int) and not isinstance(v, bool) for v in values):
+            frame[column] = pd.Series(values, index=frame.index, dtype=object)
 
 
 def process_unit(row: Mapping[str, Any]) -> str:

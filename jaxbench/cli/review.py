@@ -31,6 +31,11 @@ from jaxbench.live_defaults import (
     DEFAULT_ROUNDS,
 )
 
+#: The review's folder when ``--out`` is not given, relative to the current folder: outside the
+#: project's committed ``results/`` (``results/review/`` holds reviews kept as records of the
+#: project; a new one never writes there unless asked); ``/review/`` is git-ignored.
+DEFAULT_OUT = "review/{baseline}-{candidate}"
+
 
 def run_options(select: Selection, backend: str, timing: dict) -> list[str]:
     """The ``jaxbench run`` arguments of a selection, a backend and timing fields."""
@@ -108,7 +113,10 @@ def register(app: typer.Typer) -> None:
         out: Annotated[
             str | None,
             typer.Option(
-                "--out", "-o", help="Folder of the review (default results/review/BASE-CAND)."
+                "--out",
+                "-o",
+                help="Folder of the review (default review/BASE-CAND under the current folder, "
+                "outside the project's committed results/).",
             ),
         ] = None,
     ) -> None:
@@ -169,7 +177,7 @@ def _review(
     from jaxbench.upgrade.screen import ScreenError, Side, screen
     from jaxbench.upgrade.summary import answers, review_sections
 
-    target = Path(out or f"results/review/{baseline}-{candidate}")
+    target = Path(out or DEFAULT_OUT.format(baseline=baseline, candidate=candidate))
     made = not target.exists()
     folder = writable_folder(str(target))  # before any environment is built
     try:

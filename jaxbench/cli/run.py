@@ -36,6 +36,7 @@ def register(app: typer.Typer) -> None:
 def list_workloads() -> None:
     """List workloads and their parameter grids (quick grid first, then full)."""
     from jaxbench.workloads import SIZES, WORKLOADS
+    from jaxbench.workloads.base import choice_text
     from jaxbench.workloads.transformer import LM_SIZES
 
     for workload in WORKLOADS.values():
@@ -45,6 +46,9 @@ def list_workloads() -> None:
             console.print(
                 f"  {label}: " + "; ".join(f"{k}={v}" for k, v in grid.items()), highlight=False
             )
+        for param, values in workload.choices.items():
+            shown = ", ".join(choice_text(v, workload.aliases.get(param, {})) for v in values)
+            console.print(f"  {param}: {shown}", highlight=False)
     _list_installed()
     console.print("[bold]sizes[/] (train_step, forward)")
     for s in SIZES.values():

@@ -102,12 +102,18 @@ class Workload(ABC):
         drift: Its regression sets (:class:`~jaxbench.workloads.regression.DriftSets`); ``None``
             where it has none.
         asv: Its asv classes.
+        choices: Text parameter -> its allowed values, shown by ``jaxbench list``.
+        aliases: Text parameter -> {alias: value}: other names :meth:`parse_param` accepts for
+            a value (e.g. ``dus`` for ``dynamic_update_slice``), shown by ``jaxbench list`` and
+            in the message for an unknown value (:func:`check_choice`).
     """
 
     name: str
     param_names: tuple[str, ...]
     drift: DriftSets | None = None
     asv: tuple[AsvSuite, ...] = ()
+    choices: Mapping[str, tuple[str, ...]] = {}
+    aliases: Mapping[str, Mapping[str, str]] = {}
 
     @abstractmethod
     def grid(self, quick: bool) -> dict[str, list[Any]]:
@@ -129,8 +135,9 @@ class Workload(ABC):
         """A parameter's value from ``--param``/``--set-a`` text, typed by its full grid.
 
         ``int`` when the grid's values are all ints, ``bool`` when all bools (``true`` or
-        ``false``), ``float`` when all floats, else the text. A user workload types by its
-        factory's signature instead (:class:`jaxbench.workloads.user.UserWorkload`).
+        ``false``), ``float`` when all floats, else the text, an alias of :attr:`aliases`
+        replaced by its value. A user workload types by its factory's signature instead
+        (:class:`jaxbench.workloads.user.UserWorkload`).
 
         Raises:
             ValueError: The text is not of that type (naming ``--param``).
@@ -146,7 +153,7 @@ class Workload(ABC):
                     return kind(text)
                 except ValueError:
                     raise ValueError(f"--param {name}={text!r}: expected {what}") from None
-        return text
+        return self.aliases.get(name, {}).get(text, text)
 
     def meant_for(self, params: Mapping[str, Any]) -> str:
         """Where a case is meant to run, ``"cpu"`` or ``"gpu"``; ``"cpu"`` unless overridden.
@@ -177,10 +184,24 @@ def check_loss_lowered(step: Any, stepped_state: Any, batch: Any, before: float)
     return after
 
 
-def check_choice(name: str, value: Any, choices: tuple[str, ...]) -> None:
-    """Raise ``ValueError`` naming parameter ``name`` unless ``value`` is one of ``choices``."""
+def check_choice(
+    name: str, value: Any, choices: tuple[str, ...], aliases: Mapping[str, str] | None = None
+) -> None:
+    """Raise ``ValueError`` naming parameter ``name`` unless ``value`` is one of ``choices``.
+
+    The message lists the choices with their ``aliases`` (alias -> choice), e.g.
+    ``dynamic_update_slice (alias dus)``; an alias itself is not a valid value here (text
+    input resolves it first, :meth:`Workload.parse_param`).
+    """
     if value not in choices:
-        raise ValueError(f"unknown {name} {value!r}; choose from {', '.join(choices)}")
+        shown = ", ".join(choice_text(c, aliases or {}) for c in choices)
+        raise ValueError(f"unknown {name} {value!r}; choose from {shown}")
+
+
+def choice_text(choice: str, aliases: Mapping[str, str]) -> str:
+    """``choice`` followed by its aliases, e.g. ``scan_stack (alias scan)``."""
+    names = [a for a, c in aliases.items() if c == choice]
+    return f"{choice} (alias {', '.join(names)})" if names else choice
 
 
 def check_int(name: str, value: Any, low: int, high: int) -> int:
@@ -206,18 +227,23 @@ def check_close(
         ``{"rtol", "atol", "max_abs_err"}`` to record (``atol`` unscaled).
 
     Raises:
-        GateFailure: Structures differ, a leaf is not finite, or a leaf is not ``allclose``.
+        GateFailure: Structures differ, a leaf is not finite, or a leaf is not ``allclose``;
+            the message names the leaf by its key path (``leaf params/attn/key/bias``,
+            :func:`jaxbench.workloads.trees.path_text`; ``leaf (root)`` for a lone array).
     """
     import jax
     import numpy as np
 
+    from jaxbench.workloads.trees import path_text
+
     tol = dict(tolerance) if tolerance is not None else TOLERANCES[dtype]
-    got_leaves, got_tree = jax.tree.flatten(got)
-    want_leaves, want_tree = jax.tree.flatten(want)
+    got_leaves, got_tree = jax.tree_util.tree_flatten_with_path(got)
+    want_leaves, want_tree = jax.tree_util.tree_flatten(want)
     if got_tree != want_tree:
         raise GateFailure(f"{name}: PyTree structures differ: {got_tree} vs {want_tree}")
     worst = 0.0
-    for i, (a, b) in enumerate(zip(got_leaves, want_leaves, strict=True)):
+    for (path, a), b in zip(got_leaves, want_leaves, strict=True):
+        i = path_text(path, "/") or "(root)"
         a = np.asarray(a, dtype=np.float64)
         b = np.asarray(b, dtype=np.float64)
         if a.shape != b.shape:

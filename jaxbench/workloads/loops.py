@@ -1,19 +1,23 @@
 """Workload: loops that write one slice of a buffer per step, swept over the trip count.
 
-Each step advances a carried state ``h_t = tanh(w * h_{t-1} + x_t)`` (width :data:`WIDTH`,
-``h_0 = 0``, ``w`` the primal, ``x`` of shape ``(trip, WIDTH)``) and writes ``h_t`` into row
-``t`` of a ``(trip, WIDTH)`` buffer, in one of four ways (``body``):
+Each step advances a carried state ``h_t = tanh(w * h_{t-1} + x_t)`` (``width`` float32
+elements, ``h_0 = 0``, ``w`` the primal, ``x`` of shape ``(trip, width)``) and writes ``h_t``
+into row ``t`` of a ``(trip, width)`` buffer, in one of four ways (``body``; its aliases in
+:data:`BODY_ALIASES`):
 
 - ``at_set``: ``jax.lax.fori_loop`` with ``buf.at[t].set(h)``;
-- ``dynamic_update_slice``: ``fori_loop`` with ``jax.lax.dynamic_update_slice``;
-- ``scan_stack``: ``jax.lax.scan`` emitting ``h`` as its stacked output;
+- ``dynamic_update_slice`` (``dus``): ``fori_loop`` with ``jax.lax.dynamic_update_slice``;
+- ``scan_stack`` (``scan``): ``jax.lax.scan`` emitting ``h`` as its stacked output;
 - ``shift``: ``fori_loop`` that shifts the whole buffer up one row and appends ``h``: a full
   copy per step, so quadratic in the trip count on purpose (the known exponent 2 of the scaling
   tests); not in the grids, select it with ``--param body=shift``.
 
 The first three update the buffer in place when XLA keeps the loop's buffer aliased: their
 latency is linear in the trip count (scaling exponent 1), and a JAX version that starts copying
-the buffer shows as an exponent near 2 (:mod:`jaxbench.inference.scaling`). Each body is timed
+the buffer shows as an exponent near 2 (:mod:`jaxbench.inference.scaling`). The row ``width``
+(:data:`WIDTHS`) reaches narrow rows: a JAX version that is slow only on loops over rows of 1 to
+16 elements (jax-ml/jax#40101, JAX 0.11.1 on the CPU) shows at ``width=1`` and not at the
+default 64. Each body is timed
 ``mode``:
 
 - ``plain``: the buffer;
@@ -49,9 +53,15 @@ from jaxbench.workloads.base import (
 from jaxbench.workloads.regression import DriftSets, Inputs, host, on_device, row_variant
 
 BODIES = ("at_set", "dynamic_update_slice", "scan_stack", "shift")
+#: Other names accepted for a body (``--param body=dus``): alias -> body.
+BODY_ALIASES = {"dus": "dynamic_update_slice", "scan": "scan_stack"}
 MODES = ("plain", "grad", "linearize")
-#: Width of the carried state and of one buffer row (float32 elements).
+#: The default width of the carried state and of one buffer row (float32 elements): the only
+#: width of the drift sets and of records made before ``width`` was a parameter.
 WIDTH = 64
+#: The row widths of the full grid (float32 elements).
+WIDTHS = (1, 4, 16, 64)
+WIDTH_MAX = 1 << 16
 TRIP_MAX = 1 << 20
 #: Scale of ``w``: below 1, so the recurrence is contractive and float32 stays within 1e-5.
 W_SCALE = 0.5
@@ -62,7 +72,7 @@ class LoopShapeError(ValueError):
 
 
 def run(body: str, x: jax.Array, w: jax.Array) -> jax.Array:
-    """The ``(trip, WIDTH)`` buffer of ``h_1 .. h_trip`` written by ``body``.
+    """The ``(trip, width)`` buffer of ``h_1 .. h_trip`` written by ``body``.
 
     Raises:
         LoopShapeError: ``x`` is not 2-D, or ``w`` is not ``(x.shape[1],)`` (at trace time).
@@ -87,7 +97,7 @@ def run(body: str, x: jax.Array, w: jax.Array) -> jax.Array:
         ),
         "shift": lambda buf, h, t: jnp.concatenate([buf[1:], h[None]]),
     }
-    check_choice("body", body, BODIES)
+    check_choice("body", body, BODIES, BODY_ALIASES)
     write = writes[body]
 
     def step(t: Any, carry: tuple[jax.Array, jax.Array]) -> tuple[jax.Array, jax.Array]:
@@ -142,16 +152,16 @@ def reference(x: np.ndarray, w: np.ndarray, v: np.ndarray) -> dict[str, np.ndarr
     return {"plain": h[1:], "grad": grad, "linearize": dh[1:]}
 
 
-def inputs(trip: int) -> tuple[jax.Array, jax.Array, jax.Array]:
+def inputs(trip: int, width: int = WIDTH) -> tuple[jax.Array, jax.Array, jax.Array]:
     """The seeded float32 inputs of a case: ``x``, the primal ``w`` and a tangent ``v``.
 
-    ``x`` ``(trip, WIDTH)`` ~ N(0, 1); ``w`` ``(WIDTH,)`` ~ U(-:data:`W_SCALE`, :data:`W_SCALE`);
-    ``v`` ``(WIDTH,)`` ~ N(0, 1).
+    ``x`` ``(trip, width)`` ~ N(0, 1); ``w`` ``(width,)`` ~ U(-:data:`W_SCALE`, :data:`W_SCALE`);
+    ``v`` ``(width,)`` ~ N(0, 1).
     """
     key_x, key_w, key_v = jax.random.split(jax.random.key(2), 3)
-    x = jax.random.normal(key_x, (trip, WIDTH), jnp.float32)
-    w = W_SCALE * jax.random.uniform(key_w, (WIDTH,), jnp.float32, -1.0, 1.0)
-    return x, w, jax.random.normal(key_v, (WIDTH,), jnp.float32)
+    x = jax.random.normal(key_x, (trip, width), jnp.float32)
+    w = W_SCALE * jax.random.uniform(key_w, (width,), jnp.float32, -1.0, 1.0)
+    return x, w, jax.random.normal(key_v, (width,), jnp.float32)
 
 
 #: Steps of the drift sets: a recurrence of 64 steps and a gradient summed over 64 terms, the
@@ -211,33 +221,48 @@ def drift_outputs(inputs: Inputs, dtype: str, device: Any | None = None) -> Inpu
 class Loops(Workload):
     """In-place buffer updates under ``fori_loop`` and ``scan``, plain, under grad, linearized.
 
-    Parameters: ``trip`` (the trip count, 1..:data:`TRIP_MAX`), ``body`` (:data:`BODIES`),
-    ``mode`` (:data:`MODES`), ``dtype`` (``float32``).
+    Parameters: ``trip`` (the trip count, 1..:data:`TRIP_MAX`), ``body`` (:data:`BODIES`, or
+    an alias of :data:`BODY_ALIASES`), ``mode`` (:data:`MODES`), ``width`` (the row width,
+    1..:data:`WIDTH_MAX` float32 elements), ``dtype`` (``float32``).
     """
 
     name = "loop"
-    param_names = ("trip", "body", "mode", "dtype")
+    param_names = ("trip", "body", "mode", "width", "dtype")
+    choices: Mapping[str, tuple[str, ...]] = {"body": BODIES, "mode": MODES}
+    aliases: Mapping[str, Mapping[str, str]] = {"body": BODY_ALIASES}
     drift = DriftSets(
         ("float32",), DRIFT_TRIP, LoopShapeError, drift_standard, drift_variant, drift_outputs
     )
     asv = (
         AsvSuite("Loop", {"trip": [256, 1024, 4096], "body": ["at_set", "scan_stack"],
-                          "mode": list(MODES)}, {"dtype": "float32"}, method="time_loop",
+                          "mode": list(MODES)}, {"width": WIDTH, "dtype": "float32"},
+                 method="time_loop", module="bench_loops"),
+        AsvSuite("LoopWidth", {"width": list(WIDTHS), "body": ["at_set", "scan_stack"]},
+                 {"trip": 1024, "mode": "plain", "dtype": "float32"}, method="time_loop",
                  module="bench_loops"),
     )  # fmt: skip
 
     def grid(self, quick: bool) -> dict[str, list[Any]]:
-        """Quick: ``at_set`` plain, trips 64 to 1024. Full: the in-place bodies, to 4096."""
+        """Quick: ``at_set`` plain, trips 64 to 1024, rows of 1 and 64 elements.
+
+        Full: the in-place bodies, to 4096, every width of :data:`WIDTHS`.
+        """
         if quick:
             return {"trip": [64, 256, 1024], "body": ["at_set"], "mode": ["plain"],
-                    "dtype": ["float32"]}  # fmt: skip
+                    "width": [1, WIDTH], "dtype": ["float32"]}  # fmt: skip
         return {"trip": [256, 1024, 4096], "body": list(BODIES[:3]), "mode": list(MODES),
-                "dtype": ["float32"]}  # fmt: skip
+                "width": list(WIDTHS), "dtype": ["float32"]}  # fmt: skip
 
     def validate(self, params: Mapping[str, Any]) -> None:
-        """Raise ``ValueError`` naming a bad ``trip``, ``body``, ``mode`` or ``dtype``."""
+        """Raise ``ValueError`` naming a bad ``trip``, ``body``, ``mode``, ``width`` or ``dtype``.
+
+        The ``body`` message lists the aliases too. A case without ``width`` (a record made
+        before it was a parameter) has rows of :data:`WIDTH`.
+        """
         check_int("trip", params["trip"], 1, TRIP_MAX)
-        for name, choices in (("body", BODIES), ("mode", MODES), ("dtype", ("float32",))):
+        check_int("width", params.get("width", WIDTH), 1, WIDTH_MAX)
+        check_choice("body", params["body"], BODIES, BODY_ALIASES)
+        for name, choices in (("mode", MODES), ("dtype", ("float32",))):
             check_choice(name, params[name], choices)
 
     def benchmark(self, params: Mapping[str, Any]) -> str:
@@ -245,12 +270,16 @@ class Loops(Workload):
         return f"{self.name}/{params['body']}"
 
     def build(self, params: Mapping[str, Any]) -> Built:
-        """``x``, ``w`` and a tangent ``v``, the mode's timed unit and the gate."""
+        """``x``, ``w`` and a tangent ``v``, the mode's timed unit and the gate.
+
+        ``width`` defaults to :data:`WIDTH` (the rows of records made before it was a parameter).
+        """
         trip, body, mode = params["trip"], params["body"], params["mode"]
-        x, w, v = inputs(trip)
+        width = params.get("width", WIDTH)
+        x, w, v = inputs(trip, width)
         fns = jitted(body)
-        key = (body, trip)
-        metrics: dict[str, Any] = {"held_bytes": 0, "buffer_bytes": trip * WIDTH * 4}
+        key = (body, trip, width)
+        metrics: dict[str, Any] = {"held_bytes": 0, "buffer_bytes": trip * width * 4}
         if mode == "linearize":
             lin = fns["linearize"]
             targets = [

@@ -2,7 +2,8 @@
 
 A leaf's name is its prefix and its key path joined by dots: ``params.0.w`` for layer 0's
 weights of an MLP (a list of dicts), ``params.layers.1.qkv`` for a transformer's, ``arg.0`` for
-a user workload's first positional argument when it is an array.
+a user workload's first positional argument when it is an array. A correctness gate names a
+failing leaf by its key path joined by slashes (:func:`path_text`), ``params/attn/key/bias``.
 """
 
 from __future__ import annotations
@@ -18,6 +19,15 @@ def _key_text(key: Any) -> str:
         if hasattr(key, attr):
             return str(getattr(key, attr))
     return str(key)
+
+
+def path_text(path: tuple[Any, ...], separator: str = ".") -> str:
+    """A key path's keys as text joined by ``separator``: ``params/attn/key/bias`` with ``/``.
+
+    Dict keys, sequence indices and attribute names alike (``jax.tree_util`` key entries);
+    ``""`` for the root (a tree that is one leaf).
+    """
+    return separator.join(_key_text(k) for k in path)
 
 
 def leaf_names(tree: Any, prefix: str) -> list[str]:
