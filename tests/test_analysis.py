@@ -407,3 +407,12 @@ def test_crossover_needs_one_series(tmp_path):
     frame = load(tmp_path, forward_records("0.4.30") + forward_records("0.4.31"))
     with pytest.raises(ValueError, match="one series"):
         analysis.crossover_k(analysis.forward_table(frame))
+
+
+def test_forward_records_without_wrt_are_tabled_not_a_key_error(tmp_path):
+    """Records from before ``wrt`` existed group under ``n/a`` (``report`` once raised here)."""
+    recs = forward_records()
+    for r in recs:
+        r.params.pop("wrt")
+    table = analysis.forward_table(load(tmp_path, recs))
+    assert len(table) == 8 and set(table["param.wrt"]) == {"n/a"}

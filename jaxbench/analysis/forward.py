@@ -39,6 +39,7 @@ def forward_table(frame: pd.DataFrame) -> pd.DataFrame:
         One row per ``param.size``, ``param.dtype``, ``param.wrt``, ``condition``, ``version``,
         ``benchmark`` and ``k``: ``p50_s`` (median latency of all samples, seconds), ``n``
         (samples) and ``held_bytes`` (bytes; ``nan`` where not recorded). Sorted by those keys.
+        A grouping parameter a record lacks (``wrt`` before it existed) reads ``n/a``.
         Empty when there are no forward-mode ``ok`` records.
     """
     fwd = frame[frame["benchmark"].astype(str).str.startswith(FORWARD_PREFIX)]
@@ -46,6 +47,9 @@ def forward_table(frame: pd.DataFrame) -> pd.DataFrame:
     cols = [*GROUP, "benchmark", "k", "p50_s", "n", "held_bytes"]
     if samples.empty:
         return pd.DataFrame(columns=cols)
+    for column in [c for c in GROUP if c.startswith("param.")]:  # older records lack wrt
+        given = samples[column].astype(object) if column in samples else None
+        samples[column] = "n/a" if given is None else given.where(given.notna(), "n/a")
     samples = samples.assign(
         k=samples["param.k"].astype(int),
         held_bytes=samples["metrics"].map(_held_bytes),
