@@ -103,9 +103,9 @@ def test_debug_modes_are_refused_or_warned_recorded_and_kept_apart(tmp_path):
         assert ("warning:" in out.stderr) == (name != "clean"), out.stderr
     frame = add_conditions(load_results([tmp_path / n for n in runs])[0])
     flags = {n: frame[frame["file"].str.contains(f"/{n}/")] for n in runs}
-    assert "jax_debug_nans" not in flags["clean"]["env"].iloc[0]["jax_flags"]
-    assert flags["nans"]["env"].iloc[0]["jax_flags"]["jax_debug_nans"] is True
-    assert flags["nojit"]["env"].iloc[0]["jax_flags"]["jax_disable_jit"] is True
+    assert "jax_debug_nans" not in flags["clean"]["env"].iloc[0].jax_flags
+    assert flags["nans"]["env"].iloc[0].jax_flags["jax_debug_nans"] is True
+    assert flags["nojit"]["env"].iloc[0].jax_flags["jax_disable_jit"] is True
     assert len({f["condition"].iloc[0] for f in flags.values()}) == 3
 
 

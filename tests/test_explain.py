@@ -173,7 +173,7 @@ def test_a_wider_candidate_is_explained_from_two_real_workers(tmp_path):
                   "float32", "--optimizer", "sgd", "--set-b", "size=tiny*1.5", "-o",
                   str(tmp_path))  # fmt: skip
     assert out.returncode == 0, out.stderr
-    head = "train_step size=tiny dtype=float32 optimizer=sgd donate=True: current (JAX "
+    head = "train_step donate=True dtype=float32 optimizer=sgd size=tiny: current (JAX "
     assert head in out.stdout
     assert "train_step: jaxpr, StableHLO, optimized HLO differ. First at jaxpr" in out.stdout
     assert "XLA flops: " in out.stdout and "optimized HLO, normalised (unified diff):" in out.stdout

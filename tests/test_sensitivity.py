@@ -197,10 +197,12 @@ def test_hog_starts_busy_processes_and_stops_them():
 def test_run_refuses_bad_input(tmp_path):
     for args, message in ((["--effects", "x"], "--effects"), (["--repeats", "0"], "--repeats"),
                           (["--rounds", "2"], "--rounds"), (["-s", "huge"], "huge"),
-                          (["-w", "loop"], "a study times one case, 3 are selected"),
-                          (["-w", "loop", "--param", "trip=64", "--scale", "body"],
+                          (["-w", "loop"], "a study times one case, 6 are selected"),
+                          (["-w", "loop", "--param", "trip=64", "--param", "width=64", "--scale",
+                            "body"],
                            "--scale 'body'"),
-                          (["-w", "loop", "--param", "trip=1048576", "--scale", "trip"],
+                          (["-w", "loop", "--param", "trip=1048576", "--param", "width=64",
+                            "--scale", "trip"],
                            "trip must be")):  # fmt: skip
         result = runner.invoke(sens.app, ["run", *args, "-o", str(tmp_path)])
         assert result.exit_code == 2, result.output
