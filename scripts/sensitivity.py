@@ -11,8 +11,8 @@ batch rows (``small*1.03``: :func:`jaxbench.workloads.sizes.scaled`), so ``e`` t
 every matmul while weights and strides stay the same; effect 1.0 is an A/A comparison (the very
 same parameters on both sides). Another workload's case is given by ``--workload`` and
 ``--param``, and ``--scale NAME`` names the integer parameter an effect multiplies (e.g. ``-w
-loop --param trip=40000 --param width=64 --scale trip``: ``e`` times the loop's iterations). The time ratio a
-FLOP ratio causes is not assumed: the study measures it (the reference below).
+loop --param trip=40000 --param width=64 --scale trip``: ``e`` times the loop's iterations). The
+time ratio a FLOP ratio causes is not assumed: the study measures it (the reference below).
 
 **A pool of pairs.** A *pair* is two fresh worker processes of this interpreter
 (:class:`jaxbench.interleave.session.Worker`). In each pair, every effect is run as one case
