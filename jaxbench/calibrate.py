@@ -19,8 +19,8 @@ Every verdict other than ``slower`` or ``faster`` is right for an A/A comparison
 (:class:`Calibration`, kind ``calibration``, schema version 1) is one JSON file,
 ``calibration-<run id>.json``, written atomically after every pair by the one live runner
 (:func:`jaxbench.interleave.run_live`) from the first finished comparison on, holding the
-comparisons finished (``complete`` false until the last); :func:`load_calibrations` and
-:func:`latest_calibration` read them back.
+comparisons finished (``complete`` false until the last); :func:`load_calibrations` reads
+them back and :func:`jaxbench.store.calibration.newest_calibration` picks one host's and case's.
 """
 
 from __future__ import annotations
@@ -45,7 +45,6 @@ from jaxbench.store.calibration import (
     CalibrationComparison,
     CalibrationSummary,
     Design,
-    newest_calibration,
 )
 
 #: The case calibrated when nothing is selected (unselected parameters of another workload
@@ -378,18 +377,3 @@ def load_calibrations(
     """
     loaded = load(paths, kinds={"calibration"})
     return loaded.models("calibration"), list(loaded.problems)
-
-
-def latest_calibration(
-    paths: Iterable[str | os.PathLike[str]],
-    host: str | None = None,
-    case: str | None = None,
-) -> Calibration | None:
-    """The most recent calibration under ``paths`` (by start time), or ``None``.
-
-    Args:
-        paths: Files or folders.
-        host: Only calibrations of this host name (``host["hostname"]``).
-        case: Only this case label (:attr:`CalibrationCase.label`).
-    """
-    return newest_calibration(load_calibrations(paths)[0], host, case)

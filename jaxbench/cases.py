@@ -12,7 +12,7 @@ from jaxbench.backends import BACKENDS, check_backend
 from jaxbench.store import case_label
 from jaxbench.workloads import WORKLOADS, get_workload
 
-__all__ = ["BACKENDS", "Case", "check_backend", "parse_text", "resolve_device", "select_cases"]
+__all__ = ["BACKENDS", "Case", "check_backend", "resolve_device", "select_cases"]
 
 
 @dataclass(frozen=True)
@@ -57,7 +57,9 @@ def select_cases(
         overrides: Parameter name -> values to use instead of the grid's, e.g.
             ``{"size": ["small"], "k": [64]}``; repeated values count once.
         texts: Parameter name -> values as text (``--param NAME=VALUE`` and its aliases),
-            converted by :func:`parse_text` for each workload that has the parameter.
+            converted by each workload that has the parameter
+            (:meth:`~jaxbench.workloads.base.Workload.parse_param`, the one parser of
+            ``--param``, its aliases and ``--set-a/-b``).
         options: Parameter name -> the option that gave its texts, named in errors (default
             ``--param``; e.g. ``{"size": "--size"}`` for an alias).
 
@@ -83,7 +85,7 @@ def select_cases(
         grid.update({k: list(v) for k, v in overrides.items() if k in workload.param_names})
         for param, values in texts.items():
             if param in workload.param_names:
-                grid[param] = [parse_text(workload, param, v) for v in values]
+                grid[param] = [workload.parse_param(param, v) for v in values]
         for values in itertools.product(*(grid[p] for p in workload.param_names)):
             params = dict(zip(workload.param_names, values, strict=True))
             try:
@@ -118,19 +120,6 @@ def _name_the_option(
     option = options.get(param, "--param") if param in texts else "--" + param.replace("_", "-")
     given = f"--param {param}={value}" if option == "--param" else f"{option} {value}"
     return message if message.startswith(given) else f"{given}: {message}"
-
-
-def parse_text(workload: Any, name: str, text: str) -> Any:
-    """One parameter's value from text: the one parser of ``--param`` and ``--set-a/-b``.
-
-    The aliases (``--size``, ``-k``, ...) pass through it too. It is the workload's
-    :meth:`~jaxbench.workloads.base.Workload.parse_param`: a user factory's signature, else the
-    parameter's grid.
-
-    Raises:
-        ValueError: A text that is not of the parameter's type (the message names ``--param``).
-    """
-    return workload.parse_param(name, text)
 
 
 def resolve_device(backend: str) -> Any:

@@ -147,6 +147,37 @@ def host() -> dict[str, Any]:
     }
 
 
+#: Linux's CPU frequency interface (``Documentation/admin-guide/pm/cpufreq.rst``).
+CPU_SYSFS = Path("/sys/devices/system/cpu")
+
+
+def cpu_frequency_policy(root: Path | None = None) -> dict[str, Any]:
+    """The CPU frequency governor and turbo state, where Linux exposes them.
+
+    ``governor``: ``scaling_governor`` of the first CPU this process may use (e.g.
+    ``performance``, ``powersave``, ``schedutil``). ``turbo``: ``False`` when
+    ``intel_pstate/no_turbo`` is 1 or ``cpufreq/boost`` is 0, ``True`` for the opposite. Each
+    is ``None`` where the files are absent (most VMs and containers) or unreadable. ``root``:
+    the sysfs folder (default :data:`CPU_SYSFS`).
+    """
+    root = root or CPU_SYSFS
+    cpus = cpu_affinity() or [0]
+
+    def read(path: Path) -> str | None:
+        try:
+            return path.read_text().strip() or None
+        except OSError:
+            return None
+
+    governor = read(root / f"cpu{cpus[0]}" / "cpufreq" / "scaling_governor")
+    turbo = None
+    if (no_turbo := read(root / "intel_pstate" / "no_turbo")) in ("0", "1"):
+        turbo = no_turbo == "0"
+    elif (boost := read(root / "cpufreq" / "boost")) in ("0", "1"):
+        turbo = boost == "1"
+    return {"governor": governor, "turbo": turbo}
+
+
 def collect(device: Any | None = None) -> dict[str, Any]:
     """Describe the software, device and host that a timing was taken on.
 
@@ -159,7 +190,8 @@ def collect(device: Any | None = None) -> dict[str, Any]:
         ``jax_flags``, ``host``, ``git``, ``slurm`` (empty outside Slurm), ``process_id``
         (:func:`process_id`) and ``pid``. ``host`` has :func:`host`'s facts plus this process's
         ``usable_cpus`` (count) and ``affinity`` (sorted CPU ids, ``None`` where unknown), which
-        ``taskset`` or Slurm's CPU binding can restrict per process.
+        ``taskset`` or Slurm's CPU binding can restrict per process, and the frequency
+        ``governor`` and ``turbo`` state (:func:`cpu_frequency_policy`).
     """
     import jax
     import numpy as np
@@ -182,7 +214,9 @@ def collect(device: Any | None = None) -> dict[str, Any]:
         "platform_version": platform_version,
         "env_vars": timing_env_vars(),
         "jax_flags": jax_flags(),
-        "host": host() | {"usable_cpus": usable_cpus(), "affinity": cpu_affinity()},
+        "host": host()
+        | {"usable_cpus": usable_cpus(), "affinity": cpu_affinity()}
+        | cpu_frequency_policy(),
         "git": _git_commit(),
         "slurm": {k: os.environ[k] for k in SLURM_KEYS if k in os.environ},
         "process_id": process_id(),

@@ -42,7 +42,8 @@ class PreparedCase:
         gate: Facts from the correctness gate (tolerances, largest errors); where the gate was
             reused (``gate_mode``), the hash it was reused for and the finiteness check's.
         warmup: The harness's first call and warm-up calls, compile events counted.
-        state: The argument PyTree of the next call, committed to ``device``; outputs that feed
+        state: The argument PyTree of the next call, committed to ``device`` (a state with
+            leaves sharded over a mesh is left as placed, :func:`place`); outputs that feed
             the next call (donated params) are threaded into it.
         programs_hash: Content hash of the compiled programs
             (:func:`jaxbench.store.programs.programs_digest`, the name of their artifact).
@@ -161,7 +162,7 @@ def _prepare_now(
         digest = programs_digest(stats.programs)
         reused = digest in gated
         gate = {"reused": digest} if reused else built.check()
-        state = jax.device_put(built.make_state(), device)
+        state = place(built.make_state(), device)
     # Outside the default-device context, like every later call: that context is part of jit's
     # cache key, so warming inside it would leave a compile for the first sample.
     # No gc.collect before this one-sample region (it walks the whole heap: 80-150 ms once JAX's
@@ -174,6 +175,25 @@ def _prepare_now(
     if reused:
         p.gate["finite_leaves"] = check_finite("output of one call", p.call_once())
     return p
+
+
+def place(state: Any, device: Any) -> Any:
+    """``state`` committed to ``device``, unless a leaf of it is sharded over several devices.
+
+    A workload that places its arguments on a mesh (a ``NamedSharding``:
+    :mod:`jaxbench.workloads.collectives`, a sharded train step, a user's sharded
+    ``ShapeDtypeStruct``) keeps them where it put them, and its other leaves stay uncommitted
+    for ``jit`` to place: moving them to one device would make every timed call reshard.
+    """
+    import jax
+
+    def on_mesh(leaf: Any) -> bool:
+        sharding = getattr(leaf, "sharding", None)
+        return sharding is not None and len(sharding.device_set) > 1
+
+    if any(on_mesh(leaf) for leaf in jax.tree.leaves(state)):
+        return state
+    return jax.device_put(state, device)
 
 
 def check_finite(name: str, tree: Any) -> int:

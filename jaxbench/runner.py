@@ -16,7 +16,12 @@ from jaxbench import env as env_mod
 from jaxbench.cases import Case, check_backend, resolve_device
 from jaxbench.measure.cache import cache_settings
 from jaxbench.measure.gpu import GpuWatch, device_facts
-from jaxbench.measure.harness import TimingConfig
+from jaxbench.measure.harness import (
+    TimingConfig,
+    device_bytes_in_use,
+    device_peak_bytes,
+    reset_host_peak,
+)
 from jaxbench.prepared import prepare
 from jaxbench.store import Appender, Env, Record, new_run_id, save_programs
 from jaxbench.workloads import GateFailure, NotApplicable, get_workload
@@ -74,6 +79,9 @@ def measure_case(
         device = resolve_device(backend)
     except RuntimeError as exc:
         return Record(**base, status="skipped", error=str(exc), env=env())
+    base["host_peak_scope"] = "case" if reset_host_peak() else "process"
+    peak_before = device_peak_bytes(device)
+    base["device_bytes_in_use_before"] = device_bytes_in_use(device)
     try:
         prepared = prepare(
             case.workload, case.params, backend, keep=False, warmup_calls=timing.warmup_calls
@@ -108,7 +116,7 @@ def measure_case(
     if m.recompiled:
         error = (
             f"{m.compiles_timed} compiles and {m.traces_timed} traces inside the timed "
-            "region: samples are not steady state"
+            f"region: samples are not steady state; {m.recompile_cause}"
         )
     return Record(
         **base,
@@ -126,6 +134,7 @@ def measure_case(
         flops=stats.flops,
         bytes_accessed=stats.bytes_accessed,
         device_peak_bytes=m.device_peak_bytes,
+        device_peak_scope=_peak_scope(peak_before, m.device_peak_bytes),
         host_peak_rss_bytes=m.host_peak_rss_bytes,
         memory=stats.memory,
         gate=prepared.gate,
@@ -137,6 +146,13 @@ def measure_case(
     )
 
 
+def _peak_scope(before: int | None, after: int | None) -> str | None:
+    """``case`` when the device peak rose during the case, ``process`` when it did not."""
+    if after is None:
+        return None
+    return "case" if before is None or after > before else "process"
+
+
 @dataclass
 class RunResult:
     """Where a run wrote its records, and the records."""
@@ -144,6 +160,8 @@ class RunResult:
     path: Path
     records: list[Record] = field(default_factory=list)
     interrupted: bool = False
+    #: Why the run stopped writing (``"<file>: <cause>"``, e.g. a full disk), else ``None``.
+    write_error: str | None = None
 
     @property
     def failed(self) -> list[Record]:
@@ -165,7 +183,9 @@ def run(
 
     A backend that is not present gives one ``skipped`` record per case, not an error. Every
     record's ``env`` has ``requested_backend`` (:func:`measure_case`). A ``KeyboardInterrupt``
-    ends the run early with ``interrupted`` set; the records written so far stay.
+    ends the run early with ``interrupted`` set; the records written so far stay. A record that
+    cannot be written (a full disk) ends it with ``write_error`` set; the file keeps the
+    records before it, whole (:class:`~jaxbench.store.Appender`).
 
     Raises:
         ValueError: Unknown backend name.
@@ -182,7 +202,11 @@ def run(
                 if on_case:
                     on_case(case)
                 record = measure_case(case, backend, timing, run_id, programs_dir=path.parent)
-                writer.write(record)
+                try:
+                    writer.write(record)
+                except OSError as exc:
+                    result.write_error = f"{path}: {exc.strerror or exc}"
+                    break
                 result.records.append(record)
                 if on_record:
                     on_record(case, record)

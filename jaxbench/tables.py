@@ -39,8 +39,15 @@ COLUMNS = (
 OPTIONAL_COLUMNS = ("MFU", "device peak")
 LEFT_COLUMNS = ("benchmark", "jax", "params", "status")
 #: Shown only where some record has them: per-call tokens and formula FLOP of the workload.
-MODEL_COLUMNS = {"tokens/s": "tokens_per_s", "MFU (formula)": "model_mfu"}
+MODEL_COLUMNS = {
+    "tokens/s": "tokens_per_s",
+    "MFU (formula)": "model_mfu",
+    "algbw": "algbw_Bps",
+    "busbw": "busbw_Bps",
+}
 REUSED_MARK = "*"
+#: A device peak reached by an earlier case of the process (JAX cannot reset it).
+EARLIER_PEAK_MARK = "^"
 
 
 def params_label(params: dict) -> str:
@@ -54,13 +61,16 @@ def records_table(records: list[Record], title: str) -> Table:
     """One row per record: status, p50, p95, IQR, compile s, FLOP/s, MFU, device peak.
 
     FLOP/s and MFU use XLA's counted FLOP. Where a workload gives tokens or formula FLOP per
-    call (:data:`MODEL_COLUMNS`), ``tokens/s`` and ``MFU (formula)`` follow. Records of more
-    than one JAX version get a ``jax`` column. ``MFU`` and ``device peak`` are left out where
+    call (:data:`MODEL_COLUMNS`), ``tokens/s`` and ``MFU (formula)`` follow; where it gives a
+    collective's message size, ``algbw`` and ``busbw`` (GB/s, nccl-tests' definitions).
+    Records of more than one JAX version get a ``jax`` column. ``MFU`` and ``device peak`` are
+    left out where
     they are ``n/a`` for every record (a CPU has no listed peak and no device memory
     statistics), and the caption says so once.
 
     A compile time marked ``*`` was measured once for a program that an earlier case of the same
-    process compiled first; the caption says so. A pipelined record's benchmark reads
+    process compiled first; a device peak marked ``^`` is an earlier case's (the record's
+    ``device_peak_scope``); the caption says so. A pipelined record's benchmark reads
     ``name (pipelined xN)``: its p50 is per call of N dispatched together, not a blocked latency;
     ``(GPU throttled)`` and ``(GPU shared)`` mark records whose GPU was slowed or shared while
     timed (:mod:`jaxbench.measure.gpu`).
@@ -81,7 +91,8 @@ def records_table(records: list[Record], title: str) -> Table:
             "compile": fmt_seconds(rec.compile_s) + (REUSED_MARK if reused else ""),
             "FLOP/s": fmt_rate(s["flops_per_s"]),
             "MFU": "n/a" if s["mfu"] is None else f"{100 * s['mfu']:.1f}%",
-            "device peak": fmt_bytes(rec.device_peak_bytes),
+            "device peak": fmt_bytes(rec.device_peak_bytes)
+            + (EARLIER_PEAK_MARK if rec.device_peak_scope == "process" else ""),
         }
         rows.append(row | {col: _model_cell(key, s[key]) for col, key in MODEL_COLUMNS.items()})
     shown = [c for c in COLUMNS if c not in OPTIONAL_COLUMNS or any(r[c] != "n/a" for r in rows)]
@@ -96,6 +107,9 @@ def records_table(records: list[Record], title: str) -> Table:
     notes = []
     if any(REUSED_MARK in r["compile"] for r in rows):
         notes.append(f"{REUSED_MARK} compiled once, by an earlier case of this run")
+    if "device peak" in shown and any(EARLIER_PEAK_MARK in r["device peak"] for r in rows):
+        notes.append(f"{EARLIER_PEAK_MARK} the process's device peak, reached by an earlier case "
+                     "(this case's own is at most it)")  # fmt: skip
     hidden = [c for c in OPTIONAL_COLUMNS if c not in shown]
     if rows and hidden:
         notes.append(f"{' and '.join(hidden)}: n/a for every record here, left out")
@@ -115,6 +129,8 @@ def _marks(rec: Record) -> str:
 def _model_cell(key: str, value: float | None) -> str:
     if value is None:
         return "n/a"
+    if key.endswith("_Bps"):
+        return f"{value / 1e9:.3g} GB/s"
     return f"{100 * value:.1f}%" if key == "model_mfu" else f"{value:,.0f}"
 
 

@@ -35,7 +35,8 @@ measured false-alarm rate, each with an exact (Clopper-Pearson) 95 % interval; t
 seconds each took are the time to a verdict.
 
 **Hog scenario** (``--hog``): in each repeat a CPU hog on all usable cores (``stress-ng --cpu
-N`` when on PATH, else ``N`` Python busy loops) starts after :data:`HOG_AFTER` pairs and stops at
+N`` when on PATH, else ``N`` Python busy loops) starts after ``--hog-after`` pairs (default
+:data:`HOG_AFTER`; 0 for a hog from the first pair) and stops at
 the repeat's end, so the machine changes part-way through a comparison; every pair records
 whether the hog was on. The question is whether the stability checks call those repeats ``unstable``
 instead of letting the hog make a false call.
@@ -192,6 +193,7 @@ class Settings(BaseModel):
     pairs: int
     hog: bool
     hog_tool: str | None
+    hog_after: int = HOG_AFTER
     backend: str
     threshold: float
     alpha: float
@@ -418,6 +420,7 @@ def new_study(
     workload: str = WORKLOAD,
     params: dict[str, Any] | None = None,
     scale: str = "size",
+    hog_after: int = HOG_AFTER,
 ) -> Study:
     """A study not yet run: ``repeats`` sequential comparisons per effect, each with the
     schedule's looks (default: ``jaxbench compare --interleave``'s), up to ``max_pairs``."""
@@ -434,7 +437,8 @@ def new_study(
                               "donate": True},
             size=size, scale=scale, effects=list(effects), repeats=repeats,
             pairs=s.max_pairs, hog=hog,
-            hog_tool=Hog(usable_cpus()).tool if hog else None, backend=backend,
+            hog_tool=Hog(usable_cpus()).tool if hog else None, hog_after=hog_after,
+            backend=backend,
             threshold=threshold, alpha=alpha, seed=s.seed, schedule=dataclasses.asdict(s),
             design=default_design(threshold, alpha),
         ),
@@ -452,8 +456,9 @@ def run_study(study: Study, out: Path, log: Callable[[str], None] | None = None)
     Each repeat is one sequential comparison per effect, as ``jaxbench compare --interleave``
     runs it: from the schedule's first look on, an effect that is ``slower``, ``faster`` or
     ``same`` (:func:`judge`) gets no more pairs; the repeat ends when no effect is open or at
-    ``max_pairs``. The hog (``settings.hog``) is started before pair :data:`HOG_AFTER` of each
-    repeat and stopped at the repeat's end, also when a worker fails or on Ctrl-C.
+    ``max_pairs``. The hog (``settings.hog``) is started after ``settings.hog_after`` pairs of
+    each repeat (default :data:`HOG_AFTER`; 0: before the first) and stopped at the repeat's
+    end, also when a worker fails or on Ctrl-C.
     """
     st = study.settings
     hogger = Hog(usable_cpus()) if st.hog else None
@@ -464,7 +469,7 @@ def run_study(study: Study, out: Path, log: Callable[[str], None] | None = None)
         open_effects = list(st.effects)
         try:
             for j in range(st.pairs):
-                if hogger and j == HOG_AFTER:
+                if hogger and j == st.hog_after:
                     hogger.start()
                 runs = run_pair(study, study.python, r, j, bool(hogger and hogger.on), rng,
                                 open_effects)  # fmt: skip
@@ -721,7 +726,10 @@ def run_cmd(
     rounds: Annotated[int, Opt(help="Timed rounds per case and pair.")] = DEFAULT_ROUNDS,
     calls_per_block: Annotated[int, Opt(help="Timed calls per block.")] = DEFAULT_CALLS_PER_BLOCK,
     warmup_rounds: Annotated[int, Opt(help="Untimed rounds first.")] = DEFAULT_WARMUP_ROUNDS,
-    hog: Annotated[bool, Opt(help="CPU hog on all cores from pair 4 of a repeat.")] = False,
+    hog: Annotated[bool, Opt(help="CPU hog on all cores, part-way through each repeat.")] = False,
+    hog_after: Annotated[
+        int, Opt(help="Pairs of each repeat before the hog starts (0: from the first).")
+    ] = HOG_AFTER,
     backend: Annotated[str, Opt("--backend", "-b", help="Worker backend.")] = "cpu",
     seed: Annotated[int, Opt(help="Seed of the effect and block orders.")] = 0,
     out: Annotated[Path, Opt("--out", "-o", help="Output folder.")] = Path("results/sensitivity"),
@@ -743,6 +751,8 @@ def run_cmd(
             raise ValueError(f"--effects {effects!r}: give positive factors, e.g. 1.0,1.05")
         if repeats < 1:
             raise ValueError(f"--repeats must be >= 1, got {repeats}")
+        if hog_after < 0:
+            raise ValueError(f"--hog-after must be >= 0, got {hog_after}")
         if workload == WORKLOAD:
             params = None
             for f in factors:
@@ -767,7 +777,7 @@ def run_cmd(
     except ValueError as exc:
         raise _fail(str(exc)) from None
     study = new_study(repeats, factors, size, s, hog, backend, workload=workload, params=params,
-                      scale=scale if params else "size")  # fmt: skip
+                      scale=scale if params else "size", hog_after=hog_after)  # fmt: skip
     path = study_path(out, study)
 
     def log(line: str) -> None:

@@ -34,7 +34,7 @@ def saved_run(tmp_path_factory):
 
 def test_a_timed_record_names_its_programs_and_they_hold_every_level(saved_run):
     folder, record = saved_run
-    assert record.status == "ok" and record.schema_version == 3
+    assert record.status == "ok" and record.schema_version == 4
     assert artifact_path(folder, record.programs).is_file()
     (program,) = load_programs(folder, record.programs)
     assert program["name"] == "plain"
@@ -46,6 +46,24 @@ def test_a_timed_record_names_its_programs_and_they_hold_every_level(saved_run):
     assert program["flags"]["jax_enable_x64"] is False
     assert program["cost"]["flops"] == record.flops
     assert program["memory"] == record.memory
+
+
+def test_a_saved_program_holds_no_folder_of_the_measuring_machine(saved_run):
+    import sys
+
+    from jaxbench.measure.programs import source_name
+    from tests.conftest import ROOT
+
+    folder, record = saved_run
+    raw = gzip.decompress(artifact_path(folder, record.programs).read_bytes()).decode()
+    assert "jaxbench/workloads/loops.py" in raw  # the metadata still names the source file
+    for machine in {str(ROOT), sys.prefix, sys.base_prefix}:
+        assert machine not in raw
+    assert (
+        source_name("/opt/venv/lib/python3.13/site-packages/jax/_src/lax.py") == "jax/_src/lax.py"
+    )
+    assert source_name("/home/u/jaxbench/jaxbench/workloads/mlp.py") == "jaxbench/workloads/mlp.py"
+    assert source_name("/home/u/project/model.py") == "model.py"
 
 
 def test_the_file_is_named_by_the_hash_of_its_content_and_stored_once(saved_run, tmp_path):

@@ -127,10 +127,10 @@ from benchmarks.bench_train_step import TrainStep
 _gate = ts._gate
 
 
-def _failing_gate(optimizer, step, state0, batch, dtype):
+def _failing_gate(optimizer, step, state0, batch, dtype, *args, **kwargs):
     if dtype == "bfloat16":
         raise GateFailure("forced by the test")
-    return _gate(optimizer, step, state0, batch, dtype)
+    return _gate(optimizer, step, state0, batch, dtype, *args, **kwargs)
 
 
 ts._gate = _failing_gate
@@ -198,7 +198,7 @@ def test_asv_frame_has_the_core_columns(tmp_path):
     assert out.returncode == 0, out.stderr
     core = load_results(tmp_path / "core")[0]
     asv = load_results(ROOT / "results" / "asv")[0]
-    assert set(core.columns) - set(asv.columns) <= {"param.optimizer", "param.donate"}
+    assert set(core.columns) - set(asv.columns) <= {"param.optimizer", "param.donate", "param.mesh"}
     for col in ("benchmark", "params", "jax", "machine", "commit", "samples_s", "status"):
         assert col in asv.columns
     assert asv["jax"].nunique() >= 2  # committed results cover at least two JAX versions

@@ -15,7 +15,6 @@ from jaxbench.analysis import load_results
 from jaxbench.calibrate import (
     default_design,
     design_detectable,
-    latest_calibration,
     load_calibrations,
     proportion_interval,
     summarize_calibration,
@@ -26,7 +25,7 @@ from jaxbench.cli import app
 from jaxbench.inference.sequential import looks_at, nominal_level
 from jaxbench.interleave import Schedule
 from jaxbench.store import Calibration, CalibrationComparison
-from jaxbench.store.calibration import CalibrationCase
+from jaxbench.store.calibration import CalibrationCase, newest_calibration
 
 runner = CliRunner()
 
@@ -140,16 +139,17 @@ def test_record_round_trips_and_bad_files_are_named(tmp_path):
     assert frame.empty and record_problems == problems
 
 
-def test_latest_calibration_filters_by_host_and_case(tmp_path):
+def test_the_newest_calibration_is_chosen_by_host_and_case(tmp_path):
     old = record("20260101T000000Z-aaaaaaaa", started="2026-01-01T00:00:00+00:00")
     new = record("20260201T000000Z-bbbbbbbb", started="2026-02-01T00:00:00+00:00")
     other_host = record("20260301T000000Z-cccccccc", "elsewhere", started="2026-03-01")
     small = record("20260401T000000Z-dddddddd", size="small", started="2026-04-01")
     for r in (old, new, other_host, small):
         write_calibration(tmp_path, r)
-    assert latest_calibration([tmp_path]) == small
-    assert latest_calibration([tmp_path], host="box", case=old.case.label) == new
-    assert latest_calibration([tmp_path], host="nobody") is None
+    found = load_calibrations([tmp_path])[0]
+    assert newest_calibration(found) == small
+    assert newest_calibration(found, host="box", case=old.case.label) == new
+    assert newest_calibration(found, host="nobody") is None
 
 
 @pytest.mark.parametrize(

@@ -205,6 +205,8 @@ def test_gpu_check_script_runs_end_to_end_on_the_cpu(tmp_path):
         "KS": "2",
         "TRIPS": "8 16",
         "SCATTER_N": "64",
+        "COLLECTIVE_BYTES": "1024",
+        "MESH_SIZE": "tiny",
         "DTYPES": "bfloat16",
         "BUDGET": "0",
         "MIN_SAMPLES": "3",
@@ -230,9 +232,13 @@ def test_gpu_check_script_runs_end_to_end_on_the_cpu(tmp_path):
         "loop/at_set",
         "scatter/embedding_grad",
         "compile/nested",
-    }
+        *(f"collectives/{op}" for op in ("all_reduce", "all_gather", "reduce_scatter",
+                                         "all_to_all", "permute")),
+    }  # fmt: skip
     assert set(frame["status"]) == {"ok"}
     assert sorted(frame.loc[frame["benchmark"] == "loop/at_set", "param.trip"].unique()) == [8, 16]
+    assert sorted(frame.loc[frame["benchmark"] == "train_step", "param.mesh"].unique()) == [
+        "data:1", "none"]  # fmt: skip
     for bench in ("train_step", "transformer/train_step"):  # its last lines: the MFU of each
         assert f"{bench} size=tiny bfloat16 on cpu: p50" in out.stdout
     assert out.stdout.count("MFU n/a (no listed peak) (XLA's FLOP)") == 2

@@ -97,6 +97,28 @@ def test_gpu_profile_sbatch_script_matches_golden_file():
     assert script == (ROOT / "tests/golden/gpu.sbatch").read_text()
 
 
+def test_the_step_is_given_the_jobs_cpus_unless_the_profile_says_otherwise():
+    from jaxbench.cluster.executors import slurm_parameters
+
+    profile = load_profile("slurm/cpu.toml")
+    assert slurm_parameters(profile, 10, "j")["srun_args"] == ["--cpus-per-task=16"]
+    slurm = profile.slurm.model_copy(update={"srun_args": ["--cpu-bind=cores", "-c", "4"]})
+    profile = profile.model_copy(update={"slurm": slurm})
+    assert slurm_parameters(profile, 10, "j")["srun_args"] == ["--cpu-bind=cores", "-c", "4"]
+
+
+def test_a_task_bound_to_fewer_cpus_than_asked_warns_and_says_so(monkeypatch):
+    import jaxbench.measure.noise as noise
+
+    monkeypatch.setattr(noise, "usable_cpus", lambda: 1)
+    placement = worker.cpu_placement({"SLURM_CPUS_PER_TASK": "2"})
+    assert placement["cpus_asked"] == 2 and placement["cpus_usable"] == 1
+    assert "asked for 2 CPUs per task (SLURM_CPUS_PER_TASK) but this task can use 1" in (
+        placement["cpu_mismatch"])  # fmt: skip
+    assert worker.cpu_placement({"SLURM_CPUS_PER_TASK": "1"})["cpu_mismatch"] is None
+    assert worker.cpu_placement({})["cpus_asked"] is None
+
+
 def test_shards_are_consecutive_and_cover_every_case():
     cases = [CaseSpec(workload="w", params={"i": i}) for i in range(10)]
     shards = shard(cases, 4)

@@ -144,6 +144,20 @@ def test_a_computation_xla_inserts_first_changes_its_own_lines_and_its_callers_o
     assert d.counts["op:negate"] == (0, 1) and d.counts["op:fusion"] == (1, 2)
 
 
+def test_collectives_are_counted_once_and_named_by_opcode():
+    text = HLO_TEXT.replace(
+        "  ROOT %fusion = f32[2]{0} fusion(%x.1), kind=kLoop, calls=%fused_add",
+        "  %fusion = f32[2]{0} fusion(%x.1), kind=kLoop, calls=%fused_add\n"
+        "  %ar = f32[2]{0} all-reduce(%fusion), replica_groups={{0,1}}, to_apply=%fused_add\n"
+        "  %s = f32[2]{0} all-gather-start(%ar), dimensions={0}\n"
+        "  %d = f32[2]{0} all-gather-done(%s)\n"
+        "  ROOT %cp = f32[2]{0} collective-permute(%d), source_target_pairs={{0,1},{1,0}}",
+    )
+    counts = hlo_counts(text)
+    assert counts["collectives"] == 3 and counts["op:all-reduce"] == 1
+    assert counts["op:collective-permute"] == 1 and "collectives" not in hlo_counts(HLO_TEXT)
+
+
 def test_ops_inside_a_while_body_are_counted():
     def loop(x, w):
         return jax.lax.fori_loop(0, 5, lambda i, c: jnp.tanh(c) * 1.01, x)
@@ -173,7 +187,7 @@ def test_a_wider_candidate_is_explained_from_two_real_workers(tmp_path):
                   "float32", "--optimizer", "sgd", "--set-b", "size=tiny*1.5", "-o",
                   str(tmp_path))  # fmt: skip
     assert out.returncode == 0, out.stderr
-    head = "train_step donate=True dtype=float32 optimizer=sgd size=tiny: current (JAX "
+    head = "train_step donate=True dtype=float32 mesh=none optimizer=sgd size=tiny: current (JAX "
     assert head in out.stdout
     assert "train_step: jaxpr, StableHLO, optimized HLO differ. First at jaxpr" in out.stdout
     assert "XLA flops: " in out.stdout and "optimized HLO, normalised (unified diff):" in out.stdout

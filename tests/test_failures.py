@@ -1,5 +1,9 @@
-"""Failures that must not grow or hang: a kept preparation error, a worker that stops answering."""
+"""Failures that must not grow or hang: a kept preparation error, a worker that stops answering,
+a Ctrl-C that lands where Python swallows it."""
 
+import subprocess
+import sys
+import textwrap
 import traceback
 
 import pytest
@@ -36,3 +40,29 @@ def test_a_worker_that_gives_no_answer_is_killed_and_named(tmp_path):
         assert worker._proc.wait(timeout=30) != 0
     finally:
         worker.close()
+
+
+SWALLOWED = textwrap.dedent(
+    """
+    import gc, os, signal, sys
+    from jaxbench.cli import main
+    fired = []
+    def hook(phase, info):
+        # Ctrl-C arrives while a garbage-collection callback runs (as JAX's do): the handler's
+        # KeyboardInterrupt is raised inside it, and Python only prints it as ignored.
+        if not fired and signal.getsignal(signal.SIGINT) is not signal.default_int_handler:
+            fired.append(1)
+            os.kill(os.getpid(), signal.SIGINT)
+    gc.callbacks.append(hook)
+    sys.argv = ["jaxbench", "list"]
+    main()
+    """
+)
+
+
+def test_a_ctrl_c_swallowed_by_a_gc_callback_still_ends_the_command_with_130():
+    out = subprocess.run([sys.executable, "-c", SWALLOWED], capture_output=True, text=True,
+                         timeout=120)  # fmt: skip
+    assert "KeyboardInterrupt" in out.stderr and "Exception ignored" in out.stderr  # swallowed
+    assert out.returncode == 130, out.stderr
+    assert "error: interrupted (Ctrl-C); what was written to disk is kept" in out.stderr

@@ -72,6 +72,11 @@ def test_weak_type_change_inside_timed_region_is_flagged():
     cfg = TimingConfig(min_samples=5, budget_s=0, warmup_calls=0)
     m = measure(lambda s: f(*s), (x, jnp.float32(2.0)), cfg, next_state=lambda s, out: (s[0], 2.0))
     assert m.recompiled and m.compiles_timed >= 1
+    assert m.recompile_cause == "the arguments changed: [1]: float32[] -> Python float 2.0"
+    grows = jax.jit(lambda x: jnp.ones(x.shape[0] + 1))
+    m = measure(grows, jnp.ones(4), cfg, next_state=lambda s, out: out)
+    assert m.recompiled and len(m.samples_s) == 1
+    assert m.recompile_cause == "the arguments changed: (root): float32[4] -> float32[5]"
     # The same PyTree throughout: no compile at all after warm-up.
     f2 = jax.jit(lambda x, s: x * s)
     m = measure(lambda s: f2(*s), (x, 2.0), TimingConfig(min_samples=5, budget_s=0))
@@ -91,6 +96,7 @@ def test_identity_hashed_static_argument_is_flagged():
     assert m.recompiled
     assert m.compiles_timed == 1  # sampling stops at the first recompiling call
     assert len(m.samples_s) == 1
+    assert m.recompile_cause.startswith("the arguments kept their shapes, dtypes, weak types")
 
 
 def test_donated_train_step_100_steps_compile_once_in_warm_up():

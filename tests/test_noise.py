@@ -150,6 +150,30 @@ print(os.read(read, 64).decode())
 """
 
 
+def test_the_cpu_clock_policy_is_read_where_linux_exposes_it_and_warned_of(
+    tmp_path, monkeypatch, capsys
+):
+    from jaxbench import env
+    from jaxbench.cli import run as run_cmd
+
+    assert env.cpu_frequency_policy(tmp_path) == {"governor": None, "turbo": None}
+    cpu = min(os.sched_getaffinity(0))
+    (tmp_path / f"cpu{cpu}" / "cpufreq").mkdir(parents=True)
+    (tmp_path / f"cpu{cpu}" / "cpufreq" / "scaling_governor").write_text("powersave\n")
+    (tmp_path / "cpufreq").mkdir()
+    (tmp_path / "cpufreq" / "boost").write_text("1\n")
+    assert env.cpu_frequency_policy(tmp_path) == {"governor": "powersave", "turbo": True}
+    (tmp_path / "intel_pstate").mkdir()
+    (tmp_path / "intel_pstate" / "no_turbo").write_text("1\n")  # intel_pstate's word wins
+    assert env.cpu_frequency_policy(tmp_path)["turbo"] is False
+    monkeypatch.setattr(env, "CPU_SYSFS", tmp_path)
+    run_cmd._warn_cpu_clock()
+    err = capsys.readouterr().err
+    assert "the CPU frequency governor is powersave, not performance" in err
+    assert "turbo" not in err  # no_turbo is 1
+    assert env.collect()["host"]["governor"] == "powersave"
+
+
 def test_process_id_is_one_per_process_forked_children_included():
     env = _env()
     assert env.process_id() == env.process_id() and len(env.process_id()) == 32

@@ -395,6 +395,32 @@ def test_cli_writes_the_report_and_counts_every_verdict(two_versions, tmp_path):
     assert rows(section(text, "Regressions"))[0]["versions"] == "0.4.9 → 0.4.10"
 
 
+def test_a_second_writer_of_one_folder_is_named_and_a_killed_holder_frees_it(
+    two_versions, tmp_path
+):
+    import subprocess
+    import sys
+
+    out = tmp_path / "out"
+    out.mkdir()
+    hold = ("import sys, time; from pathlib import Path; from jaxbench.folders import sole_writer\n"
+            "with sole_writer(Path(sys.argv[1]), '--out'):\n"
+            "    print('held', flush=True); time.sleep(120)")  # fmt: skip
+    holder = subprocess.Popen([sys.executable, "-c", hold, str(out)], stdout=subprocess.PIPE,
+                              text=True)  # fmt: skip
+    try:
+        assert holder.stdout.readline().strip() == "held"
+        busy = invoke(two_versions, "--out", out)
+        assert busy.exit_code == 2
+        assert f"--out {out} is in use by pid {holder.pid} (jaxbench " in busy.stderr
+        assert not (out / "report.md").exists()
+    finally:
+        holder.kill()
+        holder.wait()
+    assert invoke(two_versions, "--out", out).exit_code == 0  # the kernel freed its lock
+    assert (out / "report.md").is_file()
+
+
 @pytest.mark.parametrize(
     ("args", "message"),
     [

@@ -19,7 +19,7 @@ def test_quick_grid_selection_and_overrides():
     assert [c.params for c in cases] == [
         {"size": "tiny", "dtype": "float32", "k": 3, "strategy": "vmap_jvp", "wrt": "input"}
     ]
-    families = {"train_step", "forward", "transformer", "loop", "scatter", "compile"}
+    families = {"train_step", "forward", "transformer", "loop", "scatter", "compile", "collectives"}
     assert {c.workload for c in select_cases()} == families
     twice = select_cases(["train_step"], overrides={"size": ["tiny", "tiny"], "dtype": ["float32"]})
     assert len(twice) == 1
@@ -48,6 +48,26 @@ def test_unknown_backend_is_an_error_and_absent_backend_a_skip(tmp_path, fast_ti
     result = run(cases, tmp_path, backend="tpu", timing=fast_timing)
     assert [r.status for r in result.records] == ["skipped"]
     assert "not present" in result.records[0].error
+
+
+def test_a_small_case_after_a_large_allocation_records_its_own_host_peak(fast_timing):
+    import resource
+
+    import numpy as np
+
+    (case,) = select_cases(["train_step"], overrides={"size": ["tiny"], "dtype": ["float32"]})
+    alone = measure_case(case, "cpu", fast_timing, "r")
+    big = np.ones(2**28)  # 2 GiB, every page touched
+    del big
+    after = measure_case(case, "cpu", fast_timing, "r")
+    assert resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024 >= 2**31  # it was there
+    assert alone.host_peak_scope == after.host_peak_scope == "case"
+    assert after.host_peak_rss_bytes < 2 * alone.host_peak_rss_bytes
+    assert (after.device_peak_scope is None) == (after.device_peak_bytes is None)
+    from jaxbench.runner import _peak_scope
+
+    assert [_peak_scope(None, 5), _peak_scope(5, 6), _peak_scope(6, 6), _peak_scope(6, None)] == [
+        "case", "case", "process", None]  # fmt: skip
 
 
 class ToyWorkload:

@@ -111,7 +111,7 @@ def test_schema_1_files_without_kind_still_load(tmp_path):
     assert rec.schema_version == 1 and rec.noise.model_dump() == {} and rec.kind == "record"
     assert loaded.models("live-comparison")[0].schema_version == 1
     assert read_model(tmp_path / "s" / "sweep.json", SweepManifest).sweep_id == "s1"
-    assert SCHEMA_VERSION == 3 and json.loads(make_record().model_dump_json())["kind"] == "record"
+    assert SCHEMA_VERSION == 4 and json.loads(make_record().model_dump_json())["kind"] == "record"
 
 
 def damaged(folder):
@@ -121,7 +121,7 @@ def damaged(folder):
         out.write(make_record())
         out.write(make_record(run_id="r2"))
     whole = run.read_bytes()
-    future = make_record(run_id="r3").model_dump() | {"schema_version": 4}
+    future = make_record(run_id="r3").model_dump() | {"schema_version": SCHEMA_VERSION + 1}
     run.write_bytes(whole + json.dumps(future).encode() + b"\n" + whole.splitlines()[0][:40])
     (folder / "notes.json").write_text(json.dumps({"title": "not ours"}))
     return run
@@ -134,9 +134,9 @@ def test_a_cut_line_a_foreign_file_and_a_future_schema_are_named_and_the_rest_lo
     reasons = {p.path: p.reason for p in loaded.problems}
     assert set(reasons) == {str(run), str(tmp_path / "notes.json")}
     assert "2 bad lines (3, 4;" in reasons[str(run)] and "2 loaded" in reasons[str(run)]
-    assert "schema_version 4 of kind 'record' is newer" in reasons[str(run)]
+    assert f"schema_version {SCHEMA_VERSION + 1} of kind 'record' is newer" in reasons[str(run)]
     assert "not a jaxbench object" in reasons[str(tmp_path / "notes.json")]
-    with pytest.raises(StoreFormatError, match=rf"{run}:3: schema_version 4"):
+    with pytest.raises(StoreFormatError, match=rf"{run}:3: schema_version {SCHEMA_VERSION + 1}"):
         load(run, strict=True)
 
 
@@ -187,16 +187,21 @@ def test_show_compare_and_report_name_the_same_problems_and_use_the_rest(tmp_pat
     show = runner.invoke(app, ["show", str(run)])
     assert show.exit_code == 0, show.output
     assert "skipped:" in show.output and ":3" not in show.output.split("skipped:")[0]
-    assert "schema_version 4" in show.output and "train_step" in show.output
+    assert f"schema_version {SCHEMA_VERSION + 1}" in show.output and "train_step" in show.output
     strict = runner.invoke(app, ["show", "--strict", str(run)])
-    assert strict.exit_code == 2 and "run.jsonl:3: schema_version 4" in strict.output
+    assert (
+        strict.exit_code == 2
+        and f"run.jsonl:3: schema_version {SCHEMA_VERSION + 1}" in strict.output
+    )
     compare = runner.invoke(app, ["compare", "0.4.9", "0.4.10", "--results", str(folder)])
     assert compare.exit_code in (0, 1), compare.output
-    assert "schema_version 4" in compare.output and "notes.json" in compare.output
+    assert (
+        f"schema_version {SCHEMA_VERSION + 1}" in compare.output and "notes.json" in compare.output
+    )
     report = runner.invoke(app, ["report", str(folder), "--out", str(tmp_path / "report")])
     assert report.exit_code == 0, report.output
     text = (tmp_path / "report" / "report.md").read_text()
-    assert "schema_version 4" in text and "notes.json" in text
+    assert f"schema_version {SCHEMA_VERSION + 1}" in text and "notes.json" in text
 
 
 def test_round_trip_into_frames(tmp_path):
@@ -256,6 +261,66 @@ def test_a_short_write_is_retried_and_a_write_that_takes_nothing_raises(tmp_path
     assert not list(tmp_path.glob(".*.tmp"))
 
 
+def test_a_line_cut_short_by_a_full_disk_is_cut_off_and_the_file_ends_whole(tmp_path, monkeypatch):
+    real = os.write
+    path = tmp_path / "run.jsonl"
+    with Appender(path) as out:
+        out.write(make_record(run_id="kept"))
+        sent = []
+
+        def full_disk(fd, data):
+            if sent:
+                raise OSError(errno.ENOSPC, "No space left on device")
+            sent.append(1)
+            return real(fd, bytes(data[:20]))  # part of the line goes out, then the disk is full
+
+        monkeypatch.setattr(store_files.os, "write", full_disk)
+        with pytest.raises(OSError) as err:
+            out.write(make_record(run_id="lost"))
+        assert err.value.errno == errno.ENOSPC and err.value.written == 20
+    monkeypatch.setattr(store_files.os, "write", real)
+    assert path.read_bytes().endswith(b"\n")
+    assert [r.run_id for r in read_file(path, strict=True).models("record")] == ["kept"]
+
+
+def test_a_run_that_cannot_write_stops_and_says_which_file(tmp_path, monkeypatch, fast_timing):
+    from jaxbench.cases import select_cases
+    from jaxbench.runner import run
+
+    cases = select_cases(["train_step"], overrides={"size": ["tiny"], "dtype": ["float32"]})
+    real = store_files.Appender.write
+    calls = []
+
+    def second_fails(self, model):
+        calls.append(1)
+        if len(calls) > 1:
+            raise OSError(errno.ENOSPC, "No space left on device")
+        real(self, model)
+
+    monkeypatch.setattr(store_files.Appender, "write", second_fails)
+    result = run(cases * 3, tmp_path, backend="cpu", timing=fast_timing)
+    assert len(result.records) == 1 and len(calls) == 2
+    assert result.write_error == f"{result.path}: No space left on device"
+    assert len(read_file(result.path, strict=True).models("record")) == 1
+
+
+def test_a_parameter_added_later_is_implied_for_older_records_at_its_grid_value():
+    from jaxbench.store import case_label
+    from jaxbench.store.record import IMPLIED_PARAMS, with_implied
+    from jaxbench.workloads import WORKLOADS
+
+    for key, implied in IMPLIED_PARAMS.items():
+        family = WORKLOADS[key.split("/")[0]]
+        for name, value in implied.items():
+            assert value in family.grid(True)[name] and value in family.grid(False)[name]
+    old = {"trip": 64, "body": "at_set", "mode": "plain", "dtype": "float32"}
+    assert case_label("loop/at_set", old) == case_label("loop/at_set", old | {"width": 64})
+    assert case_label("loop/at_set", old) != case_label("loop/at_set", old | {"width": 1})
+    assert with_implied("scatter/gather", {"n": 1}) == {"n": 1}
+    tiny = {"size": "tiny", "dtype": "float32", "optimizer": "sgd", "donate": True}
+    assert case_label("train_step", tiny).endswith("mesh=none optimizer=sgd size=tiny")
+
+
 def test_a_sweep_folder_counts_each_record_once(tmp_path):
     sweep = tmp_path / "sweep"
     write_json(sweep / "sweep.json", manifest())
@@ -274,7 +339,7 @@ def test_a_record_missing_a_needed_nested_field_is_named_on_load(tmp_path):
     (problem,) = problems
     assert problem.path == str(tmp_path / "run.jsonl")
     assert "env.jax not recorded" in problem.reason
-    assert "line 2, train_step size=small" in problem.reason
+    assert "line 2, train_step mesh=none size=small" in problem.reason
 
 
 def test_nested_parts_keep_unknown_fields_and_write_back_what_they_were_given():

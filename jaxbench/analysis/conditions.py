@@ -100,6 +100,7 @@ FIELD_GETTERS: dict[str, Callable[[Row], Any]] = {
     "timing": lambda r: _env(r).timing,
     "shared": _shared,
     "gpu_throttled": lambda r: "GPU clocks held down" if _noise(r).gpu_throttled else None,
+    "mesh": lambda r: _metrics(r).mesh,
     "asv_number": lambda r: _asv(r, _metrics(r).number),
     "asv_benchmark_version": lambda r: _asv(r, _metrics(r).benchmark_version),
     "commit": lambda r: r.get("commit"),

@@ -116,15 +116,20 @@ def record_figures(record: Record) -> dict[str, Any]:
         ``n``; ``p50_s``, ``p95_s``, ``iqr_s`` (seconds, numpy's linear-interpolation percentiles;
         ``None`` without samples); ``flops_per_s`` (XLA-counted FLOP/s at the p50 latency);
         ``mfu`` (that rate as a fraction of the device's peak at the record's dtype and float32
-        matmul precision, ``None`` for unknown devices); ``tokens_per_s`` and ``model_mfu``
-        (from the workload's ``tokens`` and formula ``model_flops`` per call in ``metrics``,
-        e.g. the transformer's
-        :meth:`~jaxbench.workloads.lm.LMSize.model_flops`; ``None`` where it has none).
+        matmul precision, times the devices of the record's mesh (``metrics.mesh``) where it
+        ran on one, so a sharded step's MFU is per device; ``None`` for unknown devices);
+        ``tokens_per_s`` and ``model_mfu`` (from the workload's ``tokens`` and formula
+        ``model_flops`` per call in ``metrics``, e.g. the transformer's
+        :meth:`~jaxbench.workloads.lm.LMSize.model_flops`; ``None`` where it has none);
+        ``algbw_Bps`` and ``busbw_Bps``, a collective's algorithm and bus bandwidth in bytes/s
+        at the p50 latency (``S / t`` and ``S / t * bus_factor`` from ``metrics``, the
+        formulas of nccl-tests' ``doc/PERFORMANCE.md``; ``None`` for other workloads).
     """
     samples = np.asarray(record.samples_s, dtype=float)
     figures: dict[str, Any] = dict.fromkeys(
-        ("p50_s", "p95_s", "iqr_s", "flops_per_s", "mfu", "tokens_per_s", "model_mfu")
-    )
+        ("p50_s", "p95_s", "iqr_s", "flops_per_s", "mfu", "tokens_per_s", "model_mfu",
+         "algbw_Bps", "busbw_Bps")
+    )  # fmt: skip
     figures["n"] = int(samples.size)
     if samples.size == 0:
         return figures
@@ -134,8 +139,15 @@ def record_figures(record: Record) -> dict[str, Any]:
         str(record.params.get("dtype", "")),
         float32_matmul(record.env),
     )
-    tokens = record.metrics.tokens
+    mesh = record.metrics.mesh or {}
+    if peak is not None and mesh.get("device_ids"):
+        peak *= len(mesh["device_ids"])  # a mesh's FLOP are spread over its devices
+    tokens, message = record.metrics.tokens, record.metrics.message_bytes
+    algbw = message / p50 if message and p50 > 0 else None
+    factor = record.metrics.bus_factor
     return figures | {
+        "algbw_Bps": algbw,
+        "busbw_Bps": algbw * factor if algbw is not None and factor is not None else None,
         "p50_s": p50,
         "p95_s": p95,
         "iqr_s": p75 - p25,

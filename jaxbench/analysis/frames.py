@@ -30,7 +30,7 @@ import pandas as pd
 from jaxbench.analysis.conditions import DEFAULT_FIELDS, add_conditions
 from jaxbench.analysis.versions import version_categorical
 from jaxbench.store import Env, Loaded, Problem, Record, case_label, load
-from jaxbench.store.record import NEEDED, missing_needed
+from jaxbench.store.record import NEEDED, missing_needed, with_implied
 
 RECORD_FIELDS = tuple(Record.model_fields)
 
@@ -63,13 +63,15 @@ def record_row(rec: Record, file: str | os.PathLike[str]) -> dict[str, Any]:
     The record's fields are taken as they are, not copied: ``env``, ``noise`` and ``metrics``
     stay the store's models (:class:`~jaxbench.store.Env`, :class:`~jaxbench.store.Noise`,
     :class:`~jaxbench.store.Metrics`), read by attribute. Spread columns: ``param.<name>`` per
-    parameter; ``jax``, ``jaxlib``, ``backend``, ``device_kind`` from ``env``; ``machine``
-    (``env.host.hostname``) and ``commit`` (``env.git.commit``); ``file``; ``source`` (``asv``
+    parameter (one the record predates at its implied value,
+    :func:`jaxbench.store.record.with_implied`); ``jax``, ``jaxlib``, ``backend``,
+    ``device_kind`` from ``env``; ``machine`` (``env.host.hostname``) and ``commit``
+    (``env.git.commit``); ``file``; ``source`` (``asv``
     for records converted from asv's result files, which carry ``env.asv``; ``jaxbench``
     otherwise).
     """
     row = {name: getattr(rec, name) for name in RECORD_FIELDS}
-    for key, value in rec.params.items():
+    for key, value in with_implied(rec.benchmark, rec.params).items():
         row[f"param.{key}"] = value
     env = rec.env
     row |= {"jax": env.jax, "jaxlib": env.jaxlib, "backend": env.backend,

@@ -56,7 +56,7 @@ def execute_notebook(name: str, results: Path | None = None, timeout_s: float = 
 
     Raises:
         NotebookError: ``name`` is unknown, the ``notebooks`` extra is missing, or a cell raised
-            (the message has the cell's error).
+            (one line: the cell's number and title, the exception and its first line).
     """
     if name not in NOTEBOOKS:
         raise NotebookError(f"unknown notebook {name!r}; choose from {', '.join(NOTEBOOKS)}")
@@ -87,5 +87,23 @@ def execute_notebook(name: str, results: Path | None = None, timeout_s: float = 
         try:
             client.execute()
         except CellExecutionError as exc:
-            raise NotebookError(f"analysis/{name}.py failed: {str(exc).strip()[-2000:]}") from None
+            evalue = (str(exc.evalue).strip().splitlines() or [""])[0]
+            raise NotebookError(f"analysis/{name}.py: {failed_cell(nb)} raised {exc.ename}: "
+                                f"{evalue}") from None  # fmt: skip
     return nb
+
+
+def failed_cell(nb: Any) -> str:
+    """``cell N (its title)`` of the first cell of ``nb`` with an error output.
+
+    The title is the jupytext cell title (``# %% Title``), else the first line of code that is
+    not a comment or an IPython magic; ``a cell`` where none holds an error.
+    """
+    for number, cell in enumerate(nb.cells, 1):
+        if any(o.get("output_type") == "error" for o in cell.get("outputs", [])):
+            title = cell.get("metadata", {}).get("title")
+            if not title:
+                code = [ln.strip() for ln in cell.get("source", "").splitlines()]
+                title = next((ln for ln in code if ln and not ln.startswith(("#", "%"))), "")
+            return f"cell {number} ({title[:60]})" if title else f"cell {number}"
+    return "a cell"

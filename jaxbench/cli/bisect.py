@@ -9,6 +9,9 @@ from typing import Annotated, Any
 import typer
 
 from jaxbench.cli.options import (
+    DEFAULT_ENV_ROOT,
+    Backend,
+    EnvRoot,
     ExtraIndexUrl,
     JaxExtra,
     check_rule_options,
@@ -152,7 +155,7 @@ def register(app: typer.Typer) -> None:
         explain: Annotated[
             bool, typer.Option(help="Explain the program change at each step found.")
         ] = True,
-        backend: Annotated[str, typer.Option("--backend", "-b", help="Backend.")] = "cpu",
+        backend: Backend = "cpu",
         pairs: Annotated[int, typer.Option(help="Process pairs of the first look.")] = (
             DEFAULT_PAIRS
         ),
@@ -164,9 +167,7 @@ def register(app: typer.Typer) -> None:
         calls_per_block: Annotated[int, typer.Option(help="Timed calls per block.")] = 10,
         threshold: Annotated[float, typer.Option(help="Smallest change that counts.")] = 0.02,
         alpha: Annotated[float, typer.Option(help="1 - the confidence level.")] = 0.05,
-        env_root: Annotated[Path, typer.Option(help="Where JAX-version venvs are built.")] = Path(
-            "sweeps/envs"
-        ),
+        env_root: EnvRoot = DEFAULT_ENV_ROOT,
         jax_extra: JaxExtra = None,
         extra_index_url: ExtraIndexUrl = None,
         profile: Annotated[

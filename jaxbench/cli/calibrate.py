@@ -9,6 +9,7 @@ import typer
 from rich.table import Table
 
 from jaxbench.cli.options import (
+    Backend,
     check_rule_options,
     console,
     err_console,
@@ -145,7 +146,7 @@ def register(app: typer.Typer) -> None:
             int, typer.Option(help="Untimed rounds first.")
         ] = DEFAULT_WARMUP_ROUNDS,
         seed: Annotated[int, typer.Option(help="Seed of the block order (+1 a comparison).")] = 0,
-        backend: Annotated[str, typer.Option("--backend", "-b", help="Worker backend.")] = "cpu",
+        backend: Backend = "cpu",
         threshold: Annotated[float, typer.Option(help="Smallest change that counts.")] = 0.02,
         alpha: Annotated[
             float, typer.Option(help="1 - the confidence level of the intervals.")

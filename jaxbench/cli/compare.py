@@ -10,6 +10,9 @@ import typer
 from jaxbench.cli.lines import print_exponent_changes, print_live_exponent_changes
 from jaxbench.cli.options import (
     CURRENT,
+    DEFAULT_ENV_ROOT,
+    Backend,
+    EnvRoot,
     ExtraIndexUrl,
     JaxExtra,
     check_rule_options,
@@ -296,7 +299,7 @@ def register(app: typer.Typer) -> None:
             list[str] | None,
             typer.Option("--set-b", help="Live: NAME=VALUE for the candidate (size=small*1.05)."),
         ] = None,
-        backend: Annotated[str, typer.Option("--backend", "-b", help="Live backend.")] = "cpu",
+        backend: Backend = "cpu",
         pairs: Annotated[
             int, typer.Option(help="Live: process pairs of the first look.")
         ] = DEFAULT_PAIRS,
@@ -316,9 +319,7 @@ def register(app: typer.Typer) -> None:
         calls_per_block: Annotated[int, typer.Option(help="Live: timed calls per block.")] = 10,
         warmup_rounds: Annotated[int, typer.Option(help="Live: untimed rounds first.")] = 3,
         seed: Annotated[int, typer.Option(help="Live: seed of the block order.")] = 0,
-        env_root: Annotated[
-            Path, typer.Option(help="Live: where JAX-version venvs are built.")
-        ] = Path("sweeps/envs"),
+        env_root: EnvRoot = DEFAULT_ENV_ROOT,
         jax_extra: JaxExtra = None,
         extra_index_url: ExtraIndexUrl = None,
         out: Annotated[

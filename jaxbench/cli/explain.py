@@ -10,6 +10,9 @@ import typer
 
 from jaxbench.cli.options import (
     CURRENT,
+    DEFAULT_ENV_ROOT,
+    Backend,
+    EnvRoot,
     ExtraIndexUrl,
     JaxExtra,
     console,
@@ -122,14 +125,12 @@ def register(app: typer.Typer) -> None:
             list[str] | None,
             typer.Option("--set-b", help="NAME=VALUE for the candidate (size=small*1.05)."),
         ] = None,
-        backend: Annotated[str, typer.Option("--backend", "-b", help="Backend.")] = "cpu",
+        backend: Backend = "cpu",
         verdict: Annotated[
             str | None,
             typer.Option(help="The cases' timing verdict, if known (slower, faster, same)."),
         ] = None,
-        env_root: Annotated[Path, typer.Option(help="Where JAX-version venvs are built.")] = Path(
-            "sweeps/envs"
-        ),
+        env_root: EnvRoot = DEFAULT_ENV_ROOT,
         jax_extra: JaxExtra = None,
         extra_index_url: ExtraIndexUrl = None,
         out: Annotated[

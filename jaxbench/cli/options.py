@@ -106,6 +106,11 @@ ExtraIndexUrl = Annotated[
         "development builds count as releases.",
     ),
 ]
+#: Where the JAX-version environments of live comparisons are built (``--env-root``).
+DEFAULT_ENV_ROOT = Path("sweeps/envs")
+EnvRoot = Annotated[Path, typer.Option(help="Where JAX-version venvs are built.")]
+#: ``--backend`` of the commands whose workers run the cases (live pairs, bisect, explain).
+Backend = Annotated[str, typer.Option("--backend", "-b", help="Backend the workers use.")]
 Budget = Annotated[float, typer.Option(parser=_number, help="Timed seconds per case.")]
 MinSamples = Annotated[int, typer.Option(parser=_whole, help="Samples per case, at least.")]
 Warmup = Annotated[int, typer.Option(parser=_whole, help="Warm-up calls per case.")]
@@ -206,8 +211,9 @@ def python_for(side: str, spec: str, envs: VersionEnvs) -> str:
 def side_params(cases: list, values: list[str] | None, option: str) -> dict[str, Any]:
     """One side's ``--set-a``/``--set-b`` texts ``NAME=VALUE``, typed and checked on every case.
 
-    A text is typed by the one parser of ``--param`` (:func:`jaxbench.cases.parse_text`: a user
-    factory's signature, else the parameter's grid). Every selected workload must have the
+    A text is typed by the one parser of ``--param``
+    (:meth:`jaxbench.workloads.base.Workload.parse_param`: a user factory's signature, else the
+    parameter's grid). Every selected workload must have the
     parameter, and every selected case, with these values, must validate.
 
     Args:
@@ -222,7 +228,6 @@ def side_params(cases: list, values: list[str] | None, option: str) -> dict[str,
         typer.Exit: A text without ``=`` or a name, a parameter a selected workload lacks, or a
             value a workload refuses (one line naming ``option``, exit 2).
     """
-    from jaxbench.cases import parse_text
     from jaxbench.workloads import get_workload
 
     workloads = [get_workload(w) for w in dict.fromkeys(c.workload for c in cases)]
@@ -233,7 +238,7 @@ def side_params(cases: list, values: list[str] | None, option: str) -> dict[str,
             raise fail(f"{option} {item!r}: expected NAME=VALUE, e.g. size=small*1.05")
         owner = next((w for w in workloads if name in w.param_names), None)
         try:
-            out[name] = parse_text(owner, name, text) if owner else text
+            out[name] = owner.parse_param(name, text) if owner else text
         except ValueError as exc:
             raise fail(f"{option}: {str(exc).removeprefix('--param ')}") from None
     for case in cases:

@@ -46,11 +46,13 @@ def report_cmd(
     Without --baseline/--candidate each version is compared with the one before it. Intervals
     are taken over processes: a case run in one process per version is inconclusive. The report
     replaces the previous one in --out whole, at the end: Ctrl-C (exit 130) leaves it unchanged.
+    One report (or review) writes into a folder at a time: a second one exits 2 naming the first.
     """
     try:  # the analysis takes seconds to import: Ctrl-C then is an interruption too
         from jaxbench.analysis.report import ReviewInputError, load_review, render_report
         from jaxbench.analysis.report_context import REPORT_NAME
         from jaxbench.analysis.review import Settings
+        from jaxbench.folders import FolderBusy, sole_writer
     except KeyboardInterrupt:
         message = f"report interrupted while starting; nothing in {out} changed"
         raise fail(message, code=130) from None
@@ -66,8 +68,9 @@ def report_cmd(
         settings = Settings(threshold=threshold, compile_threshold=compile_threshold, alpha=alpha)
         review = load_review(paths, baseline=baseline, candidate=candidate, settings=settings)
         out_dir = writable_folder(out)
-        path = render_report(review, out_dir)
-    except (FileNotFoundError, ReviewInputError) as exc:
+        with sole_writer(out_dir, "--out"):
+            path = render_report(review, out_dir)
+    except (FileNotFoundError, ReviewInputError, FolderBusy) as exc:
         raise fail(str(exc)) from None
     except KeyboardInterrupt:
         raise fail(_interrupted(previous, before), code=130) from None

@@ -8,7 +8,10 @@ from typing import Annotated, Any
 import typer
 
 from jaxbench.cli.options import (
+    DEFAULT_ENV_ROOT,
+    Backend,
     Budget,
+    EnvRoot,
     ExtraIndexUrl,
     JaxExtra,
     MinSamples,
@@ -104,10 +107,8 @@ def register(app: typer.Typer) -> None:
         reference: Annotated[
             Path | None, typer.Option(help="Drift reference folder (default: drift's own).")
         ] = None,
-        backend: Annotated[str, typer.Option("--backend", "-b", help="Backend.")] = "cpu",
-        env_root: Annotated[Path, typer.Option(help="Where JAX-version venvs are built.")] = Path(
-            "sweeps/envs"
-        ),
+        backend: Backend = "cpu",
+        env_root: EnvRoot = DEFAULT_ENV_ROOT,
         jax_extra: JaxExtra = None,
         extra_index_url: ExtraIndexUrl = None,
         out: Annotated[
@@ -172,6 +173,7 @@ def _review(
 ) -> None:
     from jaxbench.analysis.report import DEFAULT_SECTIONS, load_review, render_report
     from jaxbench.analysis.review import Settings
+    from jaxbench.folders import FolderBusy, sole_writer
     from jaxbench.interleave import LiveStopped, Variant, live_path, resume_live, run_live
     from jaxbench.upgrade.confirm import finished, open_cases, unfinished
     from jaxbench.upgrade.screen import ScreenError, Side, screen
@@ -204,44 +206,50 @@ def _review(
 
     settings = Settings(**rule)
     try:
-        screen(sides, processes, set(labels), run_args, logs, progress)
-        review = load_review([folder], baseline=versions[0], candidate=versions[1],
-                             settings=settings)  # fmt: skip
-        done = finished(review.live, *versions, schedule.pairs)
-        opened = open_cases(review.results, labels)
-        _say_processes_needed(review, processes, rule)
-        if reused := [label for label in opened if label in done]:
-            err_console.print(f"confirm: {len(reused)} case(s) compared live before, reused",
-                              highlight=False)  # fmt: skip
-        need = [label for label in opened if label not in done]
-        variants = [Variant(s.name, s.python, {}) for s in sides]
+        with sole_writer(folder, "--out"):
+            screen(sides, processes, set(labels), run_args, logs, progress)
+            review = load_review([folder], baseline=versions[0], candidate=versions[1],
+                                 settings=settings)  # fmt: skip
+            done = finished(review.live, *versions, schedule.pairs)
+            opened = open_cases(review.results, labels)
+            _say_processes_needed(review, processes, rule)
+            if reused := [label for label in opened if label in done]:
+                err_console.print(f"confirm: {len(reused)} case(s) compared live before, reused",
+                                  highlight=False)  # fmt: skip
+            need = [label for label in opened if label not in done]
+            variants = [Variant(s.name, s.python, {}) for s in sides]
 
-        def saved(n: int, path: Path) -> None:
-            err_console.print(f"confirm: pair {n} saved in {path.name}", highlight=False)
+            def saved(n: int, path: Path) -> None:
+                err_console.print(f"confirm: pair {n} saved in {path.name}", highlight=False)
 
-        for path, found in unfinished(folder, *versions, schedule.pairs).items():
-            err_console.print(f"confirm: completing the first look cut short in {path.name}",
-                              highlight=False)  # fmt: skip
-            resumed = resume_live(path, found, *variants, backend, rule["threshold"],
-                                  rule["alpha"], saved)  # fmt: skip
-            completed = {c.label for c in resumed.comparisons}
-            need = [label for label in need if label not in completed]
-        if need:
-            err_console.print(f"confirm: {len(need)} case(s) live, up to {schedule.max_pairs} "
-                              "process pairs", highlight=False)  # fmt: skip
-            by_label = {c.label: c for c in cases}
-            run_live(*variants, [(by_label[x].workload, dict(by_label[x].params)) for x in need],
-                     live_path(folder), backend, schedule, threshold=rule["threshold"],
-                     alpha=rule["alpha"], on_saved=saved)  # fmt: skip
-        if drift:
-            for side in sides:
-                status = _drift(side, backend, reference, logs)
-                err_console.print(f"drift, JAX {side.name}: {status}", highlight=False)
-        review = load_review([folder], baseline=versions[0], candidate=versions[1],
-                             settings=settings)  # fmt: skip
-        found = answers(review, labels, finished(review.live, *versions, schedule.pairs),
-                        versions)  # fmt: skip
-        report = render_report(review, folder / "report", review_sections(found, DEFAULT_SECTIONS))
+            for path, found in unfinished(folder, *versions, schedule.pairs).items():
+                err_console.print(f"confirm: completing the first look cut short in {path.name}",
+                                  highlight=False)  # fmt: skip
+                resumed = resume_live(path, found, *variants, backend, rule["threshold"],
+                                      rule["alpha"], saved)  # fmt: skip
+                completed = {c.label for c in resumed.comparisons}
+                need = [label for label in need if label not in completed]
+            if need:
+                err_console.print(f"confirm: {len(need)} case(s) live, up to {schedule.max_pairs} "
+                                  "process pairs", highlight=False)  # fmt: skip
+                by_label = {c.label: c for c in cases}
+                chosen = [(by_label[x].workload, dict(by_label[x].params)) for x in need]
+                run_live(*variants, chosen,
+                         live_path(folder), backend, schedule, threshold=rule["threshold"],
+                         alpha=rule["alpha"], on_saved=saved)  # fmt: skip
+            if drift:
+                for side in sides:
+                    status = _drift(side, backend, reference, logs)
+                    err_console.print(f"drift, JAX {side.name}: {status}", highlight=False)
+            review = load_review([folder], baseline=versions[0], candidate=versions[1],
+                                 settings=settings)  # fmt: skip
+            found = answers(review, labels, finished(review.live, *versions, schedule.pairs),
+                            versions)  # fmt: skip
+            report = render_report(
+                review, folder / "report", review_sections(found, DEFAULT_SECTIONS)
+            )
+    except FolderBusy as exc:
+        raise fail(str(exc)) from None
     except ScreenError as exc:
         raise fail(f"{exc}; what was measured is in {folder}", code=1) from None
     except LiveStopped as exc:

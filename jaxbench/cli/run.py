@@ -129,6 +129,7 @@ def run_cmd(
     except ValueError as exc:
         raise fail(str(exc)) from None
     _check_debug_modes(allow_debug)
+    _warn_cpu_clock()
     out_dir = writable_folder(out)
     _warn_gpu_sizes_on_cpu(cases, backend)
 
@@ -161,6 +162,9 @@ def run_cmd(
     for line in problems(result.records):
         console.print(f"[yellow]{line}[/]", highlight=False)
     console.print(f"results: {result.path}", highlight=False)
+    if result.write_error:
+        raise fail(f"cannot write {result.write_error}; the {len(result.records)} record(s) "
+                   "before it are whole in that file", code=1)  # fmt: skip
     if result.interrupted:
         raise fail(
             f"interrupted after {len(result.records)} of {len(cases)} cases; "
@@ -184,6 +188,26 @@ def _check_debug_modes(allow_debug: bool) -> None:
         err_console.print(
             f"[yellow]warning:[/] {mode} is on ({mode.upper()} or jax.config): it slows every "
             "call; the records say so in env.jax_flags",
+            highlight=False,
+        )
+
+
+def _warn_cpu_clock() -> None:
+    """Warn where the CPU's clock can move under the timings: a governor or turbo boost."""
+    from jaxbench.env import cpu_frequency_policy
+
+    policy = cpu_frequency_policy()
+    if policy["governor"] not in (None, "performance"):
+        err_console.print(
+            f"[yellow]warning:[/] the CPU frequency governor is {policy['governor']}, not "
+            "performance: the clock follows the load, and latencies with it; the records say "
+            "so in env.host.governor",
+            highlight=False,
+        )
+    if policy["turbo"]:
+        err_console.print(
+            "[yellow]warning:[/] turbo boost is on: the clock depends on temperature and on the "
+            "other cores' load; the records say so in env.host.turbo",
             highlight=False,
         )
 

@@ -6,7 +6,8 @@ decorator, which puts ``--workload``, ``--size``, ``--dtype``, ``-k``, ``--strat
 signature where ``select`` stands, and hands the command one :class:`Selection`.
 
 The parameters' own options are aliases of ``--param NAME=VALUE``: their values go through the
-same parser (:func:`jaxbench.cases.parse_text`) as ``--param``, ``--set-a`` and ``--set-b``.
+same parser (:meth:`jaxbench.workloads.base.Workload.parse_param`) as ``--param``, ``--set-a``
+and ``--set-b``.
 """
 
 from __future__ import annotations

@@ -77,11 +77,23 @@ def slurm_parameters(profile: Profile, limit_min: int, job_name: str) -> dict[st
         "qos": s.qos,
         "constraint": s.constraint,
         "setup": list(profile.environment.setup) or None,
-        "srun_args": list(s.srun_args) or None,
+        "srun_args": _srun_args(s.srun_args, s.cpus_per_task),
         "additional_parameters": dict(s.sbatch_args) or None,
     }
     params.update({k: v for k, v in optional.items() if v is not None})
     return params
+
+
+def _srun_args(given: list[str], cpus_per_task: int) -> list[str]:
+    """The profile's ``srun`` arguments, with ``--cpus-per-task`` added unless it sets it.
+
+    Since Slurm 22.05, ``srun`` does not inherit ``sbatch``'s ``--cpus-per-task`` (Slurm's
+    22.05 release notes; ``SRUN_CPUS_PER_TASK``), so without it the step may be bound to one
+    core of the job's.
+    """
+    if any(a == "-c" or a.startswith(("--cpus-per-task", "-c")) for a in given):
+        return list(given)
+    return [*given, f"--cpus-per-task={cpus_per_task}"]
 
 
 def _sbatch_mem(mem_gb: float | None) -> str | None:

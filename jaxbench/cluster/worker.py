@@ -85,7 +85,9 @@ class ShardTask:
         pinned = {} if "CUDA_VISIBLE_DEVICES" in self.env else local_gpu(os.environ)
         os.environ.update(pinned)
         placement = {"task_started_at": started_at, "exclusive": self.exclusive,
-                     "pinned": pinned or None}  # fmt: skip
+                     "pinned": pinned or None} | cpu_placement(os.environ)  # fmt: skip
+        if placement["cpu_mismatch"]:
+            print(f"warning: {placement['cpu_mismatch']}", file=sys.stderr, flush=True)
         usr_sig = getattr(signal, "SIG" + os.environ.get("SUBMITIT_PREEMPT_SIGNAL", "USR2"))
         stopper = _StopOnSignal(usr_sig)
         try:
@@ -130,6 +132,31 @@ class ShardTask:
             "finished_at": utc_now(),
             "statuses": statuses,
         }
+
+
+def cpu_placement(environ: Mapping[str, str]) -> dict[str, Any]:
+    """The CPUs the job asked for per task and those this process may use, and any mismatch.
+
+    Slurm 22.05 and later no longer pass ``--cpus-per-task`` from ``sbatch`` to ``srun``
+    (its ``SRUN_CPUS_PER_TASK``), so a step can be bound to fewer cores than the job holds;
+    the profiles pass it (:func:`jaxbench.cluster.executors.slurm_parameters`) and this
+    checks it.
+
+    Returns:
+        ``cpus_asked`` (``SLURM_CPUS_PER_TASK``, ``None`` outside Slurm), ``cpus_usable``
+        (:func:`jaxbench.measure.noise.usable_cpus`) and ``cpu_mismatch``: a sentence when
+        they differ, else ``None``.
+    """
+    from jaxbench.measure.noise import usable_cpus
+
+    text = environ.get("SLURM_CPUS_PER_TASK", "")
+    asked = int(text) if text.isdigit() else None
+    usable = usable_cpus()
+    mismatch = None
+    if asked is not None and usable is not None and usable != asked:
+        mismatch = (f"the job asked for {asked} CPUs per task (SLURM_CPUS_PER_TASK) but this "
+                    f"task can use {usable}; its timings are of {usable}")  # fmt: skip
+    return {"cpus_asked": asked, "cpus_usable": usable, "cpu_mismatch": mismatch}
 
 
 def local_gpu(environ: Mapping[str, str]) -> dict[str, str]:

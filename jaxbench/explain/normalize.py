@@ -133,13 +133,26 @@ def normalize_jaxpr(text: str) -> str:
 NORMALIZERS = {"jaxpr": normalize_jaxpr, "stablehlo": normalize_stablehlo, "hlo": normalize_hlo}
 
 
+#: XLA's collective opcodes (an asynchronous one is counted once, by its ``-start``).
+COLLECTIVE_OPCODES = (
+    "all-reduce",
+    "all-gather",
+    "reduce-scatter",
+    "all-to-all",
+    "collective-permute",
+    "collective-broadcast",
+)
+
+
 def hlo_counts(text: str) -> dict[str, int]:
     """Counts read from optimized HLO text.
 
     Keys: ``instructions``; ``op:<opcode>`` per opcode; ``fusion:<kind>`` per fusion kind
     (``kLoop``, ``kInput``, ``kOutput``, ``kCustom``); ``custom-call:<target>``; ``copy``
-    (instructions whose opcode is ``copy``); ``in while bodies`` (instructions of the
-    computations named as a ``while``'s ``body=``, not counting what those call).
+    (instructions whose opcode is ``copy``, among them the copies of resharding);
+    ``collectives`` (instructions of :data:`COLLECTIVE_OPCODES`, or their ``-start``); ``in
+    while bodies`` (instructions of the computations named as a ``while``'s ``body=``, not
+    counting what those call).
     """
     counts: Counter[str] = Counter()
     computation, members = None, {}
@@ -160,6 +173,8 @@ def hlo_counts(text: str) -> dict[str, int]:
             members[computation] += 1
         if opcode == "copy":
             counts["copy"] += 1
+        if opcode.removesuffix("-start") in COLLECTIVE_OPCODES:
+            counts["collectives"] += 1
         if kind := re.search(r"\bkind=(k\w+)", line):
             counts[f"fusion:{kind.group(1)}"] += 1
         if target := re.search(r'custom_call_target="([^"]+)"', line):

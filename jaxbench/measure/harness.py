@@ -19,6 +19,7 @@ import sys
 import time
 from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from jaxbench.measure.costs import cost_analysis, memory_analysis
@@ -291,6 +292,8 @@ class Measurement:
     the noise indicators of the timed region (:mod:`jaxbench.measure.noise`: CPU share,
     context switches, GC collections, load, steal, usable CPUs). ``calls`` counts the calls of
     the timed unit so far: those before this measurement (``calls_before``) and its own.
+    ``recompile_cause`` (when recompiled) says what changed in the arguments between the call
+    before the recompiling one and that call (:func:`changed_arguments`).
     """
 
     samples_s: list[float]
@@ -303,6 +306,7 @@ class Measurement:
     final_state: Any = field(repr=False, default=None)
     noise: dict[str, Any] = field(default_factory=dict)
     calls: int = 0
+    recompile_cause: str | None = None
 
     @property
     def recompiled(self) -> bool:
@@ -321,8 +325,47 @@ def device_peak_bytes(device: Any) -> int | None:
     return int(stats["peak_bytes_in_use"])
 
 
+def device_bytes_in_use(device: Any) -> int | None:
+    """``bytes_in_use`` of ``device.memory_stats()``; ``None`` where the backend has none."""
+    try:
+        stats = device.memory_stats()
+    except Exception:  # unimplemented on some backends
+        return None
+    return int(stats["bytes_in_use"]) if stats and "bytes_in_use" in stats else None
+
+
+#: Linux's per-process files (proc(5)): writing ``5`` to ``clear_refs`` resets the peak resident
+#: set size (``VmHWM`` in ``status``) to the current one (Linux >= 4.0).
+PROC_SELF = Path("/proc/self")
+
+
+def reset_host_peak() -> bool:
+    """Reset this process's peak RSS to its current RSS; whether it could (Linux only)."""
+    try:
+        (PROC_SELF / "clear_refs").write_text("5")
+    except OSError:
+        return False
+    return _vm_hwm() is not None
+
+
+def _vm_hwm() -> int | None:
+    try:
+        for line in (PROC_SELF / "status").read_text().splitlines():
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        return None
+    return None
+
+
 def host_peak_rss_bytes() -> int:
-    """Peak resident set size of this process, bytes (``getrusage``; KiB on Linux, B on macOS)."""
+    """Peak resident set size of this process, bytes.
+
+    Linux's ``VmHWM``, the peak since the last :func:`reset_host_peak`; elsewhere
+    ``getrusage``'s peak over the process's life (KiB on Linux, bytes on macOS).
+    """
+    if (hwm := _vm_hwm()) is not None:
+        return hwm
     rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     return int(rss if sys.platform == "darwin" else rss * 1024)
 
@@ -345,6 +388,41 @@ def _pipelined(
         out = call(state)
         state = next_state(state, out)
     return state, block(out)
+
+
+def argument_signature(tree: Any) -> dict[str, str]:
+    """What ``jit`` keys a call on, per leaf of its argument PyTree (by key path).
+
+    An array leaf: dtype, shape, ``weak`` for a weakly typed one, and its partition spec where
+    it has a ``NamedSharding``; any other leaf (a Python scalar, weakly typed in JAX): its type
+    and value. The tree's structure is under ``(structure)``.
+    """
+    import jax
+
+    leaves, treedef = jax.tree_util.tree_flatten_with_path(tree)
+    out = {"(structure)": str(treedef)}
+    for path, leaf in leaves:
+        if hasattr(leaf, "dtype") and hasattr(leaf, "shape"):
+            text = f"{leaf.dtype}{list(leaf.shape)}"
+            text += " weak" if getattr(leaf, "weak_type", False) else ""
+            sharding = getattr(leaf, "sharding", None)
+            if isinstance(sharding, jax.sharding.NamedSharding):
+                text += f" {sharding.spec}"
+        else:
+            text = f"Python {type(leaf).__name__} {leaf!r}"
+        out[jax.tree_util.keystr(path) or "(root)"] = text
+    return out
+
+
+def changed_arguments(before: dict[str, str], after: dict[str, str]) -> str:
+    """One sentence naming each argument leaf whose :func:`argument_signature` changed."""
+    keys = dict.fromkeys([*before, *after])
+    changed = [f"{k}: {before.get(k, 'absent')} -> {after.get(k, 'absent')}"
+               for k in keys if before.get(k) != after.get(k)]  # fmt: skip
+    if not changed:
+        return ("the arguments kept their shapes, dtypes, weak types and shardings: a static "
+                "argument, a closed-over value or a cleared cache changed the program")  # fmt: skip
+    return "the arguments changed: " + "; ".join(changed)
 
 
 def measure(
@@ -392,12 +470,14 @@ def measure(
     clock = time.perf_counter_ns
     start = compile_events.snapshot()
 
+    given = state  # the argument of the latest call, kept to name what a recompile saw
     t0 = clock()
     out = block(call(state))
     first_call_s = (clock() - t0) / 1e9
     if next_state is not None:
         state = next_state(state, out)
     for _ in range(config.warmup_calls):
+        given = state
         out = block(call(state))
         if next_state is not None:
             state = next_state(state, out)
@@ -414,6 +494,7 @@ def measure(
         deadline = clock() + int(config.budget_s * 1e9)
         per_sample = config.pipeline
         while True:
+            previous, given = given, state
             if per_sample == 1:
                 t0 = clock()
                 out = block(call(state))
@@ -435,6 +516,9 @@ def measure(
     timed = compile_events.since(timed_start)
     calls += len(samples) * per_sample
     _check_output(out, calls)
+    cause = None
+    if timed.compiles or timed.traces:
+        cause = changed_arguments(argument_signature(previous), argument_signature(given))
     return Measurement(
         samples_s=[s / 1e9 for s in samples],
         first_call_s=first_call_s,
@@ -446,4 +530,5 @@ def measure(
         final_state=state,
         noise=noise,
         calls=calls,
+        recompile_cause=cause,
     )

@@ -12,6 +12,7 @@ compilation"); each is cut at :data:`MAX_TEXT_CHARS` characters and marked so.
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Sequence
 from typing import Any
 
@@ -36,6 +37,33 @@ JAX_FLAGS = (
 DEBUG_FLAGS = ("jax_debug_nans", "jax_debug_infs", "jax_enable_checks", "jax_log_compiles")
 #: Environment variables that carry XLA's own flags.
 XLA_FLAG_VARIABLES = ("XLA_FLAGS", "LIBTPU_INIT_ARGS")
+#: A quoted absolute path of a Python file, as HLO metadata (``source_file="..."``) and
+#: StableHLO locations (``loc("...":12:3)``) write it.
+_SOURCE_PATH = re.compile(r'"(/[^"\n]*\.py)"')
+#: Folders after which a path names an installed module.
+_INSTALLED = ("/site-packages/", "/dist-packages/")
+
+
+def source_name(path: str) -> str:
+    """A Python file's path without the machine's folders, for a saved program.
+
+    ``.../site-packages/jax/_src/lax.py`` -> ``jax/_src/lax.py``; a file of a ``jaxbench``
+    checkout -> ``jaxbench/...`` (from its last folder of that name); any other file (a user's
+    model, a test) -> its name alone.
+    """
+    for marker in _INSTALLED:
+        if marker in path:
+            return path.rsplit(marker, 1)[1]
+    parts = path.split("/")
+    if "jaxbench" in parts[:-1]:
+        last = len(parts) - 2 - parts[-2::-1].index("jaxbench")
+        return "/".join(parts[last:])
+    return parts[-1]
+
+
+def without_machine_paths(text: str) -> str:
+    """``text`` with every quoted absolute ``.py`` path replaced by :func:`source_name`."""
+    return _SOURCE_PATH.sub(lambda m: f'"{source_name(m.group(1))}"', text)
 
 
 def jax_flags() -> dict[str, Any]:
@@ -93,7 +121,9 @@ def describe(
         ``cost_analysis()``: ``flops``, ``bytes accessed``, ... as floats); ``memory``
         (``memory_analysis()`` fields, bytes); ``flags``
         (:func:`effective_flags`); ``truncated`` (the levels that were cut). Nothing timed
-        is in it, so one program compiled in two processes gives equal dicts (one artifact).
+        is in it, and the source files its metadata names are written without the machine's
+        folders (:func:`without_machine_paths`), so one program compiled in two processes,
+        or two checkouts, gives equal dicts (one artifact).
     """
     import jax
 
@@ -104,8 +134,8 @@ def describe(
         jaxpr = f"(not traced: {type(exc).__name__}: {exc})"
     texts = {
         "jaxpr": jaxpr,
-        "stablehlo": lowered.as_text(),
-        "hlo": compiled.as_text(),
+        "stablehlo": without_machine_paths(lowered.as_text()),
+        "hlo": without_machine_paths(compiled.as_text()),
     }
     return {
         "name": name,

@@ -15,6 +15,7 @@ bytes than asked, e.g. on a full disk or a signal) and raises rather than leave 
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import os
 import uuid
@@ -31,16 +32,20 @@ def write_all(fd: int, data: bytes) -> None:
 
     Raises:
         OSError: The file takes no more bytes (``os.write`` returned 0: ``ENOSPC``), or the write
-            itself failed.
+            itself failed; its ``written`` attribute is the number of bytes that did go out.
     """
     view = memoryview(data)
-    while view:
-        n = os.write(fd, view)
-        if n <= 0:
-            raise OSError(
-                errno.ENOSPC, f"short write: {len(view)} of {len(data)} bytes not written"
-            )
-        view = view[n:]
+    try:
+        while view:
+            n = os.write(fd, view)
+            if n <= 0:
+                raise OSError(
+                    errno.ENOSPC, f"short write: {len(view)} of {len(data)} bytes not written"
+                )
+            view = view[n:]
+    except OSError as exc:
+        exc.written = len(data) - len(view)  # type: ignore[attr-defined]
+        raise
 
 
 def json_line(model: BaseModel) -> bytes:
@@ -52,7 +57,8 @@ class Appender:
     """Append models to one JSON Lines file, each durable on disk before the next is written.
 
     Each line goes out whole (:func:`write_all`) to a file opened with ``O_APPEND`` and is then
-    ``fsync``-ed, so a crash never leaves half of an earlier line behind.
+    ``fsync``-ed, so a crash never leaves half of an earlier line behind. A line that fails part
+    way (a full disk) is cut off again, so the file ends with the last whole line.
 
     Raises:
         OSError: The folder cannot be created or the file cannot be opened for appending.
@@ -61,16 +67,35 @@ class Appender:
     def __init__(self, path: str | os.PathLike[str]):
         self.path = Path(path)
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        self._fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+        self._fd = os.open(self.path, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o644)
 
     def write(self, model: BaseModel) -> None:
         """Append ``model`` as one line and flush it to disk.
 
         Raises:
-            OSError: The line could not be written whole (see :func:`write_all`).
+            OSError: The line could not be written whole (see :func:`write_all`); what of it
+                went out is cut off again (:meth:`_cut_back`).
         """
-        write_all(self._fd, json_line(model))
+        line = json_line(model)
+        try:
+            write_all(self._fd, line)
+        except OSError as exc:
+            self._cut_back(line[: getattr(exc, "written", 0)])
+            raise
         os.fsync(self._fd)
+
+    def _cut_back(self, part: bytes) -> None:
+        """Truncate the file by ``part`` if it ends with it (our own cut-short line).
+
+        Only our bytes are cut: if another writer appended after them, the file is left as it
+        is and its reader names the one bad line.
+        """
+        if not part:
+            return
+        with contextlib.suppress(OSError):
+            size = os.fstat(self._fd).st_size
+            if size >= len(part) and os.pread(self._fd, len(part), size - len(part)) == part:
+                os.ftruncate(self._fd, size - len(part))
 
     def close(self) -> None:
         """Close the file; further writes raise ``OSError``."""

@@ -5,7 +5,9 @@ A run appends one :class:`Record` per finished case to a JSON Lines file
 writes one record file per case. Records are read back by the store's one loader
 (:func:`jaxbench.store.load`). Results are JSON only: never pickled.
 
-Schema versions: 1 (no ``kind`` field; still read), 2 (``kind: "record"``) and 3 (``programs``).
+Schema versions: 1 (no ``kind`` field; still read), 2 (``kind: "record"``), 3 (``programs``) and
+4 (whose memory peaks are: ``host_peak_scope``, ``device_peak_scope``,
+``device_bytes_in_use_before``).
 ``env``, ``noise`` and ``metrics`` are the submodels :class:`Env` (with :class:`Host`, :class:`Git`
 and :class:`SweepPlacement`), :class:`Noise` and :class:`Metrics`: the fields the analysis reads
 are typed and optional (files of every version lack some of them), any other field is kept as it
@@ -21,7 +23,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, SerializerFunctionWrapHandler, model_serializer
 
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 
 Status = Literal["ok", "failed", "skipped", "recompiled"]
 Number = int | float
@@ -44,13 +46,19 @@ class _Recorded(BaseModel):
 
 
 class Host(_Recorded):
-    """Host facts (:func:`jaxbench.env.host`) and the CPUs this process could use."""
+    """Host facts (:func:`jaxbench.env.host`), the CPUs this process could use, their clock.
+
+    ``governor`` and ``turbo``: :func:`jaxbench.env.cpu_frequency_policy` (``None`` where Linux
+    does not expose them, as on most VMs).
+    """
 
     hostname: str | None = None
     cpu_model: str | None = None
     cpu_count: int | None = None
     usable_cpus: int | None = None
     affinity: list[int] | None = None
+    governor: str | None = None
+    turbo: bool | None = None
 
 
 class Git(_Recorded):
@@ -141,6 +149,11 @@ class Metrics(_Recorded):
         held_bytes: Bytes a linearization holds (forward mode, loops).
         number: asv's calls per sample (asv records).
         benchmark_version: asv's hash of the benchmark's source (asv records).
+        message_bytes: A collective's message size *S* in nccl-tests' sense, bytes
+            (:mod:`jaxbench.workloads.collectives`).
+        bus_factor: Its nccl-tests bus-bandwidth factor (``busbw = S / t * bus_factor``).
+        mesh: The mesh a case ran on: ``axes`` (name -> size), ``device_ids``,
+            ``device_kinds``, ``platform``.
     """
 
     tokens: Number | None = None
@@ -148,6 +161,9 @@ class Metrics(_Recorded):
     held_bytes: Number | None = None
     number: Number | None = None
     benchmark_version: str | None = None
+    message_bytes: Number | None = None
+    bus_factor: Number | None = None
+    mesh: dict[str, Any] | None = None
 
 
 #: Nested fields the analysis needs, and what it does with a record that lacks one (named on
@@ -195,9 +211,15 @@ class Record(BaseModel):
         flops: FLOP per timed call from XLA's cost analysis.
         bytes_accessed: Bytes accessed per timed call from XLA's cost analysis.
         device_peak_bytes: Device ``peak_bytes_in_use`` after the case, where the backend has it.
-            It is the process's peak so far (JAX has no public reset), so a case's own peak is
-            exact only for the largest case of a run, or with one case per process.
-        host_peak_rss_bytes: Peak resident set size of this process after the case.
+            It is the process's peak so far (JAX has no public reset): ``device_peak_scope``
+            says whose it is.
+        device_peak_scope: ``case`` when the peak rose during this case (it is this case's),
+            ``process`` when it is an earlier case's (this case's own is at most it); ``None``
+            without a device peak.
+        device_bytes_in_use_before: Device ``bytes_in_use`` before the case was built.
+        host_peak_rss_bytes: Peak resident set size of this process during the case (bytes).
+        host_peak_scope: ``case`` where the peak was reset before the case (Linux
+            ``/proc/self/clear_refs``), ``process`` where it is the process's peak so far.
         memory: ``compiled.memory_analysis()`` fields, bytes.
         compilation_cache: Persistent cache settings and whether the compile was a cache hit.
         gate: Correctness gate facts: tolerances used and the largest errors seen.
@@ -226,7 +248,7 @@ class Record(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     kind: Literal["record"] = "record"
-    schema_version: Literal[1, 2, 3] = SCHEMA_VERSION
+    schema_version: Literal[1, 2, 3, 4] = SCHEMA_VERSION
     run_id: str
     benchmark: str
     params: dict[str, Any]
@@ -242,7 +264,10 @@ class Record(BaseModel):
     flops: float | None = None
     bytes_accessed: float | None = None
     device_peak_bytes: int | None = None
+    device_peak_scope: Literal["case", "process"] | None = None
+    device_bytes_in_use_before: int | None = None
     host_peak_rss_bytes: int | None = None
+    host_peak_scope: Literal["case", "process"] | None = None
     memory: dict[str, int] = Field(default_factory=dict)
     compilation_cache: dict[str, Any] = Field(default_factory=dict)
     gate: dict[str, Any] = Field(default_factory=dict)
@@ -260,6 +285,32 @@ def new_run_id() -> str:
     return f"{stamp}-{uuid.uuid4().hex[:8]}"
 
 
+#: Parameters a built-in family gained after records of it existed, with the value those
+#: records were measured at (benchmark name, or a prefix ending in ``/``, -> name -> value). A
+#: record without one reads as having it (:func:`with_implied`), so a case keeps its identity
+#: across the change: a loop record made before ``width`` existed is ``width=64``; a train step
+#: made before ``mesh`` existed is ``mesh=none``. ``tests/test_store.py`` checks every entry
+#: against the family's grid.
+IMPLIED_PARAMS: dict[str, dict[str, Any]] = {
+    "loop/": {"width": 64},
+    "train_step": {"mesh": "none"},
+    "transformer/train_step": {"mesh": "none"},
+}
+
+
+def with_implied(benchmark: str, params: dict[str, Any]) -> dict[str, Any]:
+    """``params`` with the :data:`IMPLIED_PARAMS` of ``benchmark`` it lacks added."""
+    implied: dict[str, Any] = {}
+    for key, values in IMPLIED_PARAMS.items():
+        if benchmark == key or (key.endswith("/") and benchmark.startswith(key)):
+            implied |= values
+    return implied | params if implied.keys() - params.keys() else params
+
+
 def case_label(benchmark: str, params: dict[str, Any]) -> str:
-    """``"<benchmark> name=value ..."`` with parameters sorted by name: a case's identity."""
+    """``"<benchmark> name=value ..."`` with parameters sorted by name: a case's identity.
+
+    A parameter the record predates reads as its implied value (:func:`with_implied`).
+    """
+    params = with_implied(benchmark, params)
     return " ".join([benchmark, *(f"{k}={params[k]}" for k in sorted(params))])

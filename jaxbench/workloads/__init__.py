@@ -1,6 +1,7 @@
 """Workloads: what is timed. No timing code lives here."""
 
 from jaxbench.workloads.base import Built, GateFailure, NotApplicable, Workload
+from jaxbench.workloads.collectives import Collectives
 from jaxbench.workloads.compile_heavy import CompileHeavy
 from jaxbench.workloads.forward_mode import ForwardMode
 from jaxbench.workloads.loops import Loops
@@ -12,7 +13,15 @@ from jaxbench.workloads.user import Step, UserWorkload, find
 
 WORKLOADS: dict[str, Workload] = {
     w.name: w
-    for w in (TrainStep(), ForwardMode(), Transformer(), Loops(), Scatter(), CompileHeavy())
+    for w in (
+        TrainStep(),
+        ForwardMode(),
+        Transformer(),
+        Loops(),
+        Scatter(),
+        CompileHeavy(),
+        Collectives(),
+    )
 }
 
 
@@ -33,6 +42,7 @@ __all__ = [
     "SIZES",
     "WORKLOADS",
     "Built",
+    "Collectives",
     "CompileHeavy",
     "ForwardMode",
     "GateFailure",

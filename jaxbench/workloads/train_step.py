@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import functools
+import itertools
 from collections.abc import Mapping
 from typing import Any
 
@@ -11,7 +12,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from jaxbench.measure.harness import CompileTarget
-from jaxbench.workloads import mlp
+from jaxbench.workloads import meshes, mlp
 from jaxbench.workloads.base import (
     AsvSuite,
     Built,
@@ -46,6 +47,19 @@ def jitted_step(optimizer: str, donate: bool) -> Any:
     returned state to the next call and never touch the old one.
     """
     return jax.jit(_STEPS[optimizer], donate_argnums=(0,) if donate else ())
+
+
+def check_mesh_fits(text: str, size: Any) -> None:
+    """Raise ``ValueError`` naming ``mesh`` unless its axes divide what they split.
+
+    The MLP's weights ``(m, n)`` and biases ``(n,)`` (its ``layer_sizes``; Adam's moments have
+    the same shapes) and the batch's rows (:func:`jaxbench.workloads.meshes.check_fits`).
+    """
+    dims = size.layer_sizes
+    shapes = {}
+    for i, (m, n) in enumerate(itertools.pairwise(dims)):
+        shapes |= {f"params/{i}/w": (m, n), f"params/{i}/b": (n,)}
+    meshes.check_fits(text, shapes, size.batch, f"{size.name} MLP")
 
 
 def _initial_state(optimizer: str, params: mlp.Params) -> Any:
@@ -109,39 +123,47 @@ class TrainStep(Workload):
     """MLP train step over the size registry, dtypes, and SGD or optax Adam.
 
     Parameters: ``size`` (see :data:`jaxbench.workloads.sizes.SIZES`), ``dtype``
-    (``float32``/``bfloat16``), ``optimizer`` (``sgd``/``adam``), ``donate`` (bool).
+    (``float32``/``bfloat16``), ``optimizer`` (``sgd``/``adam``), ``donate`` (bool), ``mesh``
+    (``none``, or ``axis:size`` pairs of ``data``, ``fsdp``, ``tensor``:
+    :mod:`jaxbench.workloads.meshes`; records made before it existed are ``none``).
     """
 
     name = "train_step"
-    param_names = ("size", "dtype", "optimizer", "donate")
+    param_names = ("size", "dtype", "optimizer", "donate", "mesh")
     #: The MLP's widest layer is 64 wide.
     drift = DriftSets(DTYPES, 64, mlp.BatchShapeError, drift_standard, drift_variant, drift_outputs)
     asv = (
         AsvSuite("TrainStep", {"size": ["tiny", "small", "medium"], "dtype": list(DTYPES)},
-                 {"optimizer": "sgd", "donate": True}, method="time_step",
+                 {"optimizer": "sgd", "donate": True, "mesh": "none"}, method="time_step",
                  module="bench_train_step"),
         AsvSuite("TrainStepMemory", {"size": ["small", "medium"], "dtype": ["float32"]},
-                 {"optimizer": "sgd", "donate": True}, kind="peakmem", method="peakmem_step",
+                 {"optimizer": "sgd", "donate": True, "mesh": "none"}, kind="peakmem",
+                 method="peakmem_step",
                  module="bench_train_step"),
         AsvSuite("TrainStepCosts", {"size": ["small", "medium"], "dtype": list(DTYPES)},
-                 {"optimizer": "sgd", "donate": True}, kind="costs", timeout=120,
+                 {"optimizer": "sgd", "donate": True, "mesh": "none"}, kind="costs", timeout=120,
                  module="bench_train_step"),
     )  # fmt: skip
 
     def grid(self, quick: bool) -> dict[str, list[Any]]:
-        """Quick: tiny and small, both dtypes, SGD, donated. Full: every size and optimizer."""
+        """Quick: tiny and small, both dtypes, SGD, donated. Full: every size and optimizer.
+
+        Both on one device (``mesh=none``); a mesh is chosen with ``--param mesh=data:4``.
+        """
         if quick:
             return {
                 "size": ["tiny", "small"],
                 "dtype": list(DTYPES),
                 "optimizer": ["sgd"],
                 "donate": [True],
+                "mesh": [meshes.NONE],
             }
         return {
             "size": list(SIZES),
             "dtype": list(DTYPES),
             "optimizer": list(OPTIMIZERS),
             "donate": [True],
+            "mesh": [meshes.NONE],
         }
 
     def meant_for(self, params: Mapping[str, Any]) -> str:
@@ -149,12 +171,16 @@ class TrainStep(Workload):
         return get_size(params["size"]).device
 
     def validate(self, params: Mapping[str, Any]) -> None:
-        """Raise ``ValueError`` naming a bad ``size``, ``dtype``, ``optimizer`` or ``donate``."""
-        get_size(params["size"])
+        """Raise ``ValueError`` naming a bad parameter (``size`` ... ``mesh``).
+
+        A mesh is bad where its axes do not divide what they split (:func:`check_mesh_fits`).
+        """
+        size = get_size(params["size"])
         check_dtype(params["dtype"])
         check_choice("optimizer", params["optimizer"], OPTIMIZERS)
         if not isinstance(params["donate"], bool):
             raise ValueError(f"donate must be true or false, got {params['donate']!r}")
+        check_mesh_fits(params.get("mesh", meshes.NONE), size)  # older callers give none
 
     def benchmark(self, params: Mapping[str, Any]) -> str:
         """Always ``train_step``."""
@@ -170,32 +196,61 @@ class TrainStep(Workload):
         weights = mlp.init_host(0, size.layer_sizes, dtype)
         batch = mlp.make_batch_host(1, size.batch, size.d_in, size.d_out, dtype)
         state0 = _initial_state(optimizer, weights)
-        step = jitted_step(optimizer, donate)
-        target_key = ("train_step", optimizer, donate, size.name, params["dtype"])
+        mesh_text = params.get("mesh", meshes.NONE)
+        target_key = ("train_step", optimizer, donate, size.name, params["dtype"], mesh_text)
+        metrics = {
+            "params_count": size.params_count,
+            "params_bytes": size.params_count * dtype.itemsize,
+            "batch": size.batch,
+            "model_flops": size.train_step_flops(),
+        }
+        if mesh_text == meshes.NONE:
+            step, state, timed_batch, shardings = (
+                jitted_step(optimizer, donate),
+                state0,
+                batch,
+                None,
+            )
+        else:
+            step, state, timed_batch, shardings, facts = meshes.place_step(
+                _STEPS[optimizer], ("train_step", optimizer, size.name, params["dtype"]),
+                state0, batch, mesh_text, donate,
+            )  # fmt: skip
+            metrics |= facts
 
         def check() -> dict[str, Any]:
-            return _gate(optimizer, step, state0, batch, params["dtype"])
+            return _gate(optimizer, step, state, timed_batch, params["dtype"],
+                         reference=(state0, batch), shardings=shardings)  # fmt: skip
 
         def call(s: Any) -> Any:
             return step(s[0], s[1])
 
         return Built(
-            targets=[CompileTarget("train_step", target_key, step, (state0, batch))],
+            targets=[CompileTarget("train_step", target_key, step, (state, timed_batch))],
             call=call,
-            make_state=lambda: (state0, batch),
+            make_state=lambda: (state, timed_batch),
             next_state=lambda s, out: (out[0], s[1]),
             check=check,
-            metrics={
-                "params_count": size.params_count,
-                "params_bytes": size.params_count * dtype.itemsize,
-                "batch": size.batch,
-                "model_flops": size.train_step_flops(),
-            },
+            metrics=metrics,
         )
 
 
-def _gate(optimizer: str, step: Any, state0: Any, batch: mlp.Batch, dtype: str) -> dict[str, Any]:
-    """Prove the step before timing it; raises :class:`GateFailure` with the reason."""
+def _gate(
+    optimizer: str,
+    step: Any,
+    state0: Any,
+    batch: mlp.Batch,
+    dtype: str,
+    reference: tuple[Any, mlp.Batch] | None = None,
+    shardings: Any = None,
+) -> dict[str, Any]:
+    """Prove the step before timing it; raises :class:`GateFailure` with the reason.
+
+    The jitted step from ``(state0, batch)`` is compared with the plain (op-by-op) step from
+    ``reference`` (default the same arguments; a sharded step's are its unsharded state and
+    batch on one device). With ``shardings`` (the state's), every leaf of the stepped state
+    must still be on its sharding.
+    """
     x, y = batch
     other = jnp.bfloat16 if dtype == "float32" else jnp.float32
     for label, bad in (("shape", (x[:, :-1], y)), ("dtype", (x.astype(other), y))):
@@ -205,10 +260,12 @@ def _gate(optimizer: str, step: Any, state0: Any, batch: mlp.Batch, dtype: str) 
             continue
         raise GateFailure(f"a batch with the wrong {label} did not raise BatchShapeError")
 
-    plain_state, plain_loss = _STEPS[optimizer](state0, batch)
+    plain_state, plain_loss = _STEPS[optimizer](*(reference or (state0, batch)))
     jit_state, jit_loss = step(copy_tree(state0), batch)
     loss_check = check_close("loss (plain vs jit)", jit_loss, plain_loss, dtype)
     state_check = check_close("state (plain vs jit)", jit_state, plain_state, dtype)
+    if shardings is not None:
+        meshes.check_kept(jit_state, shardings)
 
     # The stepped state is finite (check_close), so are the gradients it was made of.
     before = float(plain_loss)

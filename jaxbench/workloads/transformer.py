@@ -17,7 +17,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from jaxbench.measure.harness import CompileTarget
-from jaxbench.workloads import lm
+from jaxbench.workloads import lm, meshes
 from jaxbench.workloads.base import (
     TOLERANCES,
     AsvSuite,
@@ -31,7 +31,7 @@ from jaxbench.workloads.base import (
 from jaxbench.workloads.lm import LMSize
 from jaxbench.workloads.regression import SIZE, DriftSets, Inputs, host, on_device
 from jaxbench.workloads.sizes import DTYPES, check_dtype
-from jaxbench.workloads.trees import flatten_tree, unflatten_like
+from jaxbench.workloads.trees import flatten_tree, path_text, unflatten_like
 
 LM_SIZES: dict[str, LMSize] = {
     s.name: s
@@ -160,11 +160,12 @@ class Transformer(Workload):
     """Decoder LM train step over :data:`LM_SIZES` and compute dtypes (float32 master weights).
 
     Parameters: ``size`` (a name of :data:`LM_SIZES`), ``dtype`` (``float32``/``bfloat16``, the
-    compute dtype).
+    compute dtype), ``mesh`` (``none``, or ``axis:size`` pairs of ``data``, ``fsdp``,
+    ``tensor``: :mod:`jaxbench.workloads.meshes`; records made before it existed are ``none``).
     """
 
     name = "transformer"
-    param_names = ("size", "dtype")
+    param_names = ("size", "dtype", "mesh")
     #: Float32 and bfloat16 compute; a wider bfloat16 floor, as the measured rounding error
     #: needs (the reason is in :mod:`jaxbench.drift.tolerance`).
     drift = DriftSets(
@@ -185,19 +186,32 @@ class Transformer(Workload):
     )  # fmt: skip
 
     def grid(self, quick: bool) -> dict[str, list[Any]]:
-        """Quick: ``tiny`` float32 (its gate's op-by-op step is most of its 11-13 s). Full: all."""
+        """Quick: ``tiny`` float32 (its gate's op-by-op step is most of its 11-13 s). Full: all.
+
+        Both on one device (``mesh=none``); a mesh is chosen with ``--param mesh=data:4``.
+        """
         if quick:
-            return {"size": ["tiny"], "dtype": ["float32"]}
-        return {"size": list(LM_SIZES), "dtype": list(DTYPES)}
+            return {"size": ["tiny"], "dtype": ["float32"], "mesh": [meshes.NONE]}
+        return {"size": list(LM_SIZES), "dtype": list(DTYPES), "mesh": [meshes.NONE]}
 
     def meant_for(self, params: Mapping[str, Any]) -> str:
         """``"cpu"`` or ``"gpu"``: where the case's size is meant to run."""
         return get_lm_size(params["size"]).device
 
     def validate(self, params: Mapping[str, Any]) -> None:
-        """Raise ``ValueError`` naming a bad ``size`` or ``dtype``."""
-        get_lm_size(params["size"])
+        """Raise ``ValueError`` naming a bad ``size``, ``dtype`` or ``mesh``.
+
+        A mesh is bad where its axes do not divide what they split
+        (:func:`jaxbench.workloads.meshes.check_fits`, on the parameters' shapes).
+        """
+        size = get_lm_size(params["size"])
         check_dtype(params["dtype"])
+        mesh = params.get("mesh", meshes.NONE)  # older callers give none
+        if mesh != meshes.NONE:
+            template = jax.eval_shape(lambda key: lm.init(key, size), jax.random.key(0))
+            leaves = jax.tree_util.tree_flatten_with_path(template)[0]
+            shapes = {path_text(p, "/"): leaf.shape for p, leaf in leaves}
+            meshes.check_fits(mesh, shapes, size.batch, f"{size.name} transformer")
 
     def benchmark(self, params: Mapping[str, Any]) -> str:
         """Always ``transformer/train_step``."""
@@ -209,29 +223,50 @@ class Transformer(Workload):
         key_params, key_tokens = jax.random.split(jax.random.key(3))
         state0 = lm.init_state(lm.init(key_params, size))
         tokens = lm.make_tokens(key_tokens, size)
-        step = jitted_step(size, dtype)
+        mesh = params.get("mesh", meshes.NONE)
+        metrics = {
+            "params_count": size.params_count,
+            "params_bytes": 4 * size.params_count,
+            "tokens": size.tokens,
+            "model_flops": size.model_flops(),
+        }
+        if mesh == meshes.NONE:
+            step, state, batch, shardings = jitted_step(size, dtype), state0, tokens, None
+        else:
+            step, state, batch, shardings, facts = meshes.place_step(
+                _plain_step(size, dtype), ("transformer", size.name, dtype), state0, tokens,
+                mesh, donate=True,
+            )  # fmt: skip
+            metrics |= facts
 
         def call(s: Any) -> Any:
             return step(s[0], s[1])
 
         return Built(
-            targets=[CompileTarget("train_step", ("transformer", size, dtype), step,
-                                   (state0, tokens))],
+            targets=[CompileTarget("train_step", ("transformer", size, dtype, mesh), step,
+                                   (state, batch))],
             call=call,
-            make_state=lambda: (state0, tokens),
+            make_state=lambda: (state, batch),
             next_state=lambda s, out: (out[0], s[1]),
-            check=lambda: _gate(size, dtype, step, state0, tokens),
-            metrics={
-                "params_count": size.params_count,
-                "params_bytes": 4 * size.params_count,
-                "tokens": size.tokens,
-                "model_flops": size.model_flops(),
-            },
+            check=lambda: _gate(size, dtype, step, state, batch, (state0, tokens), shardings),
+            metrics=metrics,
         )  # fmt: skip
 
 
-def _gate(size: LMSize, dtype: str, step: Any, state0: Any, tokens: jax.Array) -> dict[str, Any]:
+def _gate(
+    size: LMSize,
+    dtype: str,
+    step: Any,
+    state0: Any,
+    tokens: jax.Array,
+    reference: tuple[Any, jax.Array] | None = None,
+    shardings: Any = None,
+) -> dict[str, Any]:
     """The jitted step against the same step run op by op; raises :class:`GateFailure`.
+
+    The op-by-op step runs from ``reference`` (default the jitted step's own arguments; a
+    sharded step's are its unsharded state and tokens on one device). With ``shardings`` (the
+    state's), every leaf of the stepped state must still be on its sharding.
 
     Loss and AdamW moments (linear and quadratic in the gradient) must agree at the dtype's
     tolerance. The parameters agree to ``2 * LEARNING_RATE``: AdamW's first step moves each
@@ -249,8 +284,10 @@ def _gate(size: LMSize, dtype: str, step: Any, state0: Any, tokens: jax.Array) -
             continue
         raise GateFailure(f"tokens of the wrong {label} did not raise TokenShapeError")  # fmt: skip
 
-    plain_state, plain_loss = _plain_step(size, dtype)(state0, tokens)
+    plain_state, plain_loss = _plain_step(size, dtype)(*(reference or (state0, tokens)))
     jit_state, jit_loss = step(copy_tree(state0), tokens)
+    if shardings is not None:
+        meshes.check_kept(jit_state, shardings)
     loss_check = check_close("loss (plain vs jit)", jit_loss, plain_loss, dtype)
     check_close("AdamW moments (plain vs jit)", jit_state.opt_state, plain_state.opt_state, dtype)
     params_tol = {"rtol": TOLERANCES[dtype]["rtol"], "atol": 2 * lm.LEARNING_RATE}

@@ -162,7 +162,7 @@ class UserWorkload(Workload):
         target_key = (self.name, *sorted(params.items()))
         metrics = {
             k: v for k, v in (("model_flops", step.flops), ("tokens", step.tokens)) if v is not None
-        }
+        } | sharding_facts(step.args)
         next_state = None
         if step.next_args is not None:
             advance = step.next_args
@@ -246,7 +246,9 @@ def materialize(args: tuple[Any, ...], seed: int = 0) -> tuple[Any, ...]:
     """Fresh arguments: ``ShapeDtypeStruct`` leaves filled, concrete leaves copied.
 
     Floating leaves are ``jax.random.normal(fold_in(key(seed), i), shape, dtype)`` for the
-    ``i``-th leaf; other dtypes are zeros. Same seed, same values.
+    ``i``-th leaf; other dtypes are zeros. Same seed, same values. A leaf with a sharding over
+    several devices (a ``ShapeDtypeStruct`` given ``sharding=NamedSharding(...)``, or a sharded
+    array) is placed on that sharding, so a sharded step is timed sharded.
     """
     import jax
     import jax.numpy as jnp
@@ -255,15 +257,40 @@ def materialize(args: tuple[Any, ...], seed: int = 0) -> tuple[Any, ...]:
     key = jax.random.key(seed)
     out = []
     for i, leaf in enumerate(leaves):
+        sharding = getattr(leaf, "sharding", None)
         if isinstance(leaf, jax.ShapeDtypeStruct):
             if jnp.issubdtype(leaf.dtype, jnp.floating):
-                leaf = jax.random.normal(jax.random.fold_in(key, i), leaf.shape, leaf.dtype)
+                new = jax.random.normal(jax.random.fold_in(key, i), leaf.shape, leaf.dtype)
             else:
-                leaf = jnp.zeros(leaf.shape, leaf.dtype)
+                new = jnp.zeros(leaf.shape, leaf.dtype)
         else:
-            leaf = jnp.array(leaf, copy=True)
-        out.append(leaf)
+            new = jnp.array(leaf, copy=True)
+        if sharding is not None and len(sharding.device_set) > 1:
+            new = jax.device_put(new, sharding)
+        out.append(new)
     return tuple(jax.tree.unflatten(tree, out))
+
+
+def sharding_facts(args: tuple[Any, ...]) -> dict[str, Any]:
+    """What a record keeps of the arguments' shardings: the mesh and each sharded leaf's spec.
+
+    Returns:
+        ``{}`` when no leaf has a ``NamedSharding`` over several devices; else ``mesh`` (the
+        first such leaf's, :func:`jaxbench.workloads.meshes.mesh_facts`) and
+        ``partition_specs`` (leaf key path -> spec, for every leaf with a ``NamedSharding``).
+    """
+    import jax
+
+    from jaxbench.workloads.meshes import mesh_facts
+    from jaxbench.workloads.trees import path_text
+
+    specs, mesh = {}, None
+    for path, leaf in jax.tree_util.tree_flatten_with_path(args)[0]:
+        sharding = getattr(leaf, "sharding", None)
+        if isinstance(sharding, jax.sharding.NamedSharding) and len(sharding.device_set) > 1:
+            specs[path_text(path, "/") or "(root)"] = str(sharding.spec)
+            mesh = mesh or sharding.mesh
+    return {"mesh": mesh_facts(mesh), "partition_specs": specs} if mesh is not None else {}
 
 
 def _gate(name: str, step: Step) -> dict[str, Any]:
