@@ -351,7 +351,9 @@ def test_a_killed_worker_is_named_by_its_signal_and_case(tmp_path):
     python.chmod(0o755)
     with Worker(str(python), "cpu") as worker, pytest.raises(WorkerDied) as died:
         worker.request(op="prepare", workload="train_step", params={"size": "tiny"})
-    assert "killed by SIGKILL during 'prepare', case train_step mesh=none size=tiny" in str(died.value)
+    assert "killed by SIGKILL during 'prepare', case train_step mesh=none size=tiny" in str(
+        died.value
+    )
     assert "exit code" not in str(died.value)
 
 
