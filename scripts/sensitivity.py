@@ -374,7 +374,7 @@ def run_pair(
 
 
 def judge(repeat_pairs: Sequence[StudyPair], effect: float, settings: Settings) -> StudyRepeat:
-    """One repeat's estimate of one effect from its pairs (one look, stability checks).
+    """One repeat's estimate of one effect from its pairs (at their look, stability checks).
 
     Args:
         repeat_pairs: Every entry of the repeat (all effects: the worker start of a pair is
@@ -683,8 +683,9 @@ def report(studies: Sequence[Study], names: Sequence[str] | None = None) -> str:
     head = (
         f"{st.workload} {' '.join(f'{k}={v}' for k, v in st.params.items())} (scaled: "
         f"{st.scale}), effects {', '.join(f'{e:g}' for e in st.effects)}; "
-        f"{sum(len({r.repeat for r in s.repeats}) for s in studies)} repeats of {st.pairs} pairs "
-        f"(one look, threshold {st.threshold:.0%}, alpha {st.alpha:g}); {sched['rounds']} "
+        f"{sum(len({r.repeat for r in s.repeats}) for s in studies)} repeats of up to "
+        f"{st.pairs} pairs (a look after every pair from pair {sched['pairs']}, threshold "
+        f"{st.threshold:.0%}, alpha {st.alpha:g}); {sched['rounds']} "
         f"rounds of {sched['calls_per_block']} calls a pair; host "
         f"{studies[0].host.get('hostname')}, JAX {studies[0].jax}. Model figures: default "
         f"design {d.pairs} pairs (first look) and {d.max_pairs} (cap), alpha "
