@@ -53,7 +53,9 @@ def sole_writer(folder: Path, option: str) -> Iterator[None]:
 
     The lock is the kernel's (``flock``, through ``filelock``): it is released when its
     process ends however it ends, so a lock left by a killed command is taken over by the next
-    one. The holder's pid and command line are written beside it for the message.
+    one. The holder's pid and command line are written beside it for the message, and removed
+    on release. The (empty, hidden) lock file stays: unlinking it would let a process that
+    opened it just before lock the removed file while a third locks a new one.
 
     Args:
         folder: An existing folder (:func:`ensure_writable` first).
@@ -75,9 +77,25 @@ def sole_writer(folder: Path, option: str) -> Iterator[None]:
             holder = "another process"
         raise FolderBusy(f"{option} {folder} is in use by {holder}; wait for it to end or "
                          f"choose another {option}") from None  # fmt: skip
+    holder = folder / HOLDER_NAME
     try:
         command = " ".join(["jaxbench", *sys.argv[1:]])
-        (folder / HOLDER_NAME).write_text(f"pid {os.getpid()} ({command})\n")
+        holder.write_text(f"pid {os.getpid()} ({command})\n")
         yield
     finally:
+        holder.unlink(missing_ok=True)  # still held: no next holder's file is removed
         lock.release()
+
+
+def remove_if_only_lock(folder: Path) -> None:
+    """Remove ``folder`` if all it holds is the lock file :func:`sole_writer` leaves.
+
+    For a command that made the folder and wrote nothing in it (refused or interrupted): it
+    leaves no folder behind. A folder holding anything else is left as it is.
+    """
+    try:
+        if {p.name for p in folder.iterdir()} <= {LOCK_NAME}:
+            (folder / LOCK_NAME).unlink(missing_ok=True)
+            folder.rmdir()
+    except OSError:
+        pass  # a folder another process writes into: it stays

@@ -1,5 +1,6 @@
 import contextlib
 import fcntl
+import json
 import os
 import subprocess
 import sys
@@ -30,6 +31,18 @@ def run_cli(*args: str, cwd: Path | None = None, env: dict | None = None, timeou
         text=True,
         timeout=timeout,
     )
+
+
+#: Four CPU devices in a fresh JAX process (``XLA_FLAGS``), for meshes and collectives.
+FORCE_4 = {"XLA_FLAGS": "--xla_force_host_platform_device_count=4"}
+
+
+def forced_json(script: str, timeout: int = 300) -> dict:
+    """Run ``python -c script`` with :data:`FORCE_4`; its last line of stdout, parsed as JSON."""
+    done = subprocess.run([sys.executable, "-c", script], cwd=ROOT, capture_output=True,
+                          text=True, timeout=timeout, env={**os.environ, **FORCE_4})  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    return json.loads(done.stdout.strip().splitlines()[-1])
 
 
 # -- running in parallel (pytest-xdist: ``-n auto --dist loadfile`` in pyproject.toml) ---------

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import json
-import sys
 import textwrap
 
 import jax
@@ -17,9 +15,7 @@ from jaxbench.runner import measure_case
 from jaxbench.store import read_file
 from jaxbench.store.scan import store_files
 from jaxbench.workloads import GateFailure, collectives, get_workload
-from tests.conftest import ROOT, run_cli
-
-FORCE_4 = {"XLA_FLAGS": "--xla_force_host_platform_device_count=4"}
+from tests.conftest import FORCE_4, forced_json, run_cli
 
 
 def _params(op, n=1, size=256):
@@ -136,13 +132,7 @@ SCRIPT = textwrap.dedent(
 
 @pytest.mark.slow
 def test_two_and_four_forced_host_devices_stay_sharded_and_agree_with_numpy():
-    import os
-    import subprocess
-
-    proc = subprocess.run([sys.executable, "-c", SCRIPT], cwd=ROOT, capture_output=True,
-                          text=True, timeout=300, env={**os.environ, **FORCE_4})  # fmt: skip
-    assert proc.returncode == 0, proc.stderr
-    out = json.loads(proc.stdout.strip().splitlines()[-1])
+    out = forced_json(SCRIPT)
     assert out["devices"] == 4
     for n in (2, 4):
         for op in collectives.OPS:

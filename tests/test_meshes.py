@@ -2,10 +2,6 @@
 
 from __future__ import annotations
 
-import json
-import os
-import subprocess
-import sys
 import textwrap
 
 import pytest
@@ -16,9 +12,7 @@ from jaxbench.store import read_file
 from jaxbench.store.scan import store_files
 from jaxbench.workloads import meshes, train_step
 from jaxbench.workloads.sizes import get_size
-from tests.conftest import ROOT, run_cli
-
-FORCE_4 = {"XLA_FLAGS": "--xla_force_host_platform_device_count=4"}
+from tests.conftest import FORCE_4, forced_json, run_cli
 
 
 def test_a_mesh_text_is_axes_and_sizes_in_layout_order():
@@ -103,10 +97,7 @@ SHARDED = textwrap.dedent(
 
 @pytest.mark.slow
 def test_sharded_train_steps_pass_the_gate_against_one_device_and_stay_sharded():
-    proc = subprocess.run([sys.executable, "-c", SHARDED], cwd=ROOT, capture_output=True,
-                          text=True, timeout=300, env={**os.environ, **FORCE_4})  # fmt: skip
-    assert proc.returncode == 0, proc.stderr
-    out = json.loads(proc.stdout.strip().splitlines()[-1])
+    out = forced_json(SHARDED)
     for optimizer in ("sgd", "adam"):
         data = out[f"{optimizer}/data:4"]
         assert not any(axis in s for s in data["specs"] for axis in meshes.AXES), data
@@ -183,10 +174,7 @@ USER_SHARDED = textwrap.dedent(
 
 @pytest.mark.slow
 def test_a_user_steps_sharded_argument_arrives_sharded_and_is_recorded():
-    proc = subprocess.run([sys.executable, "-c", USER_SHARDED], cwd=ROOT, capture_output=True,
-                          text=True, timeout=300, env={**os.environ, **FORCE_4})  # fmt: skip
-    assert proc.returncode == 0, proc.stderr
-    out = json.loads(proc.stdout.strip().splitlines()[-1])
+    out = forced_json(USER_SHARDED)
     sharded, plain = out["True"], out["False"]
     assert sharded["status"] == plain["status"] == "ok", (sharded["error"], plain["error"])
     assert sharded["devices"] == 4 and plain["devices"] == 1

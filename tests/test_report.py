@@ -419,6 +419,7 @@ def test_a_second_writer_of_one_folder_is_named_and_a_killed_holder_frees_it(
         holder.wait()
     assert invoke(two_versions, "--out", out).exit_code == 0  # the kernel freed its lock
     assert (out / "report.md").is_file()
+    assert not (out / ".jaxbench.holder").exists()  # released: no holder named any more
 
 
 @pytest.mark.parametrize(

@@ -52,7 +52,7 @@ def report_cmd(
         from jaxbench.analysis.report import ReviewInputError, load_review, render_report
         from jaxbench.analysis.report_context import REPORT_NAME
         from jaxbench.analysis.review import Settings
-        from jaxbench.folders import FolderBusy, sole_writer
+        from jaxbench.folders import FolderBusy, remove_if_only_lock, sole_writer
     except KeyboardInterrupt:
         message = f"report interrupted while starting; nothing in {out} changed"
         raise fail(message, code=130) from None
@@ -64,6 +64,7 @@ def report_cmd(
         raise fail(str(exc)) from None
     previous = Path(out) / REPORT_NAME
     before = _identity(previous)
+    made = not Path(out).exists()
     try:
         settings = Settings(threshold=threshold, compile_threshold=compile_threshold, alpha=alpha)
         review = load_review(paths, baseline=baseline, candidate=candidate, settings=settings)
@@ -76,6 +77,9 @@ def report_cmd(
         raise fail(_interrupted(previous, before), code=130) from None
     except OSError as exc:
         raise fail(f"cannot write the report in {out}: {exc.strerror or exc}") from None
+    finally:
+        if made:
+            remove_if_only_lock(Path(out))  # a report that made --out and wrote nothing
     for problem in review.problems:
         err_console.print(f"[yellow]problem:[/] {problem}", highlight=False)
     counts = review.verdict_counts()

@@ -173,7 +173,7 @@ def _review(
 ) -> None:
     from jaxbench.analysis.report import DEFAULT_SECTIONS, load_review, render_report
     from jaxbench.analysis.review import Settings
-    from jaxbench.folders import FolderBusy, sole_writer
+    from jaxbench.folders import FolderBusy, remove_if_only_lock, sole_writer
     from jaxbench.interleave import LiveStopped, Variant, live_path, resume_live, run_live
     from jaxbench.upgrade.confirm import finished, open_cases, unfinished
     from jaxbench.upgrade.screen import ScreenError, Side, screen
@@ -190,8 +190,8 @@ def _review(
             raise fail(f"{baseline} and {candidate} both import JAX {versions[0]}: a review "
                        "compares two versions")  # fmt: skip
     except typer.Exit:
-        if made and not any(folder.iterdir()):
-            folder.rmdir()  # a refused review leaves no folder behind
+        if made:
+            remove_if_only_lock(folder)  # a refused review leaves no folder behind
         raise
     sides = [Side(v, p, folder / v) for v, p in zip(versions, pythons, strict=True)]
     labels = list(dict.fromkeys(c.label for c in cases))
