@@ -136,6 +136,7 @@ def main() -> None:
     parser.add_argument("--backend", default="cpu")
     parser.add_argument("--warmup", type=int, default=10)
     parser.add_argument("--gated", action="store_true", help="send the program as gated")
+    parser.add_argument("--out", help="also save the raw figures here (JSON)")
     args = parser.parse_args()
     params = {"size": "small", "dtype": "float32", "optimizer": "sgd", "donate": True}
     for item in args.param:
@@ -158,6 +159,34 @@ def main() -> None:
     print(f"| **spawn to answer** | {statistics.median(totals):.3f} | {min(totals):.3f} | "
           f"{max(totals):.3f} |")  # fmt: skip
     print(f"\nanswers: {[r['answer'] for r in runs]}")
+    if args.out:
+        save(args.out, request, runs)
+
+
+def save(path: str, request: dict, runs: list[dict]) -> None:
+    """Write the raw runs with the checkout's commit and the machine (JSON)."""
+    import datetime
+    import os
+    import platform
+
+    commit = subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True, text=True,
+                            check=False).stdout.strip() or None  # fmt: skip
+    facts = {
+        "kind": "prepare_cost",
+        "measured_at": datetime.datetime.now(datetime.UTC).isoformat(),
+        "checkout": os.getcwd(),
+        "commit": commit,
+        "host": {
+            "machine": platform.machine(),
+            "processor": platform.processor(),
+            "cpus": os.cpu_count(),
+            "python": platform.python_version(),
+        },
+        "request": request,
+        "runs": runs,
+    }
+    with open(path, "w") as f:
+        json.dump(facts, f, indent=1)
 
 
 if __name__ == "__main__":
