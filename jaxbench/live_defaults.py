@@ -1,4 +1,4 @@
-"""Defaults of live comparisons (:class:`jaxbench.interleave.Schedule`) and of calibration.
+"""Defaults of live comparisons (:class:`jaxbench.interleave.Schedule`), calibration and ``run``.
 
 Constants only, apart from the session, so that the command line shows them without importing
 the session (numpy, scipy) at start-up.
@@ -20,3 +20,7 @@ DEFAULT_WARMUP_CALLS = 10
 DEFAULT_CALIBRATION_PAIRS = 10
 #: A/A comparisons of one ``jaxbench calibrate`` (:func:`jaxbench.calibrate.calibrate`).
 DEFAULT_COMPARISONS = 4
+#: ``jaxbench run --case-timeout``, seconds a case may take in its watched worker, preparing and
+#: timing (:class:`jaxbench.supervised.Supervised`): a compile-heavy case of the full grid on a
+#: CPU fits with room; 0 sets no limit.
+DEFAULT_CASE_TIMEOUT_S = 1800.0

@@ -23,8 +23,44 @@ from jaxbench.measure.harness import (
     reset_host_peak,
 )
 from jaxbench.prepared import prepare
-from jaxbench.store import Appender, Env, Record, new_run_id, save_programs
+from jaxbench.store import Appender, Env, Record, Trace, new_run_id, save_programs, save_trace
 from jaxbench.workloads import GateFailure, NotApplicable, get_workload
+
+
+def case_env(
+    device: Any, backend: str, timing: TimingConfig, sweep: dict[str, Any] | None = None
+) -> Env:
+    """A record's ``env``: :func:`jaxbench.env.collect` of ``device`` and what the run was given.
+
+    ``timing`` (:meth:`TimingConfig.recorded`), ``requested_backend``, ``sweep`` when given,
+    and on an NVIDIA GPU ``gpu`` (:func:`jaxbench.measure.gpu.device_facts`).
+    """
+    gpu = {"gpu": device_facts(device)} if device is not None else {}
+    placement = {"sweep": sweep} if sweep is not None else {}
+    given = {"timing": dict(timing.recorded()), "requested_backend": backend} | placement | gpu
+    return Env.model_validate(env_mod.collect(device) | given)
+
+
+def _base(case: Case, run_id: str, compilation_cache: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "run_id": run_id,
+        "benchmark": get_workload(case.workload).benchmark(case.params),
+        "params": dict(case.params),
+        "started_at": _dt.datetime.now(_dt.UTC).isoformat(),
+        "compilation_cache": compilation_cache,
+    }
+
+
+def ended_record(
+    case: Case, run_id: str, error: str, env: Env, compilation_cache: dict[str, Any]
+) -> Record:
+    """The ``failed`` record of a case that ended the process measuring it, or ran out of time.
+
+    Built by the process that watched it (:mod:`jaxbench.supervised`), with the ``env`` and
+    compilation cache settings its measuring process reported when it started.
+    """
+    return Record(**_base(case, run_id, compilation_cache), status="failed", error=error,
+                  env=env)  # fmt: skip
 
 
 def measure_case(
@@ -34,6 +70,8 @@ def measure_case(
     run_id: str,
     programs_dir: str | Path | None = None,
     sweep: dict[str, Any] | None = None,
+    on_phase: Callable[[str], None] | None = None,
+    trace_calls: int = 0,
 ) -> Record:
     """Prepare (build, compile, gate, warm up) and time one case; never raises for its failure.
 
@@ -55,26 +93,26 @@ def measure_case(
     on an NVIDIA GPU also ``env.gpu`` and NVML's view before and after it
     (:mod:`jaxbench.measure.gpu`; ``env.gpu`` is ``None`` where NVML cannot say).
 
+    With ``trace_calls``, after the samples (never inside the timed region) that many
+    steady-state calls are traced with :func:`jax.profiler.trace`; the record's ``trace`` keeps
+    the per-op table (:func:`jaxbench.measure.trace.op_table`) and names the trace, saved under
+    ``programs_dir/traces/`` (:func:`jaxbench.store.save_trace`). A trace that fails or cannot
+    be saved is said in ``trace.error``; the record's samples stand.
+
+    ``on_phase`` is called with ``"preparing"`` (build, compile, gate, warm-up), ``"timing"``
+    and, with ``trace_calls``, ``"tracing"`` as the case enters each, so a watcher can say
+    where a case hung.
+
     Returns:
         A :class:`Record`: ``ok``; ``recompiled``; ``failed`` (gate or error, reason in
         ``error``); or ``skipped`` (not applicable, or backend absent).
     """
-    settings = timing.recorded()
-    placement = {"sweep": sweep} if sweep is not None else {}
 
     def env(device: Any = None) -> Env:
-        gpu = {"gpu": device_facts(device)} if device is not None else {}
-        given = {"timing": dict(settings), "requested_backend": backend} | placement | gpu
-        return Env.model_validate(env_mod.collect(device) | given)
+        return case_env(device, backend, timing, sweep)
 
-    workload = get_workload(case.workload)
-    base: dict[str, Any] = {
-        "run_id": run_id,
-        "benchmark": workload.benchmark(case.params),
-        "params": dict(case.params),
-        "started_at": _dt.datetime.now(_dt.UTC).isoformat(),
-        "compilation_cache": cache_settings(),
-    }
+    phase = on_phase or (lambda name: None)
+    base = _base(case, run_id, cache_settings())
     try:
         device = resolve_device(backend)
     except RuntimeError as exc:
@@ -83,12 +121,17 @@ def measure_case(
     peak_before = device_peak_bytes(device)
     base["device_bytes_in_use_before"] = device_bytes_in_use(device)
     try:
+        phase("preparing")
         prepared = prepare(
             case.workload, case.params, backend, keep=False, warmup_calls=timing.warmup_calls
         )
+        phase("timing")
         watch = GpuWatch.start(device)
         m = prepared.steady_state(timing)
         gpu_noise = watch.stop()
+        if trace_calls:
+            phase("tracing")
+        trace = _trace(prepared.call_once, trace_calls, programs_dir) if trace_calls else None
     except NotApplicable as exc:
         return Record(**base, status="skipped", error=str(exc), env=env(device))
     except GateFailure as exc:
@@ -142,8 +185,29 @@ def measure_case(
         noise=m.noise | gpu_noise,
         programs=digest,
         compile_phases_s=stats.phases_s,
+        trace=trace,
         env=env(device),
     )
+
+
+def _trace(step: Callable[[], Any], calls: int, folder: str | Path | None) -> Trace:
+    """A trace of ``calls`` warmed calls of ``step``: its op table, saved under ``folder``."""
+    from dataclasses import asdict
+
+    from jaxbench.measure.trace import op_table, take_trace
+
+    try:
+        xspace = take_trace(step, calls)
+        ops = [asdict(row) for row in op_table(xspace, calls)]
+    except (RuntimeError, ValueError) as exc:
+        return Trace(calls=calls, error=f"no trace: {exc}")
+    trace = Trace(calls=calls, bytes=len(xspace), ops=ops)
+    if folder is not None:
+        try:
+            trace.file = save_trace(folder, xspace)
+        except (OSError, ValueError) as exc:
+            trace.error = f"trace not saved: {getattr(exc, 'strerror', None) or exc}"
+    return trace
 
 
 def _peak_scope(before: int | None, after: int | None) -> str | None:
@@ -176,10 +240,16 @@ def run(
     timing: TimingConfig | None = None,
     on_case: Callable[[Case], None] | None = None,
     on_record: Callable[[Case, Record], None] | None = None,
+    measure: Callable[[Case, str, Path], Record] | None = None,
+    trace_calls: int = 0,
 ) -> RunResult:
     """Measure ``cases`` one after another, appending each record to a new file in ``out_dir``.
 
     Each timed case's programs go to ``out_dir/programs/`` (see :func:`measure_case`).
+    ``measure(case, run_id, programs_dir)`` measures one case; default :func:`measure_case` in
+    this process. ``jaxbench run`` passes :class:`jaxbench.supervised.Supervised`'s, which
+    measures in a watched worker process, with a time limit, and survives its crashes.
+    ``trace_calls`` is for the default ``measure`` (:func:`measure_case`'s).
 
     A backend that is not present gives one ``skipped`` record per case, not an error. Every
     record's ``env`` has ``requested_backend`` (:func:`measure_case`). A ``KeyboardInterrupt``
@@ -190,6 +260,8 @@ def run(
     Raises:
         ValueError: Unknown backend name.
         OSError: ``out_dir`` cannot be created or written (before any case runs).
+        jaxbench.interleave.WorkerError: From ``measure``: no process could be started to
+            measure in (the records before it are in the file).
     """
     timing = timing or TimingConfig()
     check_backend(backend)
@@ -201,7 +273,11 @@ def run(
             for case in cases:
                 if on_case:
                     on_case(case)
-                record = measure_case(case, backend, timing, run_id, programs_dir=path.parent)
+                if measure is None:
+                    record = measure_case(case, backend, timing, run_id, path.parent,
+                                          trace_calls=trace_calls)  # fmt: skip
+                else:
+                    record = measure(case, run_id, path.parent)
                 try:
                     writer.write(record)
                 except OSError as exc:

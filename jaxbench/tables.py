@@ -41,6 +41,7 @@ LEFT_COLUMNS = ("benchmark", "jax", "params", "status")
 #: Shown only where some record has them: per-call tokens and formula FLOP of the workload.
 MODEL_COLUMNS = {
     "tokens/s": "tokens_per_s",
+    "tokens/s/device": "tokens_per_s_per_device",
     "MFU (formula)": "model_mfu",
     "algbw": "algbw_Bps",
     "busbw": "busbw_Bps",

@@ -34,7 +34,7 @@ def saved_run(tmp_path_factory):
 
 def test_a_timed_record_names_its_programs_and_they_hold_every_level(saved_run):
     folder, record = saved_run
-    assert record.status == "ok" and record.schema_version == 4
+    assert record.status == "ok" and record.schema_version == 5
     assert artifact_path(folder, record.programs).is_file()
     (program,) = load_programs(folder, record.programs)
     assert program["name"] == "plain"

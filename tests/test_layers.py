@@ -31,6 +31,7 @@ LAYERS: dict[str, int] = {
     "interleave": 5,
     "bisect": 5,
     "calibrate": 5,
+    "supervised": 5,
     "analysis": 6,
     "tables": 7,
     "cli": 7,

@@ -125,6 +125,17 @@ def test_run_records_the_mesh_and_per_device_figures(tmp_path):
     assert record_figures(rec)["n"] >= 5
 
 
+def test_tokens_per_second_per_device_divide_by_the_mesh():
+    from analysis_data import record
+
+    mesh = {"axes": {"data": 4}, "device_ids": [0, 1, 2, 3], "device_kinds": ["cpu"],
+            "platform": "cpu"}  # fmt: skip
+    sharded = record_figures(record(samples=[0.5] * 3, metrics={"tokens": 1000, "mesh": mesh}))
+    assert sharded["tokens_per_s"] == 2000 and sharded["tokens_per_s_per_device"] == 500
+    plain = record_figures(record(samples=[0.5] * 3, metrics={"tokens": 1000}))
+    assert plain["tokens_per_s"] == 2000 and plain["tokens_per_s_per_device"] is None
+
+
 def test_records_of_different_meshes_are_kept_apart(tmp_path):
     from analysis_data import record, write
 

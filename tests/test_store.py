@@ -111,7 +111,7 @@ def test_schema_1_files_without_kind_still_load(tmp_path):
     assert rec.schema_version == 1 and rec.noise.model_dump() == {} and rec.kind == "record"
     assert loaded.models("live-comparison")[0].schema_version == 1
     assert read_model(tmp_path / "s" / "sweep.json", SweepManifest).sweep_id == "s1"
-    assert SCHEMA_VERSION == 4 and json.loads(make_record().model_dump_json())["kind"] == "record"
+    assert SCHEMA_VERSION == 5 and json.loads(make_record().model_dump_json())["kind"] == "record"
 
 
 def damaged(folder):

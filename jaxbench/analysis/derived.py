@@ -121,14 +121,16 @@ def record_figures(record: Record) -> dict[str, Any]:
         ``tokens_per_s`` and ``model_mfu`` (from the workload's ``tokens`` and formula
         ``model_flops`` per call in ``metrics``, e.g. the transformer's
         :meth:`~jaxbench.workloads.lm.LMSize.model_flops`; ``None`` where it has none);
+        ``tokens_per_s_per_device``, that rate over the devices of the record's mesh (``None``
+        without a mesh: there it is ``tokens_per_s``);
         ``algbw_Bps`` and ``busbw_Bps``, a collective's algorithm and bus bandwidth in bytes/s
         at the p50 latency (``S / t`` and ``S / t * bus_factor`` from ``metrics``, the
         formulas of nccl-tests' ``doc/PERFORMANCE.md``; ``None`` for other workloads).
     """
     samples = np.asarray(record.samples_s, dtype=float)
     figures: dict[str, Any] = dict.fromkeys(
-        ("p50_s", "p95_s", "iqr_s", "flops_per_s", "mfu", "tokens_per_s", "model_mfu",
-         "algbw_Bps", "busbw_Bps")
+        ("p50_s", "p95_s", "iqr_s", "flops_per_s", "mfu", "tokens_per_s",
+         "tokens_per_s_per_device", "model_mfu", "algbw_Bps", "busbw_Bps")
     )  # fmt: skip
     figures["n"] = int(samples.size)
     if samples.size == 0:
@@ -140,9 +142,11 @@ def record_figures(record: Record) -> dict[str, Any]:
         float32_matmul(record.env),
     )
     mesh = record.metrics.mesh or {}
-    if peak is not None and mesh.get("device_ids"):
-        peak *= len(mesh["device_ids"])  # a mesh's FLOP are spread over its devices
+    devices = len(mesh.get("device_ids") or ())
+    if peak is not None and devices:
+        peak *= devices  # a mesh's FLOP are spread over its devices
     tokens, message = record.metrics.tokens, record.metrics.message_bytes
+    tokens_per_s = tokens / p50 if tokens and p50 > 0 else None
     algbw = message / p50 if message and p50 > 0 else None
     factor = record.metrics.bus_factor
     return figures | {
@@ -153,6 +157,7 @@ def record_figures(record: Record) -> dict[str, Any]:
         "iqr_s": p75 - p25,
         "flops_per_s": record.flops / p50 if record.flops and p50 > 0 else None,
         "mfu": mfu(record.flops, p50, peak),
-        "tokens_per_s": tokens / p50 if tokens and p50 > 0 else None,
+        "tokens_per_s": tokens_per_s,
+        "tokens_per_s_per_device": tokens_per_s / devices if tokens_per_s and devices else None,
         "model_mfu": mfu(record.metrics.model_flops, p50, peak),
     }

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
@@ -20,9 +21,12 @@ from jaxbench.cli.options import (
     writable_folder,
 )
 from jaxbench.cli.selection import Selection, selects_cases
+from jaxbench.live_defaults import DEFAULT_CASE_TIMEOUT_S
 
 if TYPE_CHECKING:
     from jaxbench.cases import Case
+    from jaxbench.measure import TimingConfig
+    from jaxbench.runner import RunResult
     from jaxbench.store import Record
 
 
@@ -109,17 +113,49 @@ def run_cmd(
             help="Time even with jax_disable_jit on (JAX_DISABLE_JIT): op by op, not compiled.",
         ),
     ] = False,
+    case_timeout: Annotated[
+        float,
+        typer.Option(
+            metavar="SECONDS",
+            help="Most seconds a case may take, preparing and timing; a case past it is killed "
+            "and recorded failed (timed out). 0: no limit.",
+        ),
+    ] = DEFAULT_CASE_TIMEOUT_S,
+    trace: Annotated[
+        bool,
+        typer.Option(
+            "--trace",
+            metavar="",
+            help="After each case's samples, trace a few steady-state calls (jax.profiler): the "
+            "record keeps the per-op table, traces/ the trace.",
+        ),
+    ] = False,
+    in_process: Annotated[
+        bool,
+        typer.Option(
+            "--in-process",
+            metavar="",
+            help="Measure in this process (for a debugger): no --case-timeout, and a case that "
+            "crashes ends the run.",
+        ),
+    ] = False,
 ) -> None:
     """Run the selected cases and write one JSON Lines file of records; exit 1 if any failed.
 
-    JAX's debug modes are read from ``jax.config`` once the workloads are loaded: with
-    ``jax_disable_jit`` on, nothing is timed (exit 2) unless ``--allow-debug`` is given; every
-    debug mode that is on is warned of, and records keep them in ``env.jax_flags``.
+    Cases are measured one at a time in a worker process that this one watches: a case that
+    takes longer than --case-timeout is killed and recorded failed (timed out, with the phase
+    it was in), a case that kills its process (an XLA abort, a segfault, the OOM killer) is
+    recorded failed with the signal and the last lines of its stderr, and the next case runs in
+    a fresh worker. JAX's debug modes are read from ``jax.config`` once the workloads are
+    loaded: with ``jax_disable_jit`` on, nothing is timed (exit 2) unless ``--allow-debug`` is
+    given; every debug mode that is on is warned of, and records keep them in
+    ``env.jax_flags``.
     """
     from jaxbench.cases import check_backend
+    from jaxbench.interleave import WorkerError
     from jaxbench.measure import TimingConfig, configure_compilation_cache
-    from jaxbench.runner import run
-    from jaxbench.tables import problems, records_table
+    from jaxbench.measure.trace import TRACE_CALLS
+    from jaxbench.supervised import Supervised
 
     try:
         check_backend(backend)
@@ -128,10 +164,36 @@ def run_cmd(
         configure_compilation_cache(compilation_cache, min_compile_time_s=cache_min_compile_time)
     except ValueError as exc:
         raise fail(str(exc)) from None
+    if not (case_timeout >= 0 and case_timeout != float("inf")):
+        raise fail(f"--case-timeout must be a number of seconds >= 0 (0: no limit), got "
+                   f"{case_timeout}")  # fmt: skip
     _check_debug_modes(allow_debug)
     _warn_cpu_clock()
     out_dir = writable_folder(out)
-    _warn_gpu_sizes_on_cpu(cases, backend)
+    trace_calls = TRACE_CALLS if trace else 0
+    supervised = Supervised(backend, timing, case_timeout, compilation_cache,
+                            cache_min_compile_time, trace_calls=trace_calls)  # fmt: skip
+    with supervised:
+        try:
+            _warn_gpu_sizes_on_cpu(cases, _platform(backend) if in_process else
+                                   supervised.platform())  # fmt: skip
+            result = _run(cases, out_dir, backend, timing,
+                          None if in_process else supervised.measure, trace_calls)  # fmt: skip
+        except WorkerError as exc:
+            raise fail(f"cannot measure: {exc}", code=1) from None
+    _report(result, cases)
+
+
+def _run(
+    cases: list[Case],
+    out_dir: Path,
+    backend: str,
+    timing: TimingConfig,
+    measure: Callable[[Case, str, Path], Record] | None,
+    trace_calls: int,
+) -> RunResult:
+    """:func:`jaxbench.runner.run` under a progress bar (one line per case when not a terminal)."""
+    from jaxbench.runner import run
 
     with Progress(
         TextColumn("{task.description}"),
@@ -150,14 +212,22 @@ def run_cmd(
                 done = int(progress.tasks[0].completed)
                 console.print(f"[{done}/{len(cases)}] {case.label}: {rec.status}", highlight=False)
 
-        result = run(
+        return run(
             cases,
             out_dir,
             backend=backend,
             timing=timing,
             on_case=lambda case: progress.update(task, description=case.label),
             on_record=on_record,
+            measure=measure,
+            trace_calls=trace_calls,
         )
+
+
+def _report(result: RunResult, cases: list[Case]) -> None:
+    """The run's table, its problems and file; exit 1 on a write error or a failed case."""
+    from jaxbench.tables import problems, records_table
+
     console.print(records_table(result.records, title=f"jaxbench run {result.path.stem}"))
     for line in problems(result.records):
         console.print(f"[yellow]{line}[/]", highlight=False)
@@ -212,12 +282,16 @@ def _warn_cpu_clock() -> None:
         )
 
 
-def _warn_gpu_sizes_on_cpu(cases: list[Case], backend: str) -> None:
+def _platform(backend: str) -> str:
+    """The platform of ``backend`` in this process (``default``: JAX's first device)."""
     import jax
 
+    return jax.devices()[0].platform if backend == "default" else backend
+
+
+def _warn_gpu_sizes_on_cpu(cases: list[Case], platform: str | None) -> None:
     from jaxbench.workloads import get_workload
 
-    platform = jax.devices()[0].platform if backend == "default" else backend
     big = sorted({c.label for c in cases if get_workload(c.workload).meant_for(c.params) == "gpu"})
     if big and platform == "cpu":
         err_console.print(

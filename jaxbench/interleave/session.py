@@ -56,8 +56,17 @@ class WorkerError(RuntimeError):
 class WorkerDied(WorkerError):
     """A worker process ended or hung; the message names how, its request and case, and stderr.
 
-    How: the signal that killed it (``killed by SIGKILL``) or its exit code.
+    How: the signal that killed it (``killed by SIGKILL``) or its exit code. ``timed_out`` is
+    true when it was killed for giving no answer in time; ``how`` is the ending alone
+    (``killed by SIGABRT``, ``exited with code 1``, ``hung``) and ``stderr_tail`` its last lines.
     """
+
+    def __init__(self, message: str, how: str = "", stderr_tail: str = "",
+                 timed_out: bool = False) -> None:  # fmt: skip
+        super().__init__(message)
+        self.how = how
+        self.stderr_tail = stderr_tail
+        self.timed_out = timed_out
 
 
 @dataclass(frozen=True)
@@ -182,21 +191,30 @@ class Worker:
         timeout_s: Seconds to wait for any one answer (preparing a case includes its compile
             and gate) before the worker is taken for hung, killed, and :class:`WorkerDied`
             raised; ``None`` waits for ever.
+        environ: The worker's environment; default :func:`worker_environ` of this one (a
+            pair's share of a GPU, no shared compilation cache). ``jaxbench run``'s lone
+            worker passes its own.
 
     Raises:
         WorkerError: The interpreter cannot be started.
     """
 
     def __init__(
-        self, python: str, backend: str, timeout_s: float | None = WORKER_TIMEOUT_S
+        self,
+        python: str,
+        backend: str,
+        timeout_s: float | None = WORKER_TIMEOUT_S,
+        environ: dict[str, str] | None = None,
     ) -> None:
         self.timeout_s = timeout_s
         self._stderr: IO[bytes] = tempfile.TemporaryFile()  # noqa: SIM115 (closed in close())
         cmd = [python, "-m", "jaxbench.interleave.worker", "--backend", backend]
+        if environ is None:
+            environ = worker_environ(dict(os.environ))
         try:
             self._proc = subprocess.Popen(
                 cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self._stderr,
-                text=True, env=worker_environ(dict(os.environ)),
+                text=True, env=environ,
             )  # fmt: skip
         except OSError as exc:
             raise WorkerError(f"cannot start a worker with {python}: {exc}") from exc
@@ -223,17 +241,22 @@ class Worker:
             ready, _, _ = select.select([self._proc.stdout], [], [], self.timeout_s)
             if not ready:
                 self._proc.kill()
+                self._proc.wait()
+                tail = self._stderr_tail()
                 raise WorkerDied(
                     f"worker ({self.python}) gave no answer to {op!r} within "
-                    f"{self.timeout_s:g} s; killed it{case}: {self._stderr_tail()}"
-                )
+                    f"{self.timeout_s:g} s; killed it{case}: {tail}",
+                    how="hung", stderr_tail=tail, timed_out=True,
+                )  # fmt: skip
             line = self._proc.stdout.readline()
         except (BrokenPipeError, OSError):
             line = ""
         if not line:
+            how, tail = self._end(), self._stderr_tail()
             raise WorkerDied(
-                f"worker ({self.python}) {self._end()} during {op!r}{case}: {self._stderr_tail()}"
-            )
+                f"worker ({self.python}) {how} during {op!r}{case}: {tail}",
+                how=how, stderr_tail=tail,
+            )  # fmt: skip
         answer = json.loads(line)
         if not answer.get("ok"):
             raise WorkerError(f"worker ({self.python}): {answer.get('error')}")
@@ -243,6 +266,15 @@ class Worker:
         self._stderr.seek(0)
         text = self._stderr.read().decode(errors="replace").strip().splitlines()
         return " | ".join(text[-lines:]) or "nothing on stderr"
+
+    def stderr_from(self, offset: int) -> tuple[str, int]:
+        """What the worker wrote on stderr from byte ``offset`` on, and the offset after it.
+
+        Read with ``pread``: the file's position, which the worker's writes share, stays put.
+        """
+        fd = self._stderr.fileno()
+        data = os.pread(fd, max(os.fstat(fd).st_size - offset, 0), offset)
+        return data.decode(errors="replace"), offset + len(data)
 
     def _end(self) -> str:
         """How the process ended: ``killed by SIGKILL``, ``exited with code 1``.
@@ -273,6 +305,12 @@ class Worker:
                 proc.stdin.flush()
         except OSError:
             pass
+
+    def kill(self) -> None:
+        """End the worker at once (SIGKILL) and reap it: for an interrupted command."""
+        with contextlib.suppress(OSError):
+            self._proc.kill()
+        self.close()
 
     def close(self) -> None:
         """Ask the worker to quit, then make sure it is gone (a dead worker is just reaped)."""

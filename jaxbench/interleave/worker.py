@@ -28,6 +28,16 @@ one JSON request per line on stdin and answers each with one JSON line:
   case (after any timing, never inside it), answered as its per-op table
   (:func:`jaxbench.measure.trace.op_table`) and the trace's size in bytes, for ``jaxbench
   explain --trace``;
+- ``{"op": "facts", "backend": ..., "timing": {...}, "compilation_cache": MODE,
+  "cache_min_compile_time_s": S}``: for ``jaxbench run`` (:mod:`jaxbench.supervised`), set the
+  persistent compilation cache (:func:`jaxbench.measure.configure_compilation_cache`) and
+  answer the backend's ``platform`` (``null`` when absent), the ``env`` a record of this
+  process carries (:func:`jaxbench.runner.case_env`) and the ``compilation_cache`` settings;
+- ``{"op": "record", "workload": ..., "params": {...}, "backend": ..., "timing": {...},
+  "run_id": ..., "programs_dir": ..., "trace_calls": N}``: measure one case as ``jaxbench run`` does
+  (:func:`jaxbench.runner.measure_case`) and answer its ``record``. While it runs, each phase
+  it enters is written to stderr as a line ``PHASE_MARK + phase``, so the watcher can say
+  where a case hung;
 - ``{"op": "quit"}``.
 
 Every answer has ``ok``; a failed request answers ``{"ok": false, "error": "..."}`` and the
@@ -46,6 +56,15 @@ import sys
 from typing import IO, Any
 
 from jaxbench.backends import JAX_PLATFORMS
+
+#: How a ``record`` request marks the phase it enters on stderr (followed by the phase).
+PHASE_MARK = "jaxbench-worker phase: "
+
+
+def _timing(request: dict[str, Any]) -> Any:
+    from jaxbench.measure.harness import TimingConfig
+
+    return TimingConfig(**request["timing"])
 
 
 class _Case:
@@ -113,11 +132,45 @@ class _Case:
         xspace = take_trace(self.prepared.call_once, calls)
         return {"ops": [asdict(r) for r in op_table(xspace, calls)], "bytes": len(xspace)}
 
+    def facts(self, request: dict[str, Any]) -> dict[str, Any]:
+        from jaxbench.cases import resolve_device
+        from jaxbench.measure.cache import cache_settings, configure_compilation_cache
+        from jaxbench.runner import case_env
+
+        configure_compilation_cache(request.get("compilation_cache", "off"),
+                                    request.get("cache_min_compile_time_s"))  # fmt: skip
+        try:
+            device = resolve_device(request["backend"])
+        except RuntimeError:
+            device = None
+        env = case_env(device, request["backend"], _timing(request))
+        return {
+            "platform": None if device is None else device.platform,
+            "env": env.model_dump(mode="json"),
+            "compilation_cache": cache_settings(),
+        }
+
+    def record(self, request: dict[str, Any]) -> dict[str, Any]:
+        from jaxbench.cases import Case
+        from jaxbench.runner import measure_case
+
+        def phase(name: str) -> None:
+            print(f"{PHASE_MARK}{name}", file=sys.stderr, flush=True)
+
+        case = Case(request["workload"], request["params"])
+        record = measure_case(case, request["backend"], _timing(request), request["run_id"],
+                              request.get("programs_dir"), on_phase=phase,
+                              trace_calls=int(request.get("trace_calls", 0)))  # fmt: skip
+        return {"record": record.model_dump(mode="json")}
+
 
 def _benchmark(workload: str, params: dict[str, Any]) -> str:
     from jaxbench.workloads import get_workload
 
     return get_workload(workload).benchmark(params)
+
+
+OPS = ("prepare", "block", "programs", "trace", "facts", "record")
 
 
 def serve(requests: IO[str], answers: IO[str]) -> None:
@@ -131,9 +184,8 @@ def serve(requests: IO[str], answers: IO[str]) -> None:
             op = request["op"]
             if op == "quit":
                 return
-            if op not in ("prepare", "block", "programs", "trace"):
-                raise ValueError(f"unknown op {op!r}; expected prepare, block, programs, trace "
-                                 "or quit")  # fmt: skip
+            if op not in OPS:
+                raise ValueError(f"unknown op {op!r}; expected {', '.join(OPS)} or quit")
             answer = {"ok": True, **getattr(case, op)(request)}
         except Exception as exc:
             answer = {"ok": False, "error": f"{type(exc).__name__}: {exc}"}

@@ -22,8 +22,9 @@ from jaxbench.store.loader import (
     read_model,
 )
 from jaxbench.store.programs import ArtifactError, load_programs, save_programs
-from jaxbench.store.record import Env, Metrics, Noise, Record, case_label, new_run_id
+from jaxbench.store.record import Env, Metrics, Noise, Record, Trace, case_label, new_run_id
 from jaxbench.store.sweep import SweepManifest
+from jaxbench.store.traces import load_trace, save_trace
 
 __all__ = [
     "KINDS",
@@ -47,13 +48,16 @@ __all__ = [
     "SideInfo",
     "StoreFormatError",
     "SweepManifest",
+    "Trace",
     "case_label",
     "load",
     "load_programs",
+    "load_trace",
     "new_run_id",
     "read_file",
     "read_model",
     "save_programs",
+    "save_trace",
     "write_atomic",
     "write_json",
     "write_jsonl",

@@ -23,7 +23,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, SerializerFunctionWrapHandler, model_serializer
 
-SCHEMA_VERSION = 4
+SCHEMA_VERSION = 5
 
 Status = Literal["ok", "failed", "skipped", "recompiled"]
 Number = int | float
@@ -166,6 +166,28 @@ class Metrics(_Recorded):
     mesh: dict[str, Any] | None = None
 
 
+class Trace(_Recorded):
+    """A profiler trace of a case's steady state, taken after its samples (``run --trace``).
+
+    Attributes:
+        calls: Steady-state calls the trace covers.
+        file: SHA-256 of the trace, saved as ``traces/<hash>.xplane.pb.gz`` beside the record's
+            file (:mod:`jaxbench.store.traces`); ``None`` where it was not saved.
+        bytes: Size of the trace (its XSpace), bytes before compression.
+        ops: Its per-op table, the longest total first: one dict per op with ``name``,
+            ``count``, ``total_s``, ``per_call_s`` (seconds) and ``share`` (0-1)
+            (:class:`jaxbench.measure.trace.OpTime`).
+        error: Why no trace, or no saved file, where something failed (never fatal: the
+            record's samples stand).
+    """
+
+    calls: int | None = None
+    file: str | None = None
+    bytes: int | None = None
+    ops: list[dict[str, Any]] | None = None
+    error: str | None = None
+
+
 #: Nested fields the analysis needs, and what it does with a record that lacks one (named on
 #: loading, :func:`jaxbench.analysis.frames.needed_problems`): ``env.jax`` is the axis of a
 #: version comparison.
@@ -235,6 +257,9 @@ class Record(BaseModel):
             ``programs/<hash>.json.gz`` beside the record's file
             (:mod:`jaxbench.store.programs`); ``None`` where none was saved (schema < 3, a
             case that failed before compiling, asv results).
+        trace: A profiler trace of a few steady-state calls, taken after the samples
+            (``jaxbench run --trace``; :class:`Trace`); ``None`` where none was taken
+            (schema < 5, or not asked for).
         compile_phases_s: Per compiled program (by target name), seconds of each compile
             phase JAX reports to ``jax.monitoring``: ``trace``, ``lower``,
             ``backend_compile`` (from the process's first compile of that program).
@@ -248,7 +273,7 @@ class Record(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     kind: Literal["record"] = "record"
-    schema_version: Literal[1, 2, 3, 4] = SCHEMA_VERSION
+    schema_version: Literal[1, 2, 3, 4, 5] = SCHEMA_VERSION
     run_id: str
     benchmark: str
     params: dict[str, Any]
@@ -275,6 +300,7 @@ class Record(BaseModel):
     noise: Noise = Field(default_factory=Noise)
     programs: str | None = None
     compile_phases_s: dict[str, dict[str, float]] = Field(default_factory=dict)
+    trace: Trace | None = None
     env: Env
     started_at: str | None = None
 

@@ -1,0 +1,178 @@
+"""``jaxbench run``'s cases measured in a watched worker process: time limits and crash isolation.
+
+:class:`Supervised` keeps one :mod:`jaxbench.interleave.worker` process (the interpreter that
+runs ``jaxbench``, with this process's environment and import path) and sends it one case at a
+time (its ``record`` request: :func:`jaxbench.runner.measure_case` there, the same code as an
+in-process run). This process writes the records (:func:`jaxbench.runner.run`), so a worker that
+dies cannot cut a record short.
+
+- A case that gives no record within ``case_timeout_s`` (preparation and timing together) is
+  killed and recorded ``failed`` with ``timed out`` and the phase it was in (``preparing``:
+  build, compile, gate, warm-up; ``timing``).
+- A case that ends its process (an XLA abort, a segfault, the OOM killer) is recorded ``failed``
+  with the signal or exit code and the last lines of the process's stderr.
+- Either way the next case runs in a fresh worker. The records already written are untouched.
+
+Whatever the worker writes on stderr (warnings of JAX, XLA and the workloads) is passed on to
+this process's stderr after each case. The worker's JAX starts on the backend only there, so
+this process never takes a GPU's memory from it.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from jaxbench.interleave.worker import PHASE_MARK
+from jaxbench.live_defaults import DEFAULT_CASE_TIMEOUT_S
+
+if TYPE_CHECKING:  # imported where used
+    from jaxbench.cases import Case
+    from jaxbench.interleave.session import Worker, WorkerDied
+    from jaxbench.measure.harness import TimingConfig
+    from jaxbench.store import Record
+
+
+def worker_environ(environ: dict[str, str], path: list[str]) -> dict[str, str]:
+    """``environ`` with ``PYTHONPATH`` led by ``path`` (this process's ``sys.path``).
+
+    The worker then imports the same user workload modules this process found (a
+    ``module:factory`` on a path added at run time, the current folder), as a ``spawn``-ed
+    :mod:`multiprocessing` child does.
+    """
+    entries = [p for p in path if p] + [p for p in environ.get("PYTHONPATH", "").split(os.pathsep)
+                                        if p]  # fmt: skip
+    return {**environ, "PYTHONPATH": os.pathsep.join(dict.fromkeys(entries))}
+
+
+class Supervised:
+    """Measure cases in a watched worker process; use as a context manager.
+
+    Args:
+        backend: Backend name, as for :func:`jaxbench.runner.run`.
+        timing: The timing of every case.
+        case_timeout_s: Seconds a case may take (preparation and timing); ``None`` or 0: no limit.
+        compilation_cache: ``--compilation-cache`` (``off``, ``fresh`` or a folder), set in each
+            worker; ``fresh`` is a new folder per worker.
+        cache_min_compile_time_s: ``--cache-min-compile-time``, or ``None``.
+        on_stderr: Called with what the worker wrote on stderr, after each case (its phase
+            lines left out); default: written to this process's stderr.
+        trace_calls: Steady-state calls to trace after each case's samples (``--trace``;
+            :func:`jaxbench.runner.measure_case`); 0: none.
+
+    Raises:
+        jaxbench.interleave.WorkerError: A worker cannot be started, or dies before it has
+            measured anything (from :meth:`platform` and :meth:`measure`).
+    """
+
+    def __init__(
+        self,
+        backend: str,
+        timing: TimingConfig,
+        case_timeout_s: float | None = DEFAULT_CASE_TIMEOUT_S,
+        compilation_cache: str = "off",
+        cache_min_compile_time_s: float | None = None,
+        on_stderr: Callable[[str], None] | None = None,
+        trace_calls: int = 0,
+    ) -> None:
+        self.backend = backend
+        self.timing = timing
+        self.case_timeout_s = case_timeout_s or None
+        self.cache = {"compilation_cache": compilation_cache,
+                      "cache_min_compile_time_s": cache_min_compile_time_s}  # fmt: skip
+        self.on_stderr = on_stderr or (lambda text: sys.stderr.write(text))
+        self.trace_calls = trace_calls
+        self._worker: Worker | None = None
+        self._facts: dict[str, Any] = {}
+        self._offset = 0
+
+    def _start(self) -> Worker:
+        """The worker, started (and asked for its facts) if there is none."""
+        from jaxbench.interleave.session import Worker
+
+        if self._worker is None:
+            environ = worker_environ(dict(os.environ), sys.path)
+            # JAX_PLATFORMS stays as it is ("default"), as in an in-process run: a backend that
+            # is not here gives skipped records, where naming it would stop JAX from starting.
+            worker = Worker(sys.executable, "default", timeout_s=self.case_timeout_s,
+                            environ=environ)  # fmt: skip
+            self._worker, self._offset = worker, 0
+            try:
+                self._facts = worker.request(op="facts", backend=self.backend,
+                                             timing=self._timing(), **self.cache)  # fmt: skip
+            except BaseException:
+                self._stop()
+                raise
+        return self._worker
+
+    def _timing(self) -> dict[str, Any]:
+        return dataclasses.asdict(self.timing)
+
+    def platform(self) -> str | None:
+        """The platform the worker's backend runs on (``cpu``, ``gpu``, ...); ``None`` if absent."""
+        self._start()
+        return self._facts["platform"]
+
+    def measure(self, case: Case, run_id: str, programs_dir: Path) -> Record:
+        """Measure ``case`` in the worker; a case that hangs or kills it is recorded ``failed``."""
+        from jaxbench.interleave.session import WorkerDied
+        from jaxbench.runner import ended_record
+        from jaxbench.store import Env, Record
+
+        worker = self._start()
+        try:
+            answer = worker.request(op="record", workload=case.workload, params=dict(case.params),
+                                    backend=self.backend, timing=self._timing(), run_id=run_id,
+                                    programs_dir=str(programs_dir),
+                                    trace_calls=self.trace_calls)  # fmt: skip
+        except KeyboardInterrupt:  # the case is lost; the worker goes at once, not after it
+            worker.kill()
+            self._worker = None
+            raise
+        except WorkerDied as exc:
+            phase = self._last_phase()
+            self._pass_stderr()
+            self._stop()
+            return ended_record(case, run_id, self._ended(exc, phase),
+                                Env.model_validate(self._facts["env"]),
+                                self._facts["compilation_cache"])  # fmt: skip
+        self._pass_stderr()
+        return Record.model_validate(answer["record"])
+
+    def _ended(self, exc: WorkerDied, phase: str | None) -> str:
+        where = f" while {phase}" if phase else ""
+        lines = [ln for ln in exc.stderr_tail.split(" | ") if not ln.startswith(PHASE_MARK)]
+        tail = " | ".join(lines) or "nothing on stderr"
+        if exc.timed_out:
+            return (f"timed out: no record within {self.case_timeout_s:g} s (--case-timeout); "
+                    f"killed{where}; last stderr: {tail}")  # fmt: skip
+        return (f"its process was {exc.how}{where} (the next case runs in a fresh one); last "
+                f"stderr: {tail}")  # fmt: skip
+
+    def _last_phase(self) -> str | None:
+        assert self._worker is not None
+        text, _ = self._worker.stderr_from(self._offset)
+        marks = [ln[len(PHASE_MARK) :] for ln in text.splitlines() if ln.startswith(PHASE_MARK)]
+        return marks[-1].strip() if marks else None
+
+    def _pass_stderr(self) -> None:
+        assert self._worker is not None
+        text, self._offset = self._worker.stderr_from(self._offset)
+        kept = "".join(ln for ln in text.splitlines(keepends=True) if not ln.startswith(PHASE_MARK))
+        if kept:
+            self.on_stderr(kept)
+
+    def _stop(self) -> None:
+        if self._worker is not None:
+            self._worker.close()
+            self._worker = None
+
+    def __enter__(self) -> Supervised:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop()

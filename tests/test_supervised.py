@@ -1,0 +1,134 @@
+"""``jaxbench run`` measures in a watched worker: a hung case times out, a crash is a record."""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+from typer.testing import CliRunner
+
+from jaxbench.cli import app
+from jaxbench.store import read_file
+from jaxbench.supervised import worker_environ
+
+FACTORIES = """
+import os
+import sys
+import time
+
+import jax
+import jax.numpy as jnp
+
+from jaxbench.workloads import Step
+
+
+def fine(n: int = 4):
+    print("a warning from the fine workload", file=sys.stderr)
+    return Step(fn=jax.jit(lambda a: a * 2.0), args=(jnp.ones(n),))
+
+
+def hangs_building():
+    time.sleep(3600)
+
+
+def aborts():
+    print("about to abort", file=sys.stderr, flush=True)
+    os.abort()
+
+
+def hangs_after(calls: int = 20):
+    count = [0]
+
+    def slow(x):
+        count[0] += 1
+        if count[0] > calls:
+            time.sleep(3600)
+        return x
+
+    shape = jax.ShapeDtypeStruct((4,), jnp.float32)
+    step = jax.jit(lambda a: jax.pure_callback(slow, shape, a) + 1.0)
+    return Step(fn=step, args=(jnp.ones(4),), next_args=lambda args, out: args)
+"""
+TIMING = ["--budget", "0", "--min-samples", "100", "--warmup", "0"]
+runner = CliRunner()
+
+
+@pytest.fixture
+def module(tmp_path, monkeypatch):
+    """``faulty`` importable here (sys.path) only: the worker gets this process's path."""
+    folder = tmp_path / "src"
+    folder.mkdir()
+    (folder / "faulty.py").write_text(FACTORIES)
+    monkeypatch.syspath_prepend(str(folder))
+    return "faulty"
+
+
+def records(out):
+    (path,) = out.glob("*.jsonl")
+    return read_file(path, strict=True).models("record")
+
+
+@pytest.mark.slow
+def test_a_hung_case_times_out_naming_its_phase_and_the_next_case_runs(module, tmp_path):
+    out = tmp_path / "r"
+    args = ["run", "-w", f"{module}:hangs_building", "-w", f"{module}:hangs_after",
+            "-w", f"{module}:fine", "--case-timeout", "30", *TIMING, "-o", str(out)]  # fmt: skip
+    result = runner.invoke(app, args)
+    assert result.exit_code == 1, result.output
+    assert "2 of 3 cases failed" in result.stderr
+    building, timing, fine = records(out)
+    assert (building.status, timing.status, fine.status) == ("failed", "failed", "ok")
+    assert building.error.startswith("timed out: no record within 30 s (--case-timeout); "
+                                     "killed while preparing")  # fmt: skip
+    assert timing.error.startswith("timed out: no record within 30 s (--case-timeout); "
+                                   "killed while timing")  # fmt: skip
+    assert building.benchmark == f"{module}:hangs_building" and building.env.process_id
+    assert len(fine.samples_s) == 100
+    # Three workers: each hung one was killed and the next case got a fresh one.
+    assert len({r.env.process_id for r in (building, timing, fine)}) == 3
+    assert "a warning from the fine workload" in result.stderr  # the worker's stderr passed on
+
+
+@pytest.mark.slow
+def test_a_case_that_aborts_its_process_is_failed_with_the_signal_and_the_run_goes_on(
+    module, tmp_path
+):
+    out = tmp_path / "r"
+    args = ["run", "-w", f"{module}:fine", "-w", f"{module}:aborts", "-w", f"{module}:fine",
+            "--param", "n=8", *TIMING, "-o", str(out)]  # fmt: skip
+    result = runner.invoke(app, args)
+    assert result.exit_code == 1, result.output
+    first, aborted, after = records(out)
+    assert (first.status, aborted.status, after.status) == ("ok", "failed", "ok")
+    assert aborted.error.startswith("its process was killed by SIGABRT while preparing (the "
+                                    "next case runs in a fresh one); last stderr: ")  # fmt: skip
+    assert "about to abort" in aborted.error and "jaxbench-worker phase" not in aborted.error
+    assert aborted.env.process_id == first.env.process_id != after.env.process_id
+    assert after.params == {"n": 8}
+
+
+def test_in_process_measures_here_and_the_limit_is_checked(module, tmp_path, monkeypatch):
+    from jaxbench import supervised
+
+    def refuse(*args, **kwargs):
+        raise AssertionError("no worker with --in-process")
+
+    monkeypatch.setattr(supervised.Supervised, "_start", refuse)
+    out = tmp_path / "r"
+    result = runner.invoke(app, ["run", "-w", f"{module}:fine", *TIMING, "--in-process",
+                                 "-o", str(out)])  # fmt: skip
+    assert result.exit_code == 0, result.output
+    (record,) = records(out)
+    from jaxbench.env import process_id
+
+    assert record.status == "ok" and record.env.process_id == process_id()  # this process
+    for bad in ("-1", "nan", "inf"):
+        refused = runner.invoke(app, ["run", "-w", f"{module}:fine", "--case-timeout", bad])
+        assert refused.exit_code == 2
+        assert refused.stderr.strip() == (f"error: --case-timeout must be a number of seconds "
+                                          f">= 0 (0: no limit), got {float(bad)}")  # fmt: skip
+
+
+def test_the_worker_gets_this_process_path_first():
+    environ = worker_environ({"PYTHONPATH": "/b", "X": "1"}, ["/a", "", "/b"])
+    assert environ == {"PYTHONPATH": os.pathsep.join(["/a", "/b"]), "X": "1"}
