@@ -37,6 +37,24 @@ if TYPE_CHECKING:  # imported where used
     from jaxbench.store import Record
 
 
+#: JAX's switch for taking most of a GPU's memory at its first use (``false``: as needed).
+PREALLOCATE_VAR = "XLA_PYTHON_CLIENT_PREALLOCATE"
+
+
+def spare_the_device() -> dict[str, str]:
+    """This process's environment as it was, then no GPU memory preallocated by this process.
+
+    Selecting cases calls user factories here (to check their parameters), and a factory may
+    make arrays, which starts JAX's backend in this process; on a GPU that would take JAX's
+    default share of the memory from the worker. Call before any case is selected; pass the
+    returned environment to :class:`Supervised`, so the worker starts with the user's own
+    settings. A setting the user made is kept.
+    """
+    before = dict(os.environ)
+    os.environ.setdefault(PREALLOCATE_VAR, "false")
+    return before
+
+
 def worker_environ(environ: dict[str, str], path: list[str]) -> dict[str, str]:
     """``environ`` with ``PYTHONPATH`` led by ``path`` (this process's ``sys.path``).
 
@@ -63,6 +81,8 @@ class Supervised:
             lines left out); default: written to this process's stderr.
         trace_calls: Steady-state calls to trace after each case's samples (``--trace``;
             :func:`jaxbench.runner.measure_case`); 0: none.
+        environ: The environment workers start from (:func:`spare_the_device`'s); default
+            this process's.
 
     Raises:
         jaxbench.interleave.WorkerError: A worker cannot be started, or dies before it has
@@ -78,6 +98,7 @@ class Supervised:
         cache_min_compile_time_s: float | None = None,
         on_stderr: Callable[[str], None] | None = None,
         trace_calls: int = 0,
+        environ: dict[str, str] | None = None,
     ) -> None:
         self.backend = backend
         self.timing = timing
@@ -86,6 +107,7 @@ class Supervised:
                       "cache_min_compile_time_s": cache_min_compile_time_s}  # fmt: skip
         self.on_stderr = on_stderr or (lambda text: sys.stderr.write(text))
         self.trace_calls = trace_calls
+        self.environ = environ
         self._worker: Worker | None = None
         self._facts: dict[str, Any] = {}
         self._offset = 0
@@ -95,7 +117,7 @@ class Supervised:
         from jaxbench.interleave.session import Worker
 
         if self._worker is None:
-            environ = worker_environ(dict(os.environ), sys.path)
+            environ = worker_environ(dict(self.environ or os.environ), sys.path)
             # JAX_PLATFORMS stays as it is ("default"), as in an in-process run: a backend that
             # is not here gives skipped records, where naming it would stop JAX from starting.
             worker = Worker(sys.executable, "default", timeout_s=self.case_timeout_s,

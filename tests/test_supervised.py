@@ -27,27 +27,40 @@ def fine(n: int = 4):
     return Step(fn=jax.jit(lambda a: a * 2.0), args=(jnp.ones(n),))
 
 
-def hangs_building():
-    time.sleep(3600)
+def also_fine():
+    return fine(8)
 
 
-def aborts():
+def _on_call(action, after):
+    # A step whose calls after the first `after` (the gate's and warm-up's too) run `action`.
+    count = [0]
+
+    def callback(x):
+        count[0] += 1
+        if count[0] > after:
+            action()
+        return x
+
+    shape = jax.ShapeDtypeStruct((4,), jnp.float32)
+    step = jax.jit(lambda a: jax.pure_callback(callback, shape, a) + 1.0)
+    return Step(fn=step, args=(jnp.ones(4),), next_args=lambda args, out: args)
+
+
+def _abort():
     print("about to abort", file=sys.stderr, flush=True)
     os.abort()
 
 
-def hangs_after(calls: int = 20):
-    count = [0]
+def hangs_preparing():
+    return _on_call(lambda: time.sleep(3600), 0)
 
-    def slow(x):
-        count[0] += 1
-        if count[0] > calls:
-            time.sleep(3600)
-        return x
 
-    shape = jax.ShapeDtypeStruct((4,), jnp.float32)
-    step = jax.jit(lambda a: jax.pure_callback(slow, shape, a) + 1.0)
-    return Step(fn=step, args=(jnp.ones(4),), next_args=lambda args, out: args)
+def hangs_timing():
+    return _on_call(lambda: time.sleep(3600), 20)
+
+
+def aborts():
+    return _on_call(_abort, 0)
 """
 TIMING = ["--budget", "0", "--min-samples", "100", "--warmup", "0"]
 runner = CliRunner()
@@ -71,7 +84,7 @@ def records(out):
 @pytest.mark.slow
 def test_a_hung_case_times_out_naming_its_phase_and_the_next_case_runs(module, tmp_path):
     out = tmp_path / "r"
-    args = ["run", "-w", f"{module}:hangs_building", "-w", f"{module}:hangs_after",
+    args = ["run", "-w", f"{module}:hangs_preparing", "-w", f"{module}:hangs_timing",
             "-w", f"{module}:fine", "--case-timeout", "30", *TIMING, "-o", str(out)]  # fmt: skip
     result = runner.invoke(app, args)
     assert result.exit_code == 1, result.output
@@ -82,7 +95,7 @@ def test_a_hung_case_times_out_naming_its_phase_and_the_next_case_runs(module, t
                                      "killed while preparing")  # fmt: skip
     assert timing.error.startswith("timed out: no record within 30 s (--case-timeout); "
                                    "killed while timing")  # fmt: skip
-    assert building.benchmark == f"{module}:hangs_building" and building.env.process_id
+    assert building.benchmark == f"{module}:hangs_preparing" and building.env.process_id
     assert len(fine.samples_s) == 100
     # Three workers: each hung one was killed and the next case got a fresh one.
     assert len({r.env.process_id for r in (building, timing, fine)}) == 3
@@ -94,8 +107,8 @@ def test_a_case_that_aborts_its_process_is_failed_with_the_signal_and_the_run_go
     module, tmp_path
 ):
     out = tmp_path / "r"
-    args = ["run", "-w", f"{module}:fine", "-w", f"{module}:aborts", "-w", f"{module}:fine",
-            "--param", "n=8", *TIMING, "-o", str(out)]  # fmt: skip
+    args = ["run", "-w", f"{module}:fine", "-w", f"{module}:aborts", "-w", f"{module}:also_fine",
+            *TIMING, "-o", str(out)]  # fmt: skip
     result = runner.invoke(app, args)
     assert result.exit_code == 1, result.output
     first, aborted, after = records(out)
@@ -104,7 +117,7 @@ def test_a_case_that_aborts_its_process_is_failed_with_the_signal_and_the_run_go
                                     "next case runs in a fresh one); last stderr: ")  # fmt: skip
     assert "about to abort" in aborted.error and "jaxbench-worker phase" not in aborted.error
     assert aborted.env.process_id == first.env.process_id != after.env.process_id
-    assert after.params == {"n": 8}
+    assert after.benchmark == f"{module}:also_fine"
 
 
 def test_in_process_measures_here_and_the_limit_is_checked(module, tmp_path, monkeypatch):
@@ -127,6 +140,18 @@ def test_in_process_measures_here_and_the_limit_is_checked(module, tmp_path, mon
         assert refused.exit_code == 2
         assert refused.stderr.strip() == (f"error: --case-timeout must be a number of seconds "
                                           f">= 0 (0: no limit), got {float(bad)}")  # fmt: skip
+
+
+def test_this_process_preallocates_no_device_memory_and_the_worker_gets_the_users_settings(
+    monkeypatch,
+):
+    from jaxbench.supervised import PREALLOCATE_VAR, spare_the_device
+
+    monkeypatch.delenv(PREALLOCATE_VAR, raising=False)
+    before = spare_the_device()
+    assert os.environ[PREALLOCATE_VAR] == "false" and PREALLOCATE_VAR not in before
+    monkeypatch.setenv(PREALLOCATE_VAR, "true")  # the user's own setting stays, for both
+    assert spare_the_device()[PREALLOCATE_VAR] == os.environ[PREALLOCATE_VAR] == "true"
 
 
 def test_the_worker_gets_this_process_path_first():

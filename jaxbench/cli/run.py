@@ -155,8 +155,9 @@ def run_cmd(
     from jaxbench.interleave import WorkerError
     from jaxbench.measure import TimingConfig, configure_compilation_cache
     from jaxbench.measure.trace import TRACE_CALLS
-    from jaxbench.supervised import Supervised
+    from jaxbench.supervised import Supervised, spare_the_device
 
+    environ = None if in_process else spare_the_device()
     try:
         check_backend(backend)
         timing = TimingConfig(**timing_fields(budget, min_samples, warmup, pipeline))
@@ -172,7 +173,8 @@ def run_cmd(
     out_dir = writable_folder(out)
     trace_calls = TRACE_CALLS if trace else 0
     supervised = Supervised(backend, timing, case_timeout, compilation_cache,
-                            cache_min_compile_time, trace_calls=trace_calls)  # fmt: skip
+                            cache_min_compile_time, trace_calls=trace_calls,
+                            environ=environ)  # fmt: skip
     with supervised:
         try:
             _warn_gpu_sizes_on_cpu(cases, _platform(backend) if in_process else
