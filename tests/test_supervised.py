@@ -157,3 +157,46 @@ def test_this_process_preallocates_no_device_memory_and_the_worker_gets_the_user
 def test_the_worker_gets_this_process_path_first():
     environ = worker_environ({"PYTHONPATH": "/b", "X": "1"}, ["/a", "", "/b"])
     assert environ == {"PYTHONPATH": os.pathsep.join(["/a", "/b"]), "X": "1"}
+
+
+def _state(pid):
+    """The state letter of ``pid`` in /proc (``Z``: dead, not reaped), ``None`` once it is gone."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(") ", 1)[1][0]
+    except FileNotFoundError:
+        return None
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not os.path.exists(f"/proc/{os.getpid()}/task/{os.getpid()}/children"),
+                    reason="needs Linux's /proc/PID/task/TID/children")  # fmt: skip
+def test_a_killed_run_leaves_no_worker_measuring_on(module, tmp_path):
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(
+        [str(tmp_path / "src"), os.environ.get("PYTHONPATH", "")])}  # fmt: skip
+    run = subprocess.Popen([sys.executable, "-m", "jaxbench", "run", "-w", f"{module}:hangs_timing",
+                            *TIMING, "-o", str(tmp_path / "r")], env=env,
+                           stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)  # fmt: skip
+    try:
+        worker, deadline = None, time.monotonic() + 120
+        while worker is None and time.monotonic() < deadline and run.poll() is None:
+            with open(f"/proc/{run.pid}/task/{run.pid}/children") as f:
+                worker = next(iter(f.read().split()), None)
+            time.sleep(0.2)
+        assert worker is not None, "the run started no worker"
+        time.sleep(5)  # the worker is in the case now (its step hangs from call 21 on)
+        assert _state(worker) not in (None, "Z")
+        os.kill(run.pid, signal.SIGKILL)
+        run.wait()
+        deadline = time.monotonic() + 30
+        while _state(worker) not in (None, "Z") and time.monotonic() < deadline:
+            time.sleep(0.2)
+        assert _state(worker) in (None, "Z"), f"worker {worker} still runs after its run was killed"
+    finally:
+        if run.poll() is None:
+            run.kill()

@@ -208,7 +208,8 @@ class Worker:
     ) -> None:
         self.timeout_s = timeout_s
         self._stderr: IO[bytes] = tempfile.TemporaryFile()  # noqa: SIM115 (closed in close())
-        cmd = [python, "-m", "jaxbench.interleave.worker", "--backend", backend]
+        cmd = [python, "-m", "jaxbench.interleave.worker", "--backend", backend,
+               "--parent", str(os.getpid())]  # fmt: skip
         if environ is None:
             environ = worker_environ(dict(os.environ))
         try:

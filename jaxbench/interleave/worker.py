@@ -193,6 +193,27 @@ def serve(requests: IO[str], answers: IO[str]) -> None:
         answers.flush()
 
 
+def _end_with_parent() -> None:
+    """On Linux, be killed when the process that started this worker ends (``--parent PID``).
+
+    A ``run`` or comparison that is killed (``kill -9``, a ``timeout``) then leaves no worker
+    measuring on, holding a core or a GPU's memory: ``PR_SET_PDEATHSIG`` (prctl(2)) asks the
+    kernel for SIGKILL when the parent ends. Elsewhere, or without ``--parent``, nothing.
+    """
+    if "--parent" not in sys.argv:
+        return
+    parent = int(sys.argv[sys.argv.index("--parent") + 1])
+    try:
+        import ctypes
+
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(1, 9)  # PR_SET_PDEATHSIG, SIGKILL
+    except (OSError, AttributeError):  # not Linux
+        return
+    if os.getppid() != parent:  # it ended before the request above
+        os._exit(1)
+
+
 def main() -> None:
     """Entry point: set ``JAX_PLATFORMS`` from ``--backend`` before JAX loads, then serve.
 
@@ -200,6 +221,7 @@ def main() -> None:
     starts both workers of a pair at once but prepares them one after the other, so the
     second one's imports run while the first prepares, not after it.
     """
+    _end_with_parent()
     backend = sys.argv[sys.argv.index("--backend") + 1] if "--backend" in sys.argv else None
     if backend in JAX_PLATFORMS:
         os.environ["JAX_PLATFORMS"] = JAX_PLATFORMS[backend]
