@@ -8,14 +8,16 @@ dies cannot cut a record short.
 
 - A case that gives no record within ``case_timeout_s`` (preparation and timing together) is
   killed and recorded ``failed`` with ``timed out`` and the phase it was in (``preparing``:
-  build, compile, gate, warm-up; ``timing``).
+  build, compile, gate, warm-up; ``timing``; ``tracing``).
 - A case that ends its process (an XLA abort, a segfault, the OOM killer) is recorded ``failed``
   with the signal or exit code and the last lines of the process's stderr.
 - Either way the next case runs in a fresh worker. The records already written are untouched.
 
 Whatever the worker writes on stderr (warnings of JAX, XLA and the workloads) is passed on to
-this process's stderr after each case. The worker's JAX starts on the backend only there, so
-this process never takes a GPU's memory from it.
+this process's stderr after each case. JAX starts its backend in the worker; in this process
+only where a user factory makes arrays while cases are selected, and then without taking a
+GPU's memory up front (:func:`spare_the_device`). A worker ends with this process, however this
+one ends (:mod:`jaxbench.interleave.worker`, ``--parent``).
 """
 
 from __future__ import annotations

@@ -34,6 +34,18 @@ def run_cli(*args: str, cwd: Path | None = None, env: dict | None = None, timeou
 
 
 #: Four CPU devices in a fresh JAX process (``XLA_FLAGS``), for meshes and collectives.
+def importable(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, name: str, source: str) -> str:
+    """Write ``source`` as module ``name`` in ``tmp_path/src``, importable here (``sys.path``).
+
+    Only this process's path is changed: a ``jaxbench run`` worker gets it from its parent.
+    """
+    folder = tmp_path / "src"
+    folder.mkdir(exist_ok=True)
+    (folder / f"{name}.py").write_text(source)
+    monkeypatch.syspath_prepend(str(folder))
+    return name
+
+
 FORCE_4 = {"XLA_FLAGS": "--xla_force_host_platform_device_count=4"}
 
 

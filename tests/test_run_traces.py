@@ -7,6 +7,7 @@ import hashlib
 import re
 
 import pytest
+from conftest import importable
 from typer.testing import CliRunner
 
 from jaxbench.cli import app
@@ -39,11 +40,7 @@ runner = CliRunner()
 
 @pytest.fixture
 def module(tmp_path, monkeypatch):
-    folder = tmp_path / "src"
-    folder.mkdir()
-    (folder / "traced.py").write_text(FACTORIES)
-    monkeypatch.syspath_prepend(str(folder))
-    return "traced"
+    return importable(tmp_path, monkeypatch, "traced", FACTORIES)
 
 
 @pytest.mark.slow

@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 
 import pytest
+from conftest import importable
 from typer.testing import CliRunner
 
 from jaxbench.cli import app
@@ -68,12 +69,7 @@ runner = CliRunner()
 
 @pytest.fixture
 def module(tmp_path, monkeypatch):
-    """``faulty`` importable here (sys.path) only: the worker gets this process's path."""
-    folder = tmp_path / "src"
-    folder.mkdir()
-    (folder / "faulty.py").write_text(FACTORIES)
-    monkeypatch.syspath_prepend(str(folder))
-    return "faulty"
+    return importable(tmp_path, monkeypatch, "faulty", FACTORIES)
 
 
 def records(out):
