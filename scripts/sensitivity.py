@@ -95,6 +95,7 @@ from jaxbench.interleave.session import (
     DEFAULT_PAIRS,
     DEFAULT_ROUNDS,
     DEFAULT_WARMUP_ROUNDS,
+    Gated,
     Schedule,
     Variant,
     Worker,
@@ -340,8 +341,14 @@ def run_pair(
     hog: bool,
     rng: np.random.Generator,
     effects: Sequence[float] | None = None,
+    gated: Gated | None = None,
 ) -> list[StudyPair]:
-    """One pair of fresh workers running each effect still open once, in a random order."""
+    """One pair of fresh workers running each effect still open once, in a random order.
+
+    ``gated``: the programs gated in full in earlier pairs of the repeat, as ``compare
+    --interleave`` keeps them (:func:`jaxbench.interleave.session.prepare_side`), so a pair
+    costs what it costs there; ``None`` gates every pair in full.
+    """
     st = study.settings
     s = Schedule(**{k: v for k, v in st.schedule.items() if k != "looks"})
     base = Variant("base", python, {})
@@ -355,7 +362,7 @@ def run_pair(
             b = candidate(python, st, effect)
             started, c0 = now(), time.perf_counter()
             run = interleave_case(wa, wb, base, b, st.workload, st.params, st.backend, s, rng,
-                                  index)  # fmt: skip
+                                  index, gated)  # fmt: skip
             log = None
             if run.status == "ok":
                 log = pair_log_ratio([r.baseline_s for r in run.rounds],
@@ -467,12 +474,13 @@ def run_study(study: Study, out: Path, log: Callable[[str], None] | None = None)
     first = st.schedule["pairs"]
     for r in range(st.repeats):
         open_effects = list(st.effects)
+        gated: Gated = {}
         try:
             for j in range(st.pairs):
                 if hogger and j == st.hog_after:
                     hogger.start()
                 runs = run_pair(study, study.python, r, j, bool(hogger and hogger.on), rng,
-                                open_effects)  # fmt: skip
+                                open_effects, gated)  # fmt: skip
                 study.pairs.extend(runs)
                 study.updated_at = now()
                 save(out, study)

@@ -54,6 +54,7 @@ UNMODELLED = {
     "sensitivity-replay": "scripts/replay_sensitivity.py (a study, not the product)",
     "store-scale": "scripts/store_scale.py (timings of the store's commands, not records)",
     "prepare_cost": "scripts/bench_prepare.py (a live worker's fixed cost, not records)",
+    "pair-cost": "scripts/bench_pair.py (a live pair's wall time by phase, not records)",
 }
 #: The kind of asv's result files (no ``kind`` field; converted to records).
 ASV = "asv"
