@@ -77,19 +77,24 @@ def _version(dist: str) -> str | None:
         return None
 
 
-@functools.cache
-def _git_commit() -> dict[str, Any]:
-    root = Path(__file__).resolve().parent.parent
+def git_state(folder: Path) -> dict[str, Any]:
+    """The commit and dirty state of the git repository that holds ``folder``.
+
+    Returns:
+        ``commit`` (``git rev-parse HEAD``) and ``dirty`` (uncommitted changes to tracked
+        files; untracked files do not count); both ``None`` outside a repository or without
+        ``git``.
+    """
     try:
         head = subprocess.run(
-            ["git", "-C", str(root), "rev-parse", "HEAD"],
+            ["git", "-C", str(folder), "rev-parse", "HEAD"],
             capture_output=True,
             text=True,
             timeout=10,
             check=True,
         ).stdout.strip()
         dirty = subprocess.run(
-            ["git", "-C", str(root), "status", "--porcelain", "--untracked-files=no"],
+            ["git", "-C", str(folder), "status", "--porcelain", "--untracked-files=no"],
             capture_output=True,
             text=True,
             timeout=10,
@@ -98,6 +103,12 @@ def _git_commit() -> dict[str, Any]:
     except (OSError, subprocess.SubprocessError):
         return {"commit": None, "dirty": None}
     return {"commit": head, "dirty": bool(dirty)}
+
+
+@functools.cache
+def _git_commit() -> dict[str, Any]:
+    """:func:`git_state` of this jaxbench checkout."""
+    return git_state(Path(__file__).resolve().parent.parent)
 
 
 def _cpu_model() -> str | None:

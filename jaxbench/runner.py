@@ -25,19 +25,28 @@ from jaxbench.measure.harness import (
 from jaxbench.prepared import prepare
 from jaxbench.store import Appender, Env, Record, Trace, new_run_id, save_programs, save_trace
 from jaxbench.workloads import GateFailure, NotApplicable, get_workload
+from jaxbench.workloads.source import source_of, user_workload_names
 
 
 def case_env(
-    device: Any, backend: str, timing: TimingConfig, sweep: dict[str, Any] | None = None
+    device: Any,
+    backend: str,
+    timing: TimingConfig,
+    sweep: dict[str, Any] | None = None,
+    workload: str | None = None,
 ) -> Env:
     """A record's ``env``: :func:`jaxbench.env.collect` of ``device`` and what the run was given.
 
     ``timing`` (:meth:`TimingConfig.recorded`), ``requested_backend``, ``sweep`` when given,
-    and on an NVIDIA GPU ``gpu`` (:func:`jaxbench.measure.gpu.device_facts`).
+    on an NVIDIA GPU ``gpu`` (:func:`jaxbench.measure.gpu.device_facts`), and for a user
+    ``workload`` the code behind it, ``workload_source``
+    (:func:`jaxbench.workloads.source.source_of`).
     """
     gpu = {"gpu": device_facts(device)} if device is not None else {}
     placement = {"sweep": sweep} if sweep is not None else {}
     given = {"timing": dict(timing.recorded()), "requested_backend": backend} | placement | gpu
+    if workload is not None and user_workload_names([workload]):
+        given["workload_source"] = source_of(workload).model_dump()
     return Env.model_validate(env_mod.collect(device) | given)
 
 
@@ -109,7 +118,7 @@ def measure_case(
     """
 
     def env(device: Any = None) -> Env:
-        return case_env(device, backend, timing, sweep)
+        return case_env(device, backend, timing, sweep, case.workload)
 
     phase = on_phase or (lambda name: None)
     base = _base(case, run_id, cache_settings())

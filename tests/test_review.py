@@ -10,6 +10,7 @@ other is unchanged, with the same program.
 from __future__ import annotations
 
 import itertools
+import json
 import math
 
 import jax
@@ -167,6 +168,17 @@ def test_a_review_screens_confirms_only_what_is_open_and_explains_the_change(sim
     section = report.split("## Explanations", 1)[1]
     assert f"### {SLOW}: 0.11.2 -> 0.12.0.1, slower (recorded steady state, live)" in section
     assert "op:tanh: 0 -> 1 (+1)" in section
+
+
+def test_review_json_holds_the_final_verdict_per_case_and_the_exit_status(simulated, tmp_path):
+    out = tmp_path / "verdicts.json"
+    result = _review(tmp_path / "review", "--json", str(out))
+    assert result.exit_code == 1, result.output
+    written = json.loads(out.read_text())
+    assert (written["command"], written["exit_status"], written["baseline"]) == (
+        "review", 1, VERSIONS[0])  # fmt: skip
+    assert {c["case"]: c["verdict"] for c in written["cases"]} == {CASES[0].label: "same",
+                                                                  SLOW: "slower"}  # fmt: skip
 
 
 def _answered(monkeypatch) -> list:

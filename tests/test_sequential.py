@@ -3,6 +3,7 @@ could explain. Seeded simulations with a known truth (process-level noise, sd 0.
 
 from __future__ import annotations
 
+import json
 import math
 
 import numpy as np
@@ -153,11 +154,18 @@ def test_compare_of_recorded_runs_with_a_1000x_slowdown_exits_1(tmp_path):
             samples = [x * (1.12 if i >= 40 else 1.0) for i, x in enumerate(samples)]
             write(tmp_path / version / f"run{p}.jsonl",
                   [record(version, samples, run_id=f"{version}-{p}", noise=noise)])  # fmt: skip
+    verdicts_json = tmp_path / "verdicts.json"
     result = CliRunner().invoke(app, ["compare", str(tmp_path / "0.11.0"),
-                                      str(tmp_path / "0.11.1")])  # fmt: skip
+                                      str(tmp_path / "0.11.1"), "--json",
+                                      str(verdicts_json)])  # fmt: skip
     assert result.exit_code == 1, result.output
     assert "slower" in result.output and "unstable" not in result.output.split("verdicts:")[-1]
     assert "processes a side" in " ".join(result.output.split())
+    written = json.loads(verdicts_json.read_text())
+    assert (written["kind"], written["command"], written["exit_status"]) == (
+        "jaxbench-verdicts", "compare", 1)  # fmt: skip
+    steady = [c for c in written["cases"] if c["metric"] == "steady_state"]
+    assert [c["verdict"] for c in steady] == ["slower"] and steady[0]["ratio"] > 500
 
 
 def test_fail_on_undecided_exits_3_and_slower_still_wins(tmp_path):

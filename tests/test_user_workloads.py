@@ -14,7 +14,7 @@ from jaxbench.analysis import load_results
 from jaxbench.cases import select_cases
 from jaxbench.cli import app
 from jaxbench.store import read_file
-from jaxbench.workloads import UserWorkload
+from jaxbench.workloads import GateFailure, UserWorkload
 
 FACTORIES = """
 import jax
@@ -337,3 +337,61 @@ def test_the_asv_template_times_the_example_workload(monkeypatch):
     assert bench.case.gate["reference"] == "reference"
     with pytest.raises(NotImplementedError, match="not present"):
         bench.setup(64, "gpu")
+
+
+def _nnx_attention(monkeypatch, **changes):
+    """The example Flax NNX attention block with AdamW, as a user workload, ``Step`` changed."""
+    import dataclasses
+
+    monkeypatch.syspath_prepend(str(ROOT / "examples" / "workloads"))
+    from jaxbench_example_workloads import frameworks
+
+    def factory(d_model: int = 32, heads: int = 4, seq: int = 8, batch: int = 4):
+        step = frameworks.nnx_attention(d_model=d_model, heads=heads, seq=seq, batch=batch)
+        made = {k: v(step) if callable(v) else v for k, v in changes.items()}
+        return dataclasses.replace(step, **made)
+
+    return UserWorkload("nnx_attention_adamw", factory)
+
+
+@pytest.mark.slow
+def test_a_flax_nnx_attention_step_with_adamw_passes_the_gate_by_its_stated_tolerance(monkeypatch):
+    facts = _nnx_attention(monkeypatch).build({}).check()
+    (stated,) = facts["leaf_tolerances"].values()
+    assert stated["atol"] == 2e-3 and "Adam step" in stated["reason"] and stated["leaves"] > 4
+    # without it, the key bias (zero gradient) moves by +-lr either way and fails, by name
+    bare = _nnx_attention(monkeypatch, tolerances={}).build({})
+    with pytest.raises(GateFailure, match=r"leaf 0/attn/key/bias differs"):
+        bare.check()
+
+
+@pytest.mark.slow
+def test_a_wrong_jit_path_of_the_same_model_still_fails_the_gate_naming_the_leaf(monkeypatch):
+    import jax
+
+    def wrong(step):  # the jitted step sees the inputs doubled; the reference does not
+        return jax.jit(lambda p, o, x, y: step.reference(p, o, 2 * x, y), donate_argnums=(0, 1))
+
+    built = _nnx_attention(monkeypatch, fn=wrong).build({})
+    with pytest.raises(GateFailure, match=r"nnx_attention_adamw: jit vs reference: leaf 0/\S+ "):
+        built.check()
+
+
+def test_a_tolerance_pattern_that_matches_no_leaf_fails_naming_the_leaves():
+    import jax.numpy as jnp
+
+    from jaxbench.workloads import LeafTolerance
+    from jaxbench.workloads.base import check_close
+
+    out = {"w": jnp.ones(3), "b": jnp.zeros(2)}
+    tol = LeafTolerance(reason="left out on purpose", exclude=True)
+    facts = check_close(
+        "t", out, {"w": jnp.ones(3), "b": jnp.ones(2)}, "float32", leaves={"b": tol}
+    )
+    stated = {"reason": "left out on purpose", "rtol": None, "atol": None, "exclude": True}
+    assert facts["leaf_tolerances"]["b"] == stated | {"leaves": 1}
+    no_leaf = r"^t: tolerance pattern 'bias' matches no output leaf \(leaves: b, w\)$"
+    with pytest.raises(GateFailure, match=no_leaf):
+        check_close("t", out, out, "float32", leaves={"bias": tol})
+    with pytest.raises(ValueError, match=r"LeafTolerance\.reason must say why"):
+        LeafTolerance(reason=" ")

@@ -9,7 +9,9 @@ persistent compilation cache settings, the timing settings where recorded, wheth
 was shared (``env.sweep.exclusive`` false: a concurrent local task, or a Slurm task without
 ``--exclusive``; or ``noise.gpu_shared``: another process on the GPU) and whether the GPU's clocks
 were held down (``noise.gpu_throttled``; both :mod:`jaxbench.measure.gpu`; rows that do not say
-are alike), and for asv rows the
+are alike), whether a user workload's code had uncommitted changes (``workload_dirty``, from
+``env.workload_source``: its commit is recorded but is not a condition, like the version under
+test; runs of a dirty tree are never pooled with clean ones), and for asv rows the
 calls per sample (``asv_number``) and the benchmark's source hash (``asv_benchmark_version``;
 both :data:`NOT_RECORDED` on jaxbench rows, alike for all of them). The version under test
 (``jax``) is the axis of a comparison, never part of a condition; neither is the jaxbench commit
@@ -77,6 +79,13 @@ def _shared(row: Row) -> Any:
     return ", ".join(why) or None
 
 
+def _workload_dirty(row: Row) -> Any:
+    source = _env(row).workload_source
+    if source is None or not source.dirty:
+        return None
+    return f"uncommitted changes in the repository of {source.module}"
+
+
 def _asv(row: Row, value: Any) -> Any:
     return value if row.get("source") == "asv" else None
 
@@ -101,6 +110,7 @@ FIELD_GETTERS: dict[str, Callable[[Row], Any]] = {
     "shared": _shared,
     "gpu_throttled": lambda r: "GPU clocks held down" if _noise(r).gpu_throttled else None,
     "mesh": lambda r: _metrics(r).mesh,
+    "workload_dirty": _workload_dirty,
     "asv_number": lambda r: _asv(r, _metrics(r).number),
     "asv_benchmark_version": lambda r: _asv(r, _metrics(r).benchmark_version),
     "commit": lambda r: r.get("commit"),

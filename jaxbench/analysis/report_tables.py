@@ -384,12 +384,27 @@ def environment_section(ctx: ReportContext) -> str:
     )
 
 
+def checked_sets(drift: pd.DataFrame) -> str:
+    """Which workloads and sets a drift frame checked, per version: one Markdown sentence."""
+    if drift.empty:
+        return "Checked: nothing."
+    parts = []
+    for workload, rows in drift.groupby("workload", sort=True):
+        sets = sorted(rows["set"].astype(str).unique())
+        versions = ", ".join(str(v) for v in sorted(rows["jax"].astype(str).unique()))
+        shown = ", ".join(f"`{x}`" for x in sets[:4]) + (f" and {len(sets) - 4} more"
+                                                           if len(sets) > 4 else "")  # fmt: skip
+        parts.append(f"`{workload}` ({len(sets)} set(s): {shown}; JAX {versions})")
+    return "Checked: " + "; ".join(parts) + "."
+
+
 def drift_section(ctx: ReportContext) -> str:
     """Numerical drift findings (outputs past tolerance) per version, or that none were given."""
     drift = ctx.review.drift
     head = "## Numerical drift\n\n"
     if drift is None:
         return head + "Not checked: no drift results were given to this report."
+    head += checked_sets(drift) + "\n\n"
     found = sorted_findings(drift)
     if found.empty:
         return head + f"No findings: all {len(drift)} checked outputs are within tolerance."

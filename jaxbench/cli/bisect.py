@@ -14,6 +14,8 @@ from jaxbench.cli.options import (
     EnvRoot,
     ExtraIndexUrl,
     JaxExtra,
+    Requirements,
+    With,
     check_rule_options,
     console,
     err_console,
@@ -105,19 +107,23 @@ def _live(envs: Any, base: str, cases: list, backend: str, schedule: Any, thresh
     return judge, lambda: [p.name for p in judge.paths], explain_step
 
 
-def _recorded(profile: Any, releases: list[str], cases: list, processes: int,
-              threshold: float, alpha: float) -> tuple[Any, Files, ExplainStep]:  # fmt: skip
+def _recorded(profile: Any, releases: list[str], cases: list, processes: int, threshold: float,
+              alpha: float, envs: Any) -> tuple[Any, Files, ExplainStep]:  # fmt: skip
     """Sweeps of every release through the profile, then the recorded judge over them."""
     from jaxbench.analysis import load_results
     from jaxbench.cluster.preflight import PreflightError
+    from jaxbench.cluster.pyenvs import PyEnvError, WorkloadNotFound
     from jaxbench.upgrade.recorded import RecordedJudge, sweep_releases
 
     timing = timing_fields(0.2, 20, 3)  # jaxbench run's defaults
     try:
         sweeps = sweep_releases(profile, releases, cases, timing, processes,
-                                lambda line: err_console.print(line, highlight=False))  # fmt: skip
-    except (PreflightError, ValueError) as exc:
+                                lambda line: err_console.print(line, highlight=False),
+                                envs.requirements, envs.workloads)  # fmt: skip
+    except (PreflightError, ValueError, WorkloadNotFound) as exc:
         raise fail(str(exc)) from None
+    except PyEnvError as exc:
+        raise fail(str(exc), code=1) from None
     frame, problems = load_results(sweeps)
     for problem in problems:
         err_console.print(f"problem: {problem}", highlight=False, markup=False)
@@ -170,6 +176,8 @@ def register(app: typer.Typer) -> None:
         env_root: EnvRoot = DEFAULT_ENV_ROOT,
         jax_extra: JaxExtra = None,
         extra_index_url: ExtraIndexUrl = None,
+        with_: With = None,
+        requirements: Requirements = None,
         profile: Annotated[
             str | None,
             typer.Option(
@@ -225,7 +233,8 @@ def register(app: typer.Typer) -> None:
                        "unit of a recorded verdict)")  # fmt: skip
         prof = _profile(profile) if profile is not None else None
         extra = prof.environment.jax_extra if prof is not None else jax_extra
-        envs = version_envs(env_root, extra, extra_index_url)
+        envs = version_envs(env_root, extra, extra_index_url,
+                            [c.workload for c in cases], with_, requirements)  # fmt: skip
         base, releases = _releases(good, bad, envs)
         folder = writable_folder(out)  # after the releases: a bad range leaves no folder
         chosen = search if search != "auto" else (
@@ -237,7 +246,7 @@ def register(app: typer.Typer) -> None:
         by_label = {c.label: c for c in cases}
         if prof is not None:
             judge, files, explain_step = _recorded(prof, releases, cases, processes, threshold,
-                                                   alpha)  # fmt: skip
+                                                   alpha, envs)  # fmt: skip
         else:
             judge, files, explain_step = _live(envs, base, cases, backend, schedule, threshold,
                                                alpha, folder)  # fmt: skip
@@ -248,7 +257,8 @@ def register(app: typer.Typer) -> None:
             raise fail(f"{exc.line()}{kept}", code=exc.exit_code) from None
         except pyenvs.PyEnvError as exc:
             kept = f"; the comparisons finished are in {folder}" if files() else ""
-            raise fail(f"{exc}{kept}", code=1) from None
+            code = 2 if isinstance(exc, pyenvs.WorkloadNotFound) else 1
+            raise fail(f"{exc}{kept}", code=code) from None
         except KeyboardInterrupt:
             raise fail(f"interrupted; the comparisons finished are in {folder}",
                        code=130) from None  # fmt: skip

@@ -12,7 +12,9 @@ from jaxbench.cli.options import (
     Budget,
     MinSamples,
     Pipeline,
+    Requirements,
     Warmup,
+    With,
     console,
     err_console,
     fail,
@@ -56,6 +58,8 @@ def submit_cmd(
     min_samples: MinSamples = 20,
     warmup: Warmup = 3,
     pipeline: Pipeline = 1,
+    with_: With = None,
+    requirements: Requirements = None,
     resume: Annotated[
         Path | None,
         typer.Option(help="Sweep folder: submit again only its cases without an ok record."),
@@ -126,6 +130,7 @@ def _nothing_left(sweep: Sweep) -> None:
 def _submit_new(opts: dict[str, Any], select: Selection) -> tuple[Sweep, Submission | None]:
     from jaxbench.cluster import dispatch, preflight
     from jaxbench.cluster.profile import load_profile
+    from jaxbench.cluster.pyenvs import WorkloadNotFound
     from jaxbench.cluster.sweep import CaseSpec
 
     if opts["profile"] is None:
@@ -134,6 +139,7 @@ def _submit_new(opts: dict[str, Any], select: Selection) -> tuple[Sweep, Submiss
         prof = load_profile(opts["profile"])
         cases = select.cases()
         versions = [v.strip() for v in (opts["jax"] or "").split(",") if v.strip()]
+        reqs, users = _version_requirements(cases, versions, opts)
         request = dispatch.SweepRequest(
             profile=prof,
             cases=[CaseSpec(workload=c.workload, params=dict(c.params)) for c in cases],
@@ -144,6 +150,8 @@ def _submit_new(opts: dict[str, Any], select: Selection) -> tuple[Sweep, Submiss
             cases_per_task=opts["cases_per_task"],
             time_limit_min=opts["time_limit"],
             sweeps_dir=opts["sweeps_dir"],
+            requirements=reqs,
+            user_workloads=users,
         )
         sweep, manifest = dispatch.plan(request)
     except (ValueError, RuntimeError) as exc:
@@ -166,10 +174,32 @@ def _submit_new(opts: dict[str, Any], select: Selection) -> tuple[Sweep, Submiss
         )
     try:
         submission = dispatch.submit(sweep, manifest, on_progress=_say)
+    except WorkloadNotFound as exc:
+        raise fail(f"{exc} (nothing was submitted)") from None
     except (OSError, RuntimeError) as exc:
         kept = f"sweep folder: {sweep.root}" if sweep.root.exists() else "nothing was submitted"
         raise fail(f"{exc} ({kept})", code=1) from None
     return sweep, submission
+
+
+def _version_requirements(
+    cases: list, versions: list[str], opts: dict[str, Any]
+) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """What ``--jax`` environments install beyond JAX, and the user workloads they must find.
+
+    Nothing without ``--jax``: the profile's own interpreter is used as it is.
+    """
+    from jaxbench.workloads.source import environment_requirements, user_workload_names
+
+    if not versions:
+        if opts["with_"] or opts["requirements"]:
+            raise ValueError("--with and --requirements apply to --jax environments only")
+        return (), ()
+    users = user_workload_names([c.workload for c in cases])
+    reqs, said = environment_requirements(users, opts["with_"] or [], opts["requirements"])
+    for line in said:
+        err_console.print(line, highlight=False, markup=False)
+    return reqs, tuple(users)
 
 
 def _print_scripts(prof: Profile, sweep: Sweep, manifest: SweepManifest) -> None:

@@ -15,6 +15,9 @@ from jaxbench.cli.options import (
     EnvRoot,
     ExtraIndexUrl,
     JaxExtra,
+    JsonOut,
+    Requirements,
+    With,
     check_rule_options,
     console,
     err_console,
@@ -23,6 +26,7 @@ from jaxbench.cli.options import (
     side_params,
     version_envs,
     writable_folder,
+    write_verdicts,
 )
 from jaxbench.cli.selection import Selection, selects_cases
 from jaxbench.live_defaults import (
@@ -44,7 +48,8 @@ BASELINE_HELP = (
 EXIT_UNDECIDED = 3
 
 
-def _offline(baseline: str, candidate: str, results: list[Path], opts: dict[str, Any]) -> None:
+def _offline(baseline: str, candidate: str, results: list[Path], opts: dict[str, Any],
+             json_out: Path | None = None) -> None:  # fmt: skip
     """Compare recorded results; every file is read once: records and calibrations together."""
     from jaxbench.analysis import compare_versions
     from jaxbench.analysis.compare import BASIS
@@ -113,7 +118,18 @@ def _offline(baseline: str, candidate: str, results: list[Path], opts: dict[str,
                             opts["alpha"])  # fmt: skip
     roots = results if not all(exists) else as_paths
     _cite_calibration(roots, set(result.table["case"]), read)
-    _exit_for(result.table, fail_on_undecided)
+    code = _exit_code(result.table, fail_on_undecided)
+    write_verdicts(json_out, "compare", _rows(result.table), code, mode="sequential",
+                   baseline=baseline, candidate=candidate, threshold=opts["threshold"],
+                   alpha=opts["alpha"])  # fmt: skip
+    raise typer.Exit(code)
+
+
+def _rows(table: Any) -> list[dict[str, Any]]:
+    """A verdict table's rows as JSON objects (missing values ``null``)."""
+    import json
+
+    return json.loads(table.to_json(orient="records", default_handler=str))
 
 
 def _print_processes_needed(result: Any, opts: dict[str, Any]) -> None:
@@ -182,7 +198,7 @@ def _cite_calibration(folders: list[Path], cases: set[str], read: Any = None) ->
                       f"{det} at 80 % power", highlight=False)  # fmt: skip
 
 
-def _exit_for(table: Any, fail_on_undecided: bool = False) -> None:
+def _exit_code(table: Any, fail_on_undecided: bool = False) -> int:
     """The exit status of a comparison, for a CI gate.
 
     1 when any case is ``slower``; else :data:`EXIT_UNDECIDED` when ``fail_on_undecided`` and
@@ -190,9 +206,10 @@ def _exit_for(table: Any, fail_on_undecided: bool = False) -> None:
     """
     verdict = table["verdict"]
     if (verdict == "slower").any():
-        raise typer.Exit(1)
+        return 1
     if fail_on_undecided and verdict.isin(["inconclusive", "unstable"]).any():
-        raise typer.Exit(EXIT_UNDECIDED)
+        return EXIT_UNDECIDED
+    return 0
 
 
 def _print_problems(problems: list) -> None:
@@ -212,6 +229,7 @@ def _live(
     envs: VersionEnvs,
     out: Path,
     opts: dict[str, Any],
+    json_out: Path | None = None,
 ) -> None:
     from jaxbench.analysis.live import comparisons_frame
     from jaxbench.interleave import (
@@ -257,9 +275,11 @@ def _live(
     print_live_exponent_changes(found, opts["alpha"])
     console.print(f"wrote {path}", highlight=False)
     _cite_calibration([out], {c.label for c in found})
-    if any(c.status != "ok" for c in found):
-        raise typer.Exit(1)
-    _exit_for(frame, fail_on_undecided)
+    code = 1 if any(c.status != "ok" for c in found) else _exit_code(frame, fail_on_undecided)
+    write_verdicts(json_out, "compare", _rows(frame), code, mode=mode, baseline=a.label,
+                   candidate=b.label, threshold=opts["threshold"], alpha=opts["alpha"],
+                   live=str(path))  # fmt: skip
+    raise typer.Exit(code)
 
 
 def _label(spec: str, overrides: dict[str, Any]) -> str:
@@ -322,6 +342,8 @@ def register(app: typer.Typer) -> None:
         env_root: EnvRoot = DEFAULT_ENV_ROOT,
         jax_extra: JaxExtra = None,
         extra_index_url: ExtraIndexUrl = None,
+        with_: With = None,
+        requirements: Requirements = None,
         out: Annotated[
             str, typer.Option("--out", "-o", help="Live: folder for interleave-<id>.jsonl.")
         ] = "results",
@@ -338,6 +360,7 @@ def register(app: typer.Typer) -> None:
                 "beyond the threshold (minimum-effect test; needs far more processes).",
             ),
         ] = False,
+        json_out: JsonOut = None,
         fail_on_undecided: Annotated[
             bool,
             typer.Option(
@@ -370,7 +393,7 @@ def register(app: typer.Typer) -> None:
             if live_options:
                 raise fail("case selection and --set-a/--set-b apply to --interleave only")
             _offline(baseline, candidate, results or [Path("results")],
-                     opts | {"compile_threshold": compile_threshold})  # fmt: skip
+                     opts | {"compile_threshold": compile_threshold}, json_out)  # fmt: skip
             return
         if results:
             raise fail("--results applies to recorded comparisons, not --interleave")
@@ -385,6 +408,7 @@ def register(app: typer.Typer) -> None:
         schedule = {"pairs": pairs, "max_pairs": max_pairs, "pairs_step": pairs_step,
                     "max_time_s": max_time, "rounds": rounds, "calls_per_block": calls_per_block,
                     "warmup_rounds": warmup_rounds, "seed": seed}  # fmt: skip
-        envs = version_envs(env_root, jax_extra, extra_index_url)
+        envs = version_envs(env_root, jax_extra, extra_index_url,
+                            [c.workload for c in cases], with_, requirements)  # fmt: skip
         _live(baseline, candidate, cases, a, b, back_to_back, backend, schedule,
-              envs, writable_folder(out), opts)  # fmt: skip
+              envs, writable_folder(out), opts, json_out)  # fmt: skip

@@ -15,6 +15,8 @@ from jaxbench.cli.options import (
     EnvRoot,
     ExtraIndexUrl,
     JaxExtra,
+    Requirements,
+    With,
     console,
     err_console,
     fail,
@@ -169,6 +171,8 @@ def register(app: typer.Typer) -> None:
         env_root: EnvRoot = DEFAULT_ENV_ROOT,
         jax_extra: JaxExtra = None,
         extra_index_url: ExtraIndexUrl = None,
+        with_: With = None,
+        requirements: Requirements = None,
         out: Annotated[
             str | None,
             typer.Option("--out", "-o", help="Folder for explain-<id>.md and programs/."),
@@ -245,7 +249,8 @@ def register(app: typer.Typer) -> None:
             raise typer.Exit(explain_result_sets(baseline, candidate, labels, verdict))
         a, b = side_params(cases, set_a, "--set-a"), side_params(cases, set_b, "--set-b")
         folder = writable_folder(out) if out else None  # before any environment is built
-        envs = version_envs(env_root, jax_extra, extra_index_url)
+        envs = version_envs(env_root, jax_extra, extra_index_url,
+                            [c.workload for c in cases], with_, requirements)  # fmt: skip
         python_a = python_for("baseline", baseline, envs)
         python_b = python_for("candidate", candidate, envs)
         path = folder / f"explain-{new_run_id()}.md" if folder else None

@@ -109,6 +109,32 @@ ExtraIndexUrl = Annotated[
 #: Where the JAX-version environments of live comparisons are built (``--env-root``).
 DEFAULT_ENV_ROOT = Path("sweeps/envs")
 EnvRoot = Annotated[Path, typer.Option(help="Where JAX-version venvs are built.")]
+With = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--with",
+        metavar="REQ",
+        help="Also install REQ (a pip requirement or a local project folder) into the "
+        "JAX-version venvs; repeat it. The -w workload's own package goes in by itself.",
+    ),
+]
+Requirements = Annotated[
+    Path | None,
+    typer.Option(
+        "--requirements",
+        metavar="FILE",
+        help="Also install this pip requirements file into the JAX-version venvs.",
+    ),
+]
+JsonOut = Annotated[
+    Path | None,
+    typer.Option(
+        "--json",
+        metavar="FILE",
+        help="Also write the verdicts, one object per case, and the exit status as JSON to "
+        "FILE (for a CI job).",
+    ),
+]
 #: ``--backend`` of the commands whose workers run the cases (live pairs, bisect, explain).
 Backend = Annotated[str, typer.Option("--backend", "-b", help="Backend the workers use.")]
 Budget = Annotated[float, typer.Option(parser=_number, help="Timed seconds per case.")]
@@ -157,14 +183,76 @@ TIMING_OPTIONS = {
 """The ``TimingConfig`` field each timing option sets."""
 
 
-def version_envs(env_root: Path, jax_extra: str | None, extra_index_url: str | None) -> VersionEnvs:
-    """The :class:`jaxbench.cluster.pyenvs.VersionEnvs` of the options; exit 2 on a bad extra."""
-    from jaxbench.cluster.pyenvs import VersionEnvs
+def version_envs(
+    env_root: Path,
+    jax_extra: str | None,
+    extra_index_url: str | None,
+    workloads: list[str] | None = None,
+    with_: list[str] | None = None,
+    requirements: Path | None = None,
+) -> VersionEnvs:
+    """The :class:`jaxbench.cluster.pyenvs.VersionEnvs` of the options.
 
+    Every environment gets the distributions of the selected user workloads
+    (:func:`jaxbench.workloads.source.environment_requirements`), ``--with`` and
+    ``--requirements``, and must find those workloads before anything is measured; what goes
+    in is said on stderr.
+
+    Args:
+        env_root: ``--env-root``.
+        jax_extra: ``--jax-extra``.
+        extra_index_url: ``--extra-index-url``.
+        workloads: The selected cases' workload names (built-in ones are left out).
+        with_: ``--with``.
+        requirements: ``--requirements``.
+
+    Raises:
+        typer.Exit: A bad extra, or a requirements file that cannot be read (exit 2).
+    """
+    from jaxbench.cluster.pyenvs import VersionEnvs
+    from jaxbench.workloads.source import environment_requirements, user_workload_names
+
+    users = user_workload_names(workloads or [])
     try:
-        return VersionEnvs(env_root, jax_extra, extra_index_url)
+        reqs, said = environment_requirements(users, with_ or [], requirements)
+        envs = VersionEnvs(env_root, jax_extra, extra_index_url, reqs, tuple(users))
     except ValueError as exc:
         raise fail(str(exc)) from None
+    for line in said:
+        err_console.print(line, highlight=False, markup=False)
+    return envs
+
+
+def write_verdicts(path: Path | None, command: str, cases: list[dict[str, Any]],
+                   exit_status: int, **context: Any) -> None:  # fmt: skip
+    """Write ``--json`` atomically; nothing without ``path``.
+
+    The object: ``{"kind": "jaxbench-verdicts", "command", **context, "exit_status",
+    "cases"}``.
+
+    Args:
+        path: ``--json``, or ``None``.
+        command: ``compare`` or ``review``.
+        cases: One JSON object per case (its verdict, ratio and interval, ...).
+        exit_status: The status the command exits with (0, 1, or 3 with
+            ``--fail-on-undecided``).
+        **context: The sides, the mode and the rule (threshold, alpha).
+
+    Raises:
+        typer.Exit: ``path`` cannot be written (exit 2).
+    """
+    import json
+
+    from jaxbench.store import write_atomic
+
+    if path is None:
+        return
+    payload = {"kind": "jaxbench-verdicts", "command": command, **context,
+               "exit_status": exit_status, "cases": cases}  # fmt: skip
+    try:
+        write_atomic(path, (json.dumps(payload, indent=2, default=str) + "\n").encode())
+    except OSError as exc:
+        raise fail(f"--json {path}: cannot be written ({exc.strerror})") from None
 
 
 def writable_folder(out: str) -> Path:
@@ -185,10 +273,12 @@ def python_for(side: str, spec: str, envs: VersionEnvs) -> str:
     """The interpreter of one side: ``current``, a path to a python, or a JAX version.
 
     A version's environment is built once as ``envs`` says (its folder, ``jax``'s extra,
-    another package index: :class:`jaxbench.cluster.pyenvs.VersionEnvs`).
+    another package index, what else it installs: :class:`jaxbench.cluster.pyenvs.VersionEnvs`).
+    A version's or a path's interpreter must find ``envs``' user workloads.
 
     Raises:
-        typer.Exit: No such interpreter, or a version the index lacks or that does not build.
+        typer.Exit: No such interpreter, a version the index lacks or that does not build, or
+            an interpreter that cannot find a selected user workload (exit 2).
     """
     from jaxbench.cluster import pyenvs
 
@@ -198,6 +288,10 @@ def python_for(side: str, spec: str, envs: VersionEnvs) -> str:
         if not Path(spec).is_file():
             raise fail(f"{side} {spec!r}: no such interpreter (expected {CURRENT}, a path to a "
                        "python, or a JAX version)")  # fmt: skip
+        try:
+            envs.check(spec, spec)
+        except pyenvs.PyEnvError as exc:
+            raise fail(f"{side} {spec!r}: {exc}") from None
         return spec
     try:
         base = pyenvs.base_python(None)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -14,8 +15,11 @@ from jaxbench.cli.options import (
     EnvRoot,
     ExtraIndexUrl,
     JaxExtra,
+    JsonOut,
     MinSamples,
+    Requirements,
     Warmup,
+    With,
     check_rule_options,
     console,
     err_console,
@@ -24,6 +28,7 @@ from jaxbench.cli.options import (
     timing_fields,
     version_envs,
     writable_folder,
+    write_verdicts,
 )
 from jaxbench.cli.selection import Selection, selects_cases
 from jaxbench.live_defaults import (
@@ -58,18 +63,87 @@ def jax_version(python: str) -> str:
         raise fail(f"{python}: {exc}") from None
 
 
-def _drift(side: Any, backend: str, reference: Path | None, logs: Path) -> str:
-    """Check numerical drift of one side once (a check already in its folder is reused)."""
+def _drift(side: Any, backend: str, reference: Path | None, logs: Path,
+           checks: list[tuple[str | None, list[str], Path | None]]) -> list[str]:  # fmt: skip
+    """Check numerical drift of one side; a check whose rows are already there is reused.
+
+    Args:
+        side: The side (its interpreter and folder).
+        backend: ``-b``.
+        reference: ``--reference`` of the built-in sets, or ``None`` for drift's own.
+        logs: Folder of the logs.
+        checks: Per check: the user workload (``None``: the built-in sets), its ``--param``
+            texts, and its reference folder (:func:`_drift_checks`).
+
+    Returns:
+        One status per check (``within tolerance``, ``findings``, ``reused``, or
+        ``not checked; see LOG``).
+    """
+    from jaxbench.store import load
     from jaxbench.upgrade.screen import run_logged
 
-    if any(side.folder.glob("drift-*.jsonl")):
-        return "reused"
-    command = [side.python, "-m", "jaxbench", "drift", "-o", str(side.folder), "-b", backend]
-    if reference is not None:
-        command += ["--reference", str(reference)]
-    log = logs / f"drift-{side.name}.log"
+    loaded = load([side.folder], kinds={"jaxbench-drift"}) if side.folder.exists() else None
+    done = {i.model.workload for i in loaded.of("jaxbench-drift")} if loaded else set()
+    users = {w for w, _, _ in checks if w is not None}
+    statuses = []
+    for workload, _, ref in checks:
+        if bool(done - users) if workload is None else workload in done:
+            statuses.append("reused")
+            continue
+        command = [side.python, "-m", "jaxbench", "drift", "-o", str(side.folder), "-b", backend]
+        if workload is not None:
+            command += ["-w", workload, "--reference", str(ref)]
+        elif reference is not None:
+            command += ["--reference", str(reference)]
+        log = logs / f"drift-{side.name}{'-' + _safe(workload) if workload else ''}.log"
+        code, _ = run_logged(command, log)
+        statuses.append({0: "within tolerance", 1: "findings"}.get(code, f"not checked; see {log}"))
+    return statuses
+
+
+def _safe(name: str) -> str:
+    from jaxbench.drift.user import reference_folder
+
+    return reference_folder(name).name
+
+
+def _drift_checks(cases: list, folder: Path) -> list[tuple[str | None, list[str], Path | None]]:
+    """The drift checks of the selection.
+
+    The built-in sets when a built-in family is selected; each user workload against a
+    reference its baseline saves under ``folder/drift-reference/`` (:func:`_user_reference`).
+    """
+    from jaxbench.workloads.source import user_workload_names
+
+    names = [c.workload for c in cases]
+    users = user_workload_names(names)
+    checks: list[tuple[str | None, list[str], Path | None]] = []
+    if any(n not in users for n in names):
+        checks.append((None, [], None))
+    for name in users:
+        params = [f"{k}={v}" for c in cases if c.workload == name for k, v in c.params.items()]
+        checks.append((name, list(dict.fromkeys(params)), folder / "drift-reference" / _safe(name)))
+    return checks
+
+
+def _user_reference(baseline: Any, backend: str, logs: Path, workload: str, params: list[str],
+                    ref: Path) -> str | None:  # fmt: skip
+    """Save ``workload``'s drift reference with the baseline's interpreter, once.
+
+    Returns:
+        ``None`` when the reference is there; else why not (the log to read).
+    """
+    from jaxbench.drift.reference import manifest_path
+    from jaxbench.upgrade.screen import run_logged
+
+    if manifest_path(ref).exists():
+        return None
+    command = [baseline.python, "-m", "jaxbench", "drift", "-w", workload, "--save-reference",
+               "--reference", str(ref), "-b", backend,
+               *[a for p in params for a in ("--param", p)]]  # fmt: skip
+    log = logs / f"drift-reference-{_safe(workload)}.log"
     code, _ = run_logged(command, log)
-    return {0: "within tolerance", 1: "findings"}.get(code, f"not checked; see {log}")
+    return None if code == 0 else f"no reference saved; see {log}"
 
 
 def register(app: typer.Typer) -> None:
@@ -111,6 +185,9 @@ def register(app: typer.Typer) -> None:
         env_root: EnvRoot = DEFAULT_ENV_ROOT,
         jax_extra: JaxExtra = None,
         extra_index_url: ExtraIndexUrl = None,
+        with_: With = None,
+        requirements: Requirements = None,
+        json_out: JsonOut = None,
         out: Annotated[
             str | None,
             typer.Option(
@@ -151,10 +228,11 @@ def register(app: typer.Typer) -> None:
         if reference is not None and not reference.is_dir():
             raise fail(f"--reference {reference}: no such folder")
         _review(baseline, candidate, cases, run_options(select, backend, timing),
-                processes, schedule, backend, version_envs(env_root, jax_extra, extra_index_url),
+                processes, schedule, backend, version_envs(env_root, jax_extra, extra_index_url,
+                                         [c.workload for c in cases], with_, requirements),
                 out, drift, reference,
                 {"threshold": threshold, "compile_threshold": compile_threshold,
-                 "alpha": alpha})  # fmt: skip
+                 "alpha": alpha}, json_out)  # fmt: skip
 
 
 def _review(
@@ -170,6 +248,7 @@ def _review(
     drift: bool,
     reference: Path | None,
     rule: dict[str, float],
+    json_out: Path | None = None,
 ) -> None:
     from jaxbench.analysis.report import DEFAULT_SECTIONS, load_review, render_report
     from jaxbench.analysis.review import Settings
@@ -238,9 +317,18 @@ def _review(
                          live_path(folder), backend, schedule, threshold=rule["threshold"],
                          alpha=rule["alpha"], on_saved=saved)  # fmt: skip
             if drift:
+                checks = _drift_checks(cases, folder)
+                for workload, params, ref in checks:
+                    why = workload and _user_reference(sides[0], backend, logs, workload,
+                                                       params, ref)  # fmt: skip
+                    if why:
+                        err_console.print(f"drift, {workload}: {why}", highlight=False)
                 for side in sides:
-                    status = _drift(side, backend, reference, logs)
-                    err_console.print(f"drift, JAX {side.name}: {status}", highlight=False)
+                    statuses = _drift(side, backend, reference, logs, checks)
+                    for (workload, _, _), status in zip(checks, statuses, strict=True):
+                        what = workload or "built-in sets"
+                        err_console.print(f"drift, JAX {side.name}, {what}: {status}",
+                                          highlight=False)  # fmt: skip
             review = load_review([folder], baseline=versions[0], candidate=versions[1],
                                  settings=settings)  # fmt: skip
             found = answers(review, labels, finished(review.live, *versions, schedule.pairs),
@@ -260,8 +348,12 @@ def _review(
                    "resumes from it", code=130) from None  # fmt: skip
     _print(found)
     console.print(f"report: {report}", highlight=False)
-    if any(a.verdict == "slower" for a in found):
-        raise typer.Exit(1)
+    code = 1 if any(a.verdict == "slower" for a in found) else 0
+    write_verdicts(json_out, "review", [dataclasses.asdict(a) for a in found], code,
+                   baseline=versions[0], candidate=versions[1], threshold=rule["threshold"],
+                   alpha=rule["alpha"], report=str(report))  # fmt: skip
+    if code:
+        raise typer.Exit(code)
 
 
 def _say_processes_needed(review: Any, processes: int, rule: dict[str, float]) -> None:

@@ -46,6 +46,10 @@ class SweepRequest:
         cases_per_task: Shard size; ``None`` takes the profile's.
         time_limit_min: Time limit per task; ``None`` derives it from the shard.
         sweeps_dir: Folder for the sweep; ``None`` takes the profile's.
+        requirements: More ``pip install`` arguments for the ``jax_versions`` environments
+            (:func:`jaxbench.cluster.pyenvs.ensure_env`).
+        user_workloads: User workloads those environments must find before anything is
+            submitted (:meth:`jaxbench.cluster.pyenvs.VersionEnvs.check`).
     """
 
     profile: Profile
@@ -55,6 +59,8 @@ class SweepRequest:
     cases_per_task: int | None = None
     time_limit_min: int | None = None
     sweeps_dir: Path | None = None
+    requirements: tuple[str, ...] = ()
+    user_workloads: tuple[str, ...] = ()
 
 
 def worker_env(profile: Profile) -> dict[str, str]:
@@ -95,9 +101,8 @@ def plan(request: SweepRequest) -> tuple[Sweep, SweepManifest]:
         elif version is None:
             python = profile.environment.python  # may be a wrapper: "apptainer exec img python"
         else:
-            folder = pyenvs.env_dir(
-                env_root, version, profile.environment.jax_extra, pyenvs.python_tag(base)
-            )
+            folder = pyenvs.env_dir(env_root, version, profile.environment.jax_extra,
+                                    pyenvs.python_tag(base), request.requirements)  # fmt: skip
             python = python_command(str(pyenvs.env_python(folder)))
         shards = shard(request.cases, per_task)
         limit = request.time_limit_min or max(
@@ -134,6 +139,8 @@ def plan(request: SweepRequest) -> tuple[Sweep, SweepManifest]:
         worker_env=worker_env(profile),
         env_root=str(env_root),
         tasks=tasks,
+        requirements=list(request.requirements),
+        user_workloads=list(request.user_workloads),
     )
     return Sweep(sweeps_dir / sweep_id), manifest
 
@@ -172,7 +179,8 @@ def submit(
         The submission, also appended to the manifest.
 
     Raises:
-        pyenvs.PyEnvError: An environment could not be built (nothing was submitted).
+        pyenvs.PyEnvError: An environment could not be built, or cannot find a user workload
+            (:class:`jaxbench.cluster.pyenvs.WorkloadNotFound`); nothing was submitted.
         submitit.core.utils.FailedSubmissionError: ``sbatch`` refused a job.
     """
     profile = Profile.model_validate(manifest.profile)
@@ -198,10 +206,13 @@ def _submit_tasks(
     todo = [t for t in manifest.tasks if only is None or t.index in only]
     versions = list(dict.fromkeys(t.jax for t in todo))
     base = pyenvs.base_python(profile.environment.base_python)
+    envs = pyenvs.VersionEnvs(Path(manifest.env_root), profile.environment.jax_extra,
+                              requirements=tuple(manifest.requirements),
+                              workloads=tuple(manifest.user_workloads))  # fmt: skip
     for version in versions:
         if version is not None:
             on_progress(f"environment for jax {version} in {manifest.env_root}")
-            pyenvs.ensure_env(Path(manifest.env_root), version, base, profile.environment.jax_extra)
+            envs.python(version, base)
     exclusive = preflight.exclusive(profile)
     in_turn = profile.executor == "local" and exclusive
     array_size = (preflight.max_array_size() or 0) if profile.executor == "slurm" else 0

@@ -39,6 +39,10 @@ class PyEnvError(RuntimeError):
     """An environment could not be built; the message has pip's last lines."""
 
 
+class WorkloadNotFound(PyEnvError):
+    """An environment cannot find a user workload (one line: workload, module, environment)."""
+
+
 def base_python(configured: str | None) -> str:
     """The interpreter environments are made from: ``configured``, else the base of this one."""
     return configured or getattr(sys, "_base_executable", None) or sys.executable
@@ -54,10 +58,40 @@ def python_tag(python: str) -> str:
     return out.strip()
 
 
-def env_dir(env_root: Path, jax_version: str, extra: str | None, py_tag: str) -> Path:
-    """Folder of the environment for one JAX version."""
+def env_dir(
+    env_root: Path,
+    jax_version: str,
+    extra: str | None,
+    py_tag: str,
+    requirements: tuple[str, ...] = (),
+) -> Path:
+    """Folder of the environment for one JAX version.
+
+    Environments with more requirements (:func:`requirements_digest`) get a folder of their
+    own (``-u<digest>``), so the user's packages never enter another command's environment.
+    """
     suffix = f"-{extra}" if extra else ""
-    return env_root / f"jax-{jax_version}{suffix}-py{py_tag}"
+    user = f"-u{requirements_digest(requirements)}" if requirements else ""
+    return env_root / f"jax-{jax_version}{suffix}-py{py_tag}{user}"
+
+
+def requirements_digest(requirements: tuple[str, ...]) -> str:
+    """SHA-256 (first 10 hex digits) of pip arguments, and of each ``-r FILE``'s text.
+
+    A requirements file's contents count, not its name, so an edited file builds anew.
+
+    Raises:
+        ValueError: A ``-r`` file cannot be read.
+    """
+    parts = []
+    for i, arg in enumerate(requirements):
+        parts.append(arg)
+        if i > 0 and requirements[i - 1] == "-r":
+            try:
+                parts.append(Path(arg).read_text(encoding="utf-8"))
+            except OSError as exc:
+                raise ValueError(f"--requirements {arg}: cannot be read ({exc.strerror})") from None
+    return hashlib.sha256("\0".join(parts).encode()).hexdigest()[:10]
 
 
 def dependencies_digest(pyproject: Path = REPO_ROOT / "pyproject.toml") -> str:
@@ -151,6 +185,7 @@ def ensure_env(
     python: str,
     extra: str | None = None,
     extra_index_url: str | None = None,
+    requirements: tuple[str, ...] = (),
 ) -> Path:
     """Build (once) the environment for ``jax_version``; returns its interpreter.
 
@@ -160,12 +195,17 @@ def ensure_env(
         python: The base interpreter.
         extra: ``jax``'s extra (:data:`JAX_EXTRAS`), or ``None``.
         extra_index_url: Another package index for pip (e.g. JAX's nightly wheels).
+        requirements: More ``pip install`` arguments, installed with JAX in one resolve: the
+            user workload's own distribution (``-e FOLDER`` or ``NAME==VERSION``,
+            :func:`jaxbench.workloads.source.requirements`), ``--with``
+            requirements, ``-r FILE``. They name the folder (:func:`env_dir`).
 
     Raises:
         PyEnvError: ``venv`` or ``pip install`` failed, or the environment imports a
             different JAX version than asked.
+        ValueError: A ``-r`` file cannot be read.
     """
-    folder = env_dir(env_root, jax_version, extra, python_tag(python))
+    folder = env_dir(env_root, jax_version, extra, python_tag(python), requirements)
     folder.parent.mkdir(parents=True, exist_ok=True)
     lock_path = folder.parent / f".{folder.name}.lock"
     with open(lock_path, "w") as lock:
@@ -180,14 +220,14 @@ def ensure_env(
         _run(
             [str(env_python(folder)), "-m", "pip", "install", "--quiet", "--no-compile",
              "--disable-pip-version-check", *_index_args(extra_index_url), "-e", str(REPO_ROOT),
-             jax_req, f"jaxlib=={jax_version}"],
+             jax_req, f"jaxlib=={jax_version}", *requirements],
             f"pip install {jax_req}",
         )  # fmt: skip
         imported = imported_jax(str(env_python(folder)))
         if imported != jax_version:
             raise PyEnvError(f"{folder}: imports jax {imported}, not {jax_version}")
         marker = {"jax": jax_version, "extra": extra, "base_python": python,
-                  "extra_index_url": extra_index_url,
+                  "extra_index_url": extra_index_url, "requirements": list(requirements),
                   "dependencies": dependencies_digest()}  # fmt: skip
         (folder / MARKER).write_text(json.dumps(marker, indent=2))
     return env_python(folder)
@@ -201,18 +241,51 @@ class VersionEnvs:
         root: Folder of the environments (``sweeps/envs`` by default).
         extra: ``jax``'s extra (:data:`JAX_EXTRAS`), or ``None``.
         extra_index_url: Another package index (e.g. JAX's nightly wheels), or ``None``.
+        requirements: More ``pip install`` arguments (:func:`ensure_env`).
+        workloads: The user workloads every environment must find (:meth:`check`).
     """
 
     root: Path
     extra: str | None = None
     extra_index_url: str | None = None
+    requirements: tuple[str, ...] = ()
+    workloads: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         check_extra(self.extra)
 
     def python(self, version: str, base: str) -> Path:
-        """The interpreter of ``version``'s environment, built once (:func:`ensure_env`)."""
-        return ensure_env(self.root, version, base, self.extra, self.extra_index_url)
+        """The interpreter of ``version``'s environment, built once and checked.
+
+        Raises:
+            PyEnvError: It does not build (:func:`ensure_env`), or it cannot find one of
+                :attr:`workloads` (:meth:`check`).
+        """
+        python = ensure_env(self.root, version, base, self.extra, self.extra_index_url,
+                            self.requirements)  # fmt: skip
+        self.check(str(python), f"the JAX {version} environment ({python.parent.parent})")
+        return python
+
+    def check(self, python: str, where: str) -> None:
+        """Fail unless ``python`` finds every one of :attr:`workloads`, as its workers will.
+
+        Args:
+            python: The interpreter.
+            where: How the message names it (``the JAX 0.11.2 environment (FOLDER)``).
+
+        Raises:
+            WorkloadNotFound: One line: the workload, the module, ``where``, and the options
+                that install more into an environment.
+        """
+        from jaxbench.workloads.source import unimportable
+
+        try:
+            why = unimportable(python, list(self.workloads))
+        except (OSError, subprocess.TimeoutExpired) as exc:
+            why = f"{python} cannot be run: {exc}"
+        if why is not None:
+            raise WorkloadNotFound(f"{why}, in {where}; install what it needs there with --with "
+                             "PKG or --requirements FILE")  # fmt: skip
 
     def offered(self, base: str) -> list[list[str]]:
         """Versions on the index of each of :func:`packages` (jax, jaxlib, the plugin)."""

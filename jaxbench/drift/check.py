@@ -48,6 +48,7 @@ from jaxbench.store.drift import (
     DriftRow,
     ReferenceInfo,
 )
+from jaxbench.workloads.base import LeafTolerance, leaf_tolerance
 from jaxbench.workloads.regression import SET_NAMES, SIZE
 from jaxbench.workloads.sizes import DTYPES
 
@@ -101,11 +102,14 @@ class SetMethod(NamedTuple):
             :attr:`DriftSets.outputs <jaxbench.workloads.regression.DriftSets.outputs>`.
         reduction_length: The most terms summed into one element of an output.
         bfloat16_floor: The least bfloat16 tolerance.
+        leaves: Outputs with a tolerance of their own, or left out: a user step's
+            ``Step.tolerances`` (patterns over the output's key path joined by ``/``).
     """
 
     compute: Callable[..., dict[str, np.ndarray]]
     reduction_length: int
     bfloat16_floor: float = BFLOAT16_FLOOR
+    leaves: Mapping[str, LeafTolerance] = {}
 
     def tolerance(self, dtype: str) -> dict[str, float]:
         """:func:`jaxbench.drift.tolerance.tolerance` of ``dtype`` on this basis."""
@@ -133,7 +137,9 @@ def set_method(workload: str, params: Mapping[str, Any]) -> SetMethod:
     if ":" not in workload and workload not in installed():
         raise ValueError(f"unknown workload {workload!r}")
     found = find(workload)
-    return SetMethod(user_compute(found, params), reduction_length(found.step(params)))
+    step = found.step(params)
+    return SetMethod(user_compute(found, params), reduction_length(step),
+                     leaves=dict(step.tolerances))  # fmt: skip
 
 
 def save_reference(
@@ -261,7 +267,13 @@ def _invalid_row(loaded: LoadedSet, compute: Callable, device: Any, base: dict) 
     return DriftRow(**base, **fields)
 
 
-def _output_rows(loaded: LoadedSet, compute: Callable, device: Any, base: dict) -> list[DriftRow]:
+def _output_rows(
+    loaded: LoadedSet,
+    compute: Callable,
+    device: Any,
+    base: dict,
+    leaves: Mapping[str, LeafTolerance] | None = None,
+) -> list[DriftRow]:
     try:
         current = compute(loaded.inputs, loaded.entry.dtype, device)
     except Exception as exc:
@@ -277,7 +289,20 @@ def _output_rows(loaded: LoadedSet, compute: Callable, device: Any, base: dict) 
             fields |= {"within_tolerance": False, "finding": failure or "output not computed"}
             rows.append(DriftRow(**base, **fields))
             continue
-        c = compare(got, ref, {"rtol": base["rtol"], "atol": base["atol"]})
+        tol = {"rtol": base["rtol"], "atol": base["atol"]}
+        # the output's key path as Step.tolerances names it: "out.0.w" -> "0/w"
+        stated = leaf_tolerance(name.removeprefix("out.").replace(".", "/"), leaves or {})
+        if stated is not None:
+            fields["tolerance_reason"] = stated[1].reason
+            if stated[1].exclude:
+                fields |= {"within_tolerance": True,
+                           "tolerance_reason": f"excluded: {stated[1].reason}"}  # fmt: skip
+                rows.append(DriftRow(**(base | fields)))
+                continue
+            tol = {k: tol[k] if getattr(stated[1], k) is None else getattr(stated[1], k)
+                   for k in tol}  # fmt: skip
+            fields |= tol
+        c = compare(got, ref, tol)
         dtype = np.asarray(got).dtype.name
         finding = c.finding
         if dtype != ref_dtypes[name]:
@@ -329,7 +354,7 @@ def check_set(loaded: LoadedSet, device: Any, common: dict[str, Any]) -> list[Dr
     compute = method.compute
     if entry.expect_error is not None:
         return [_invalid_row(loaded, compute, device, base)]
-    return _output_rows(loaded, compute, device, base)
+    return _output_rows(loaded, compute, device, base, method.leaves)
 
 
 def _notes(ref: Reference) -> list[str]:

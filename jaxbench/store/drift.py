@@ -183,6 +183,9 @@ class DriftRow(BaseModel):
         error_message: ``invalid_shape`` only: its message.
         expected_error: ``invalid_shape`` only: the class that must be raised.
         finding: Why this row is a finding; ``None`` when it is within tolerance.
+        tolerance_reason: Why this output has the tolerance it has, or was left out
+            (``excluded: ...``), where the workload states it (a user step's
+            ``Step.tolerances``); ``None`` for the derived tolerance.
         env: :data:`ROW_ENV_KEYS` of :func:`jaxbench.env.collect` of the check, plus ``os``,
             ``hostname`` and ``git_commit``.
         reference: Where the reference was computed (:class:`ReferenceInfo`).
@@ -214,5 +217,6 @@ class DriftRow(BaseModel):
     error_message: str | None = None
     expected_error: str | None = None
     finding: str | None = None
+    tolerance_reason: str | None = None
     env: dict[str, Any]
     reference: ReferenceInfo

@@ -68,6 +68,36 @@ class Git(_Recorded):
     dirty: bool | None = None
 
 
+class WorkloadSource(_Recorded):
+    """The code behind a user workload (:func:`jaxbench.workloads.source.source_of`).
+
+    Attributes:
+        workload: The ``-w`` name (``package.module:factory`` or an entry point's name).
+        module: The module the factory is in.
+        file: That module's file, absolute; ``None`` when it cannot be found.
+        distribution: The installed distribution that provides the module; ``None`` for a
+            module found on ``sys.path`` only (``PYTHONPATH``, the current folder).
+        version: That distribution's version.
+        project: The local folder it was installed from (PEP 610 ``direct_url.json``),
+            absolute; ``None`` when installed from an index or without a distribution.
+        editable: Whether it was installed in editable mode (``pip install -e``).
+        commit: ``git rev-parse HEAD`` of the repository holding :attr:`file`; ``None``
+            outside git.
+        dirty: Whether that repository has uncommitted changes to tracked files; ``None``
+            outside git.
+    """
+
+    workload: str | None = None
+    module: str | None = None
+    file: str | None = None
+    distribution: str | None = None
+    version: str | None = None
+    project: str | None = None
+    editable: bool | None = None
+    commit: str | None = None
+    dirty: bool | None = None
+
+
 class SweepPlacement(_Recorded):
     """Where a sweep ran the record (:mod:`jaxbench.cluster.worker`).
 
@@ -99,6 +129,7 @@ class Env(_Recorded):
         requested_backend: The backend asked for (``default``, ``cpu``, ...).
         sweep: :class:`SweepPlacement` for records of a sweep.
         asv: asv's environment name and date, for records converted from asv results.
+        workload_source: :class:`WorkloadSource`, for a user workload.
     """
 
     jax: str | None = None
@@ -118,6 +149,7 @@ class Env(_Recorded):
     timing: dict[str, Any] | None = None
     requested_backend: str | None = None
     sweep: SweepPlacement | None = None
+    workload_source: WorkloadSource | None = None
     asv: dict[str, Any] | None = None
 
 

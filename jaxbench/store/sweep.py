@@ -74,6 +74,11 @@ class SweepManifest(BaseModel):
     worker_env: dict[str, str]
     env_root: str
     tasks: list[TaskSpec]
+    #: More ``pip install`` arguments of the ``--jax`` environments (``--with``, the user
+    #: workloads' distributions); they name the environments' folders.
+    requirements: list[str] = Field(default_factory=list)
+    #: User workloads the ``--jax`` environments must find.
+    user_workloads: list[str] = Field(default_factory=list)
     submissions: list[Submission] = Field(default_factory=list)
 
     def latest_jobs(self) -> dict[int, str]:

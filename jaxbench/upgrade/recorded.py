@@ -34,6 +34,8 @@ def sweep_releases(
     timing: dict[str, Any],
     processes: int,
     on_progress: Callable[[str], None] = lambda _: None,
+    requirements: tuple[str, ...] = (),
+    user_workloads: tuple[str, ...] = (),
 ) -> list[Path]:
     """Submit ``processes`` sweeps of ``cases`` under every release, and wait for them all.
 
@@ -44,6 +46,8 @@ def sweep_releases(
         timing: :class:`jaxbench.measure.TimingConfig` fields.
         processes: Sweeps, so processes per release and case.
         on_progress: Called with one line per step.
+        requirements: More ``pip install`` arguments of the release environments.
+        user_workloads: User workloads those environments must find.
 
     Returns:
         The sweep folders.
@@ -56,7 +60,8 @@ def sweep_releases(
     sweeps = []
     for number in range(1, processes + 1):
         request = dispatch.SweepRequest(profile=profile, cases=specs, timing=dict(timing),
-                                        jax_versions=list(releases))  # fmt: skip
+                                        jax_versions=list(releases), requirements=requirements,
+                                        user_workloads=user_workloads)  # fmt: skip
         sweep, manifest = dispatch.plan(request)
         dispatch.submit(sweep, manifest, on_progress=on_progress)
         on_progress(f"sweep {number} of {processes} submitted: {sweep.root}")

@@ -1,6 +1,13 @@
 """Workloads: what is timed. No timing code lives here."""
 
-from jaxbench.workloads.base import Built, GateFailure, NotApplicable, Workload
+from jaxbench.workloads.base import (
+    Built,
+    GateFailure,
+    LeafTolerance,
+    NotApplicable,
+    Workload,
+    adam_first_step,
+)
 from jaxbench.workloads.collectives import Collectives
 from jaxbench.workloads.compile_heavy import CompileHeavy
 from jaxbench.workloads.forward_mode import ForwardMode
@@ -46,6 +53,7 @@ __all__ = [
     "CompileHeavy",
     "ForwardMode",
     "GateFailure",
+    "LeafTolerance",
     "Loops",
     "MLPSize",
     "NotApplicable",
@@ -55,5 +63,6 @@ __all__ = [
     "Transformer",
     "UserWorkload",
     "Workload",
+    "adam_first_step",
     "get_workload",
 ]

@@ -24,6 +24,77 @@ class GateFailure(RuntimeError):
     """A case failed its correctness gate; it is recorded as failed and not timed."""
 
 
+@dataclass(frozen=True)
+class LeafTolerance:
+    """How the gate and drift compare some output leaves, and why (recorded with the result).
+
+    A step names the leaves by a pattern over their key paths joined by ``/``
+    (``fnmatch``: ``0/*/bias``, ``params/**``, ``*`` for all; the paths of
+    :func:`jaxbench.workloads.trees.path_text`), e.g. ``Step.tolerances``.
+
+    Attributes:
+        reason: Why these leaves need it; recorded in the gate's facts and the drift rows.
+        rtol: Relative tolerance; ``None`` keeps the dtype's.
+        atol: Absolute tolerance, in units of ``max(1, max |reference leaf|)`` as the dtype's
+            (:func:`jaxbench.tolerance.bound_ratio`); ``None`` keeps the dtype's.
+        exclude: Leave these leaves out of the comparison (they must still be finite and of
+            the same shape).
+    """
+
+    reason: str
+    rtol: float | None = None
+    atol: float | None = None
+    exclude: bool = False
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.reason, str) or not self.reason.strip():
+            raise ValueError("LeafTolerance.reason must say why (a non-empty text)")
+        for name in ("rtol", "atol"):
+            value = getattr(self, name)
+            if value is not None and not (isinstance(value, int | float) and value >= 0):
+                raise ValueError(f"LeafTolerance.{name} must be a number >= 0, got {value!r}")
+
+
+def adam_first_step(learning_rate: float) -> LeafTolerance:
+    """Parameters after one Adam or AdamW step: they agree to ``2 * learning_rate``.
+
+    Adam's update is ``lr * m_hat / (sqrt(v_hat) + eps)`` (Kingma & Ba 2015, Algorithm 1; AdamW
+    adds decoupled weight decay, Loshchilov & Hutter 2019). After the first step ``m_hat /
+    sqrt(v_hat) = g / |g| = sign(g)`` for every ``|g| >> eps``, so each weight moves by about
+    ``lr`` whatever the gradient's size. A gradient within rounding of zero (a bias whose
+    gradient cancels, e.g. attention's key bias under softmax's shift invariance) may take
+    either sign in two correct programs, and the weight then differs by up to ``2 * lr``. The
+    loss and the moments (linear and quadratic in the gradient) keep the dtype's tolerance.
+    This is the one place that rule is stated; the built-in transformer's gate uses it, and a
+    user's ``Step.tolerances`` can (``{"0/params/**": adam_first_step(1e-3)}``).
+
+    Args:
+        learning_rate: The step's learning rate (> 0).
+
+    Raises:
+        ValueError: ``learning_rate`` is not > 0.
+    """
+    if not learning_rate > 0:
+        raise ValueError(f"adam_first_step: learning rate must be > 0, got {learning_rate!r}")
+    return LeafTolerance(
+        reason=f"one Adam step moves each weight by about lr * sign(gradient); a gradient within "
+        f"rounding of zero may move either way, so weights agree to 2 * lr = {2 * learning_rate:g}",
+        atol=2 * learning_rate,
+    )
+
+
+def leaf_tolerance(
+    path: str, leaves: Mapping[str, LeafTolerance]
+) -> tuple[str, LeafTolerance] | None:
+    """The first ``(pattern, tolerance)`` of ``leaves`` whose pattern matches ``path``."""
+    import fnmatch
+
+    for pattern, tol in leaves.items():
+        if fnmatch.fnmatchcase(path, pattern):
+            return pattern, tol
+    return None
+
+
 class NotApplicable(RuntimeError):
     """A case does not apply (e.g. a Jacobian too large to form); it is recorded as skipped."""
 
@@ -215,22 +286,34 @@ def check_int(name: str, value: Any, low: int, high: int) -> int:
 
 
 def check_close(
-    name: str, got: Any, want: Any, dtype: str, tolerance: Mapping[str, float] | None = None
-) -> dict[str, float]:
+    name: str,
+    got: Any,
+    want: Any,
+    dtype: str,
+    tolerance: Mapping[str, float] | None = None,
+    leaves: Mapping[str, LeafTolerance] | None = None,
+) -> dict[str, Any]:
     """Compare two PyTrees leaf by leaf with the dtype's tolerance from :data:`TOLERANCES`.
 
     The rule is :func:`jaxbench.tolerance.bound_ratio`'s (``atol`` in units of
     ``max(1, max |want leaf|)``). ``tolerance`` (``{"rtol", "atol"}``) replaces the dtype's
-    where a workload derives its own (e.g. from the rounding of a long float32 sum).
+    where a workload derives its own (e.g. from the rounding of a long float32 sum). ``leaves``
+    replaces it, or leaves the leaf out, for the leaves whose key path (joined by ``/``) a
+    pattern matches (:class:`LeafTolerance`; the first matching pattern counts).
 
     Returns:
-        ``{"rtol", "atol", "max_abs_err"}`` to record (``atol`` unscaled).
+        ``{"rtol", "atol", "max_abs_err"}`` to record (``atol`` unscaled; ``max_abs_err`` over
+        the leaves compared), plus ``leaf_tolerances`` (pattern -> its fields and the number of
+        ``leaves`` it matched) when ``leaves`` is given.
 
     Raises:
-        GateFailure: Structures differ, a leaf is not finite, or a leaf is not ``allclose``;
-            the message names the leaf by its key path (``leaf params/attn/key/bias``,
-            :func:`jaxbench.workloads.trees.path_text`; ``leaf (root)`` for a lone array).
+        GateFailure: Structures differ, a leaf is not finite, a leaf is not ``allclose``, or a
+            pattern of ``leaves`` matches no leaf; the message names the leaf by its key path
+            (``leaf params/attn/key/bias``, :func:`jaxbench.workloads.trees.path_text`;
+            ``leaf (root)`` for a lone array).
     """
+    import dataclasses
+
     import jax
     import numpy as np
 
@@ -242,6 +325,7 @@ def check_close(
     if got_tree != want_tree:
         raise GateFailure(f"{name}: PyTree structures differ: {got_tree} vs {want_tree}")
     worst = 0.0
+    matched: dict[str, int] = dict.fromkeys(leaves or {}, 0)
     for (path, a), b in zip(got_leaves, want_leaves, strict=True):
         i = path_text(path, "/") or "(root)"
         a = np.asarray(a, dtype=np.float64)
@@ -250,13 +334,30 @@ def check_close(
             raise GateFailure(f"{name}: leaf {i} has shape {a.shape}, expected {b.shape}")
         if not (np.isfinite(a).all() and np.isfinite(b).all()):
             raise GateFailure(f"{name}: leaf {i} is not finite")
+        here = tol
+        found = leaf_tolerance(i, leaves or {})
+        if found is not None:
+            matched[found[0]] += 1
+            if found[1].exclude:
+                continue
+            here = {k: tol[k] if getattr(found[1], k) is None else getattr(found[1], k)
+                    for k in ("rtol", "atol")}  # fmt: skip
         if a.size:
             worst = max(worst, float(np.max(np.abs(a - b))))
-        scale, ratio = bound_ratio(a, b, tol["rtol"], tol["atol"])
+        scale, ratio = bound_ratio(a, b, here["rtol"], here["atol"])
         if ratio > 1:
             raise GateFailure(
-                f"{name}: leaf {i} differs beyond rtol={tol['rtol']:g}, "
-                f"atol={tol['atol']:g} x {scale:.3g} "
+                f"{name}: leaf {i} differs beyond rtol={here['rtol']:g}, "
+                f"atol={here['atol']:g} x {scale:.3g} "
                 f"(max abs error {float(np.max(np.abs(a - b))):.3g})"
             )
-    return {"rtol": tol["rtol"], "atol": tol["atol"], "max_abs_err": worst}
+    unused = [p for p, n in matched.items() if n == 0]
+    if unused:
+        shown = ", ".join((path_text(p, "/") or "(root)") for p, _ in got_leaves[:8])
+        raise GateFailure(f"{name}: tolerance pattern {unused[0]!r} matches no output leaf "
+                          f"(leaves: {shown}{', ...' if len(got_leaves) > 8 else ''})")  # fmt: skip
+    facts: dict[str, Any] = {"rtol": tol["rtol"], "atol": tol["atol"], "max_abs_err": worst}
+    if leaves:
+        facts["leaf_tolerances"] = {p: dataclasses.asdict(t) | {"leaves": matched[p]}
+                                    for p, t in leaves.items()}  # fmt: skip
+    return facts

@@ -19,11 +19,11 @@ import numpy as np
 from jaxbench.measure.harness import CompileTarget
 from jaxbench.workloads import lm, meshes
 from jaxbench.workloads.base import (
-    TOLERANCES,
     AsvSuite,
     Built,
     GateFailure,
     Workload,
+    adam_first_step,
     check_close,
     check_loss_lowered,
     copy_tree,
@@ -269,10 +269,10 @@ def _gate(
     state's), every leaf of the stepped state must still be on its sharding.
 
     Loss and AdamW moments (linear and quadratic in the gradient) must agree at the dtype's
-    tolerance. The parameters agree to ``2 * LEARNING_RATE``: AdamW's first step moves each
-    weight by about ``lr * sign(gradient)``, so a gradient within rounding of zero may move
-    either way. One step must lower the loss on its batch, and a batch of floats or of too many
-    positions must raise :class:`~jaxbench.workloads.lm.TokenShapeError`.
+    tolerance. The parameters agree to ``2 * LEARNING_RATE``
+    (:func:`jaxbench.workloads.base.adam_first_step`). One step must lower the loss on its
+    batch, and a batch of floats or of too many positions must raise
+    :class:`~jaxbench.workloads.lm.TokenShapeError`.
     """
     for label, bad in (
         ("dtype", tokens.astype(jnp.float32)),
@@ -290,16 +290,16 @@ def _gate(
         meshes.check_kept(jit_state, shardings)
     loss_check = check_close("loss (plain vs jit)", jit_loss, plain_loss, dtype)
     check_close("AdamW moments (plain vs jit)", jit_state.opt_state, plain_state.opt_state, dtype)
-    params_tol = {"rtol": TOLERANCES[dtype]["rtol"], "atol": 2 * lm.LEARNING_RATE}
+    adam = adam_first_step(lm.LEARNING_RATE)
     params_check = check_close(
-        "params (plain vs jit)", jit_state.params, plain_state.params, dtype, params_tol
+        "params (plain vs jit)", jit_state.params, plain_state.params, dtype, leaves={"*": adam}
     )
     before = float(plain_loss)
     after = check_loss_lowered(step, jit_state, tokens, before)
     return {
         "rtol": loss_check["rtol"],
         "atol": loss_check["atol"],
-        "params_atol": params_tol["atol"],
+        "params_atol": adam.atol,
         "max_abs_err_loss": loss_check["max_abs_err"],
         "max_abs_err_params": params_check["max_abs_err"],
         "loss_before": before,

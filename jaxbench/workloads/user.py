@@ -25,12 +25,12 @@ from __future__ import annotations
 import importlib
 import inspect
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from importlib.metadata import entry_points
 from typing import Any
 
 from jaxbench.measure.harness import CompileTarget
-from jaxbench.workloads.base import Built, GateFailure, Workload, check_close
+from jaxbench.workloads.base import Built, GateFailure, LeafTolerance, Workload, check_close
 
 #: Entry-point group of installed packages' workload factories.
 GROUP = "jaxbench.workloads"
@@ -63,6 +63,12 @@ class Step:
             inner dimension, a softmax's width, a mean over the batch; the widest of them), for
             ``jaxbench drift --workload``: its float32 tolerance is derived from it
             (:func:`jaxbench.drift.tolerance.tolerance`). ``None``: 64, and drift says so.
+        tolerances: Output leaves that need another tolerance, or none, in the gate and in
+            ``drift --workload``: a pattern over the output's key paths joined by ``/`` (the
+            output of ``fn``: ``0/params/attn/key/bias``; ``fnmatch``, first match counts) ->
+            :class:`jaxbench.workloads.base.LeafTolerance`, whose reason is recorded. A
+            pattern that matches no leaf fails the gate. For parameters after one Adam or
+            AdamW step: :func:`jaxbench.workloads.base.adam_first_step`.
     """
 
     fn: Callable[..., Any]
@@ -73,6 +79,7 @@ class Step:
     tokens: int | None = None
     seed: int = 0
     reduction_length: int | None = None
+    tolerances: Mapping[str, LeafTolerance] = field(default_factory=dict)
 
 
 class _Required:
@@ -234,6 +241,14 @@ def _check_step(name: str, step: Any) -> None:
         raise ValueError(
             f"workload {name!r}: Step.reduction_length must be a whole number >= 1, got {length!r}"
         )
+    tolerances = step.tolerances
+    if not isinstance(tolerances, Mapping) or not all(
+        isinstance(k, str) and isinstance(v, LeafTolerance) for k, v in tolerances.items()
+    ):
+        raise ValueError(
+            f"workload {name!r}: Step.tolerances must map key-path patterns (str) to "
+            "jaxbench.workloads.LeafTolerance"
+        )
     for field_name in ("flops", "tokens"):
         value = getattr(step, field_name)
         if value is not None and not (isinstance(value, int | float) and value >= 0):
@@ -321,7 +336,8 @@ def _gate(name: str, step: Step) -> dict[str, Any]:
         )
     if step.next_args is not None:
         _check_next_args(name, args, step.next_args(args, got))
-    facts = check_close(f"{name}: jit vs {source}", got, want, tolerance_dtype(got))
+    facts = check_close(f"{name}: jit vs {source}", got, want, tolerance_dtype(got),
+                        leaves=step.tolerances)  # fmt: skip
     return facts | {"reference": source}
 
 

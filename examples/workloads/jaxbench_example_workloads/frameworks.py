@@ -121,3 +121,70 @@ def nnx_mlp(width: int = 64, depth: int = 2, batch: int = 64, lr: float = 0.05) 
         flops=_mlp_flops(width, depth, batch),
         tokens=batch,
     )
+
+
+def nnx_attention(
+    d_model: int = 64, heads: int = 4, seq: int = 16, batch: int = 8, lr: float = 1e-3
+) -> Step:
+    """One optax AdamW step of a Flax NNX attention block (``nnx.MultiHeadAttention``).
+
+    The block is ``Linear(x + MultiHeadAttention(x))`` over ``(batch, seq, d_model)`` float32
+    inputs, regressed on ``sin(x)``. Its arguments: the ``nnx.Param`` state and AdamW's state
+    (both donated, fed to the next call), ``x`` and ``y``.
+
+    The key projection's bias gets a gradient within rounding of zero (softmax is unchanged by
+    a shift shared by all keys), and one AdamW step moves every weight by about ``lr`` whatever
+    its gradient, so the jitted and plain steps may move that bias in opposite directions. The
+    step says so where jaxbench looks for it: ``Step.tolerances`` gives the parameters the
+    documented Adam rule (:func:`jaxbench.workloads.adam_first_step`); the loss and AdamW's
+    moments keep float32's tolerance.
+
+    FLOP per call, forward and backward: ``6 * batch * seq * 5 * d_model**2`` for the four
+    attention projections and the output layer, plus ``6 * 2 * batch * seq**2 * d_model`` for
+    the scores and their weighted sum.
+
+    Raises:
+        ModuleNotFoundError: Flax (or optax) is not installed.
+        ValueError: A size below 1, ``d_model`` not a multiple of ``heads``, or ``lr`` not
+            finite and > 0.
+    """
+    from jaxbench.workloads import adam_first_step
+
+    nnx = _need("flax.nnx", "flax")
+    optax = _need("optax", "flax")
+    _check(d_model, seq, batch, lr)
+    if heads < 1 or d_model % heads:
+        raise ValueError(f"heads must be >= 1 and divide d_model={d_model}, got {heads}")
+
+    class Block(nnx.Module):
+        def __init__(self, rngs: Any) -> None:
+            self.attn = nnx.MultiHeadAttention(
+                num_heads=heads, in_features=d_model, decode=False, rngs=rngs
+            )
+            self.out = nnx.Linear(d_model, d_model, rngs=rngs)
+
+        def __call__(self, x: jax.Array) -> jax.Array:
+            return self.out(x + self.attn(x))
+
+    graph, params, rest = nnx.split(Block(nnx.Rngs(0)), nnx.Param, ...)
+    optimizer = optax.adamw(lr)
+
+    def loss(params: Any, x: jax.Array, y: jax.Array) -> jax.Array:
+        return jnp.mean((nnx.merge(graph, params, rest)(x) - y) ** 2)
+
+    def step(params: Any, opt_state: Any, x: jax.Array, y: jax.Array) -> Any:
+        value, grads = jax.value_and_grad(loss)(params, x, y)
+        updates, opt_state = optimizer.update(grads, opt_state, params)
+        return optax.apply_updates(params, updates), opt_state, value
+
+    x = jax.random.normal(jax.random.key(7), (batch, seq, d_model))
+    return Step(
+        fn=jax.jit(step, donate_argnums=(0, 1)),
+        args=(params, optimizer.init(params), x, jnp.sin(x)),
+        next_args=lambda args, out: (out[0], out[1], *args[2:]),
+        reference=step,
+        flops=6 * batch * seq * 5 * d_model**2 + 12 * batch * seq**2 * d_model,
+        tokens=batch * seq,
+        reduction_length=max(d_model, seq, batch * seq),
+        tolerances={"0/*": adam_first_step(lr)},
+    )
