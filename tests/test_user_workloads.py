@@ -361,7 +361,7 @@ def test_a_flax_nnx_attention_step_with_adamw_passes_the_gate_by_its_stated_tole
     assert stated["atol"] == 2e-3 and "Adam step" in stated["reason"] and stated["leaves"] > 4
     # without it, the key bias (zero gradient) moves by +-lr either way and fails, by name
     bare = _nnx_attention(monkeypatch, tolerances={}).build({})
-    with pytest.raises(GateFailure, match=r"leaf 0/attn/key/bias differs"):
+    with pytest.raises(GateFailure, match=r"leaf 0/attn/key/bias(/value)? differs"):
         bare.check()
 
 
@@ -373,7 +373,8 @@ def test_a_wrong_jit_path_of_the_same_model_still_fails_the_gate_naming_the_leaf
         return jax.jit(lambda p, o, x, y: step.reference(p, o, 2 * x, y), donate_argnums=(0, 1))
 
     built = _nnx_attention(monkeypatch, fn=wrong).build({})
-    with pytest.raises(GateFailure, match=r"nnx_attention_adamw: jit vs reference: leaf 0/\S+ "):
+    # A weight moves by at most lr whatever its gradient, so AdamW's moments catch it.
+    with pytest.raises(GateFailure, match=r"jit vs reference: leaf 1/0/mu/\S+ differs beyond"):
         built.check()
 
 
