@@ -297,3 +297,27 @@ def test_drift_of_a_user_workload_keeps_its_stated_tolerances_and_records_why(tm
     strict = run_cli("drift", "-w", "tolerant_h:step", "--reference", str(ref), "-o",
                      str(out), env=env | {"TOLERANT_SHIFT": "0.5"})  # fmt: skip
     assert strict.returncode == 1  # past rtol 0.1: a finding
+
+
+def test_the_drift_tables_loss_is_a_floating_scalar_not_an_optimizers_step_count():
+    from jaxbench.cli.drift import _loss_cell
+    from jaxbench.store import DriftRow
+
+    def row(output, dtype, ref, now):
+        return DriftRow.model_construct(output=output, output_dtype=dtype, reference_value=ref,
+                                        current_value=now, within_tolerance=True)  # fmt: skip
+
+    rows = [row("out.1.0.count", "int32", 1, 1), row("out.2", "float32", 0.5, 0.25)]
+    assert _loss_cell(rows) == "0.5 -> 0.25"
+    assert _loss_cell([*rows, row("loss", "float32", 2.0, 3.0)]) == "2 -> 3"
+
+
+def test_a_local_project_whose_dependencies_changed_gets_a_new_environment(tmp_path):
+    project = tmp_path / "proj"
+    project.mkdir()
+    (project / "pyproject.toml").write_text('[project]\nname = "p"\ndependencies = []\n')
+    before = pyenvs.env_dir(tmp_path, "0.11.2", None, "3.13", ("-e", str(project)))
+    (project / "mod.py").write_text("x = 1\n")  # code: installed editable, same environment
+    assert pyenvs.env_dir(tmp_path, "0.11.2", None, "3.13", ("-e", str(project))) == before
+    (project / "pyproject.toml").write_text('[project]\nname = "p"\ndependencies = ["optax"]\n')
+    assert pyenvs.env_dir(tmp_path, "0.11.2", None, "3.13", ("-e", str(project))) != before

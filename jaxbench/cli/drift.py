@@ -190,11 +190,19 @@ def _fmt(value: float | None) -> str:
 
 
 def _loss_cell(rows: list[DriftRow]) -> str:
+    """What an ``invalid_shape`` set raised, else its loss, reference -> now.
+
+    The loss is the output named ``loss``, else the first floating scalar: a user step's
+    outputs may hold integer scalars, such as an optimizer's step count.
+    """
     for r in rows:
         if r.output == "raises":
             return r.error_type.rsplit(".", 1)[-1] if r.raised else "nothing raised"
-        if r.reference_value is not None and r.current_value is not None:
-            return f"{r.reference_value:.7g} -> {r.current_value:.7g}"
+    scalars = [r for r in rows if r.reference_value is not None and r.current_value is not None
+               and "float" in (r.output_dtype or "")]  # fmt: skip
+    named = [r for r in scalars if r.output == "loss" or r.output.endswith(".loss")]
+    for r in named or scalars:
+        return f"{r.reference_value:.7g} -> {r.current_value:.7g}"
     return ""
 
 

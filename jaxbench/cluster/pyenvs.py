@@ -76,9 +76,11 @@ def env_dir(
 
 
 def requirements_digest(requirements: tuple[str, ...]) -> str:
-    """SHA-256 (first 10 hex digits) of pip arguments, and of each ``-r FILE``'s text.
+    """SHA-256 (first 10 hex digits) of pip arguments and of the files they name.
 
-    A requirements file's contents count, not its name, so an edited file builds anew.
+    Each ``-r FILE``'s text and each ``-e FOLDER``'s ``pyproject.toml`` count, so an edited
+    requirements file builds anew, and so does a local project whose declared dependencies
+    changed (its code is installed editable: edits to the code need no new environment).
 
     Raises:
         ValueError: A ``-r`` file cannot be read.
@@ -86,11 +88,14 @@ def requirements_digest(requirements: tuple[str, ...]) -> str:
     parts = []
     for i, arg in enumerate(requirements):
         parts.append(arg)
-        if i > 0 and requirements[i - 1] == "-r":
+        flag = requirements[i - 1] if i > 0 else ""
+        if flag == "-r":
             try:
                 parts.append(Path(arg).read_text(encoding="utf-8"))
             except OSError as exc:
                 raise ValueError(f"--requirements {arg}: cannot be read ({exc.strerror})") from None
+        elif flag == "-e" and (Path(arg) / "pyproject.toml").is_file():
+            parts.append((Path(arg) / "pyproject.toml").read_text(encoding="utf-8"))
     return hashlib.sha256("\0".join(parts).encode()).hexdigest()[:10]
 
 
