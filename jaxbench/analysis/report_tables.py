@@ -19,6 +19,7 @@ from jaxbench.analysis.drift import drift_by_version, sorted_findings
 from jaxbench.analysis.report_context import ReportContext
 from jaxbench.analysis.review import Review
 from jaxbench.analysis.text_table import Column, TextTable
+from jaxbench.analysis.versions import version_key
 from jaxbench.inference.verdicts import VERDICTS
 from jaxbench.store import Env
 
@@ -391,7 +392,7 @@ def checked_sets(drift: pd.DataFrame) -> str:
     parts = []
     for workload, rows in drift.groupby("workload", sort=True):
         sets = sorted(rows["set"].astype(str).unique())
-        versions = ", ".join(str(v) for v in sorted(rows["jax"].astype(str).unique()))
+        versions = ", ".join(sorted({str(v) for v in rows["version"].dropna()}, key=version_key))
         shown = ", ".join(f"`{x}`" for x in sets[:4]) + (f" and {len(sets) - 4} more"
                                                            if len(sets) > 4 else "")  # fmt: skip
         parts.append(f"`{workload}` ({len(sets)} set(s): {shown}; JAX {versions})")
