@@ -2,12 +2,14 @@
 
 Runs ``--pairs`` pairs of the ``small`` train step (or ``--workload``/``--param``) one after the
 other, each as :func:`jaxbench.interleave.session._interleaved_pair` runs it: two fresh
-workers started at once, each side prepared in turn (:func:`prepare_side`, the first pair gating
-in full and the later ones reusing the gate), the default schedule's warm-up and timed rounds
-(:func:`timed_block`, in a random order per round), then both asked to quit and waited for.
-Each phase gets a clock: starting the two processes, preparing side A, preparing side B, the
-rounds, and the end (quit and exit). Prints a Markdown table of each phase's median and range
-over the pairs after the first (seconds) and the first pair apart.
+workers started at once, both sides prepared (:func:`prepare_pair`: at once on the CPU; the
+first pair gating in full and the later ones reusing the gate), the default schedule's warm-up
+and timed rounds (:func:`timed_block`, in a random order per round), then both asked to quit
+and waited for. Each phase gets a clock: starting the two processes, preparing both sides, the
+rounds, and the end (quit and exit). The results of commit c4ad24e (before both sides prepared
+at once and workers ended without teardown) have the phases "prepare A" and "prepare B".
+Prints a Markdown table of each phase's median and range over the pairs after the first
+(seconds) and the first pair apart.
 
 Run it on an idle machine: on a shared one the figures are rough.
 Usage: .venv/bin/python scripts/bench_pair.py [--pairs 6] [--workload train_step]
@@ -27,9 +29,9 @@ import time
 import numpy as np
 
 from jaxbench.cli.selection import Selection
-from jaxbench.interleave.session import Schedule, Worker, prepare_side, timed_block
+from jaxbench.interleave.session import Schedule, Worker, prepare_pair, timed_block
 
-PHASES = ("start both", "prepare A", "prepare B", "rounds", "quit and exit", "pair")
+PHASES = ("start both", "prepare both", "rounds", "quit and exit", "pair")
 
 
 def one_pair(python: str, workload: str, params: dict, backend: str, s: Schedule, gated: dict,
@@ -38,9 +40,7 @@ def one_pair(python: str, workload: str, params: dict, backend: str, s: Schedule
     t = [time.perf_counter()]
     wa, wb = Worker(python, backend), Worker(python, backend)
     t.append(time.perf_counter())
-    prepare_side(wa, workload, params, backend, s, gated, 0)
-    t.append(time.perf_counter())
-    prepare_side(wb, workload, params, backend, s, gated, 1)
+    prepare_pair(wa, wb, workload, (params, params), backend, s, gated)
     t.append(time.perf_counter())
     workers = (wa, wb)
     for _ in range(s.warmup_rounds + s.rounds):

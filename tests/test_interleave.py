@@ -182,8 +182,18 @@ class FakeWorker:
         self.name, self.log, self.latency, self.recompile_at = name, log, latency, recompile_at
         self.blocks = 0
 
+    def send(self, **request):
+        self.log.append(f"{self.name} sent {request['op']}")
+        self.pending = request
+
+    def answer(self):
+        self.log.append(f"{self.name} answered {self.pending['op']}")
+        return self.request(**self.pending)
+
     def request(self, op, **kw):
         if op == "prepare":
+            if kw["params"].get("size") == "broken":
+                raise WorkerError("worker (py): ValueError: no such size")
             self.prepared = kw
             size = get_size(kw["params"]["size"])
             env = {"jax": "0.0", "jaxlib": "0.0", "backend": "cpu", "device_kind": "cpu"}
@@ -205,6 +215,7 @@ def test_each_round_times_one_block_per_side_in_a_random_order():
     s = Schedule(rounds=20, calls_per_block=3, warmup_rounds=2)
     run = interleave_case(wa, wb, Variant("a", "py"), Variant("b", "py", {"size": "tiny*1.5"}),
                           "train_step", TINY, "cpu", s, np.random.default_rng(0), 4)  # fmt: skip
+    log = [x for x in log if " " not in x]  # the blocks only
     pairs = [log[i : i + 2] for i in range(0, len(log), 2)]
     assert len(pairs) == 22 and all(sorted(p) == ["A", "B"] for p in pairs)
     assert {r.order for r in run.rounds} == {"AB", "BA"}
@@ -214,6 +225,30 @@ def test_each_round_times_one_block_per_side_in_a_random_order():
     log_ratio = pair_log_ratio([r.baseline_s for r in run.rounds],
                                [r.candidate_s for r in run.rounds])  # fmt: skip
     assert np.exp(log_ratio) == pytest.approx(1.2)
+
+
+@pytest.mark.parametrize("backend", ["cpu", "gpu"])
+def test_both_sides_prepare_at_once_on_the_cpu_and_in_turn_elsewhere(backend):
+    """On a GPU a compile autotunes kernels, so the other side must not run beside it."""
+    from jaxbench.interleave.session import prepare_pair
+
+    log: list[str] = []
+    wa, wb = FakeWorker("A", log, 1e-3), FakeWorker("B", log, 1e-3)
+    if backend != "cpu":  # a worker that is only asked, one request at a time
+        wa.send = wb.send = None
+    s = Schedule(rounds=6, warmup_rounds=0)
+    ready = prepare_pair(wa, wb, "train_step", (TINY, TINY | {"size": "tiny*1.5"}), backend, s)
+    assert [r["programs_hash"] for r in ready] == ["hash-of-tiny", "hash-of-tiny*1.5"]
+    if backend == "cpu":
+        assert log == ["A sent prepare", "B sent prepare", "A answered prepare",
+                       "B answered prepare"]  # fmt: skip
+    else:
+        assert log == []  # request(): no send/answer split
+    # A side that cannot prepare: the other side's answer is read all the same, then the error.
+    log.clear()
+    with pytest.raises(WorkerError, match="no such size"):
+        prepare_pair(wa, wb, "train_step", (TINY | {"size": "broken"}, TINY), "cpu", s)
+    assert log[-1] == "B answered prepare"
 
 
 def test_later_pairs_send_each_side_the_programs_it_gated_and_record_the_reuse():

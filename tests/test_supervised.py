@@ -196,3 +196,27 @@ def test_a_killed_run_leaves_no_worker_measuring_on(module, tmp_path):
     finally:
         if run.poll() is None:
             run.kill()
+
+
+@pytest.mark.slow
+def test_a_worker_ends_without_teardown_and_still_removes_its_fresh_cache(module, tmp_path):
+    """The worker ends with ``os._exit`` after its last answer; its own cache folder goes too."""
+    import subprocess
+    import sys
+
+    scratch = tmp_path / "tmp"
+    scratch.mkdir()
+    env = {
+        **os.environ,
+        "TMPDIR": str(scratch),
+        "PYTHONPATH": os.pathsep.join([str(tmp_path / "src"), os.environ.get("PYTHONPATH", "")]),
+    }
+    done = subprocess.run(
+        [sys.executable, "-m", "jaxbench", "run", "-w", f"{module}:fine", *TIMING,
+         "--compilation-cache", "fresh", "-o", str(tmp_path / "r")],
+        capture_output=True, text=True, timeout=300, env=env,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    (record,) = records(tmp_path / "r")
+    assert record.status == "ok" and record.compilation_cache["dir"].startswith(str(scratch))
+    assert not list(scratch.glob("jaxbench-xla-cache-*"))  # the worker's and run's, removed

@@ -28,7 +28,7 @@ import tempfile
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import IO, Any
+from typing import IO, Any, NoReturn
 
 import numpy as np
 
@@ -222,30 +222,53 @@ class Worker:
         self.python = python
         self._quit_sent = False
         self._case = ""
+        self._op: str | None = None
 
     def request(self, **request: Any) -> dict[str, Any]:
-        """Send one request and wait for its answer.
+        """Send one request and wait for its answer (:meth:`send`, then :meth:`answer`).
 
         Raises:
             WorkerError: The answer is ``ok: false``.
             WorkerDied: The process ended, or gave no answer within ``timeout_s`` (it is
                 killed).
         """
-        assert self._proc.stdin and self._proc.stdout
+        self.send(**request)
+        return self.answer()
+
+    def send(self, **request: Any) -> None:
+        """Send one request without waiting; :meth:`answer` reads its answer.
+
+        Raises:
+            WorkerDied: The process has ended (its input is closed).
+        """
+        assert self._proc.stdin
         if request.get("op") == "prepare":
             self._case = case_label(request["workload"], request["params"])
-        op = request.get("op")
-        case = f", case {self._case}" if self._case else ""
+        self._op = request.get("op")
         try:
             self._proc.stdin.write(json.dumps(request) + "\n")
             self._proc.stdin.flush()
+        except (BrokenPipeError, OSError):
+            self._died()
+
+    def answer(self) -> dict[str, Any]:
+        """Wait for the answer to the request :meth:`send` sent.
+
+        Raises:
+            WorkerError: The answer is ``ok: false``.
+            WorkerDied: The process ended, or gave no answer within ``timeout_s`` (it is
+                killed).
+        """
+        assert self._proc.stdout
+        case = f", case {self._case}" if self._case else ""
+        try:
             ready, _, _ = select.select([self._proc.stdout], [], [], self.timeout_s)
             if not ready:
                 self._proc.kill()
                 self._proc.wait()
                 tail = self._stderr_tail()
                 raise WorkerDied(
-                    f"worker ({self.python}) gave no answer to {op!r} within "
+                    f"worker ({self.python}) gave no answer to {self._op!r} within "
                     f"{self.timeout_s:g} s; killed it{case}: {tail}",
                     how="hung", stderr_tail=tail, timed_out=True,
                 )  # fmt: skip
@@ -253,15 +276,19 @@ class Worker:
         except (BrokenPipeError, OSError):
             line = ""
         if not line:
-            how, tail = self._end(), self._stderr_tail()
-            raise WorkerDied(
-                f"worker ({self.python}) {how} during {op!r}{case}: {tail}",
-                how=how, stderr_tail=tail,
-            )  # fmt: skip
+            self._died()
         answer = json.loads(line)
         if not answer.get("ok"):
             raise WorkerError(f"worker ({self.python}): {answer.get('error')}")
         return answer
+
+    def _died(self) -> NoReturn:
+        case = f", case {self._case}" if self._case else ""
+        how, tail = self._end(), self._stderr_tail()
+        raise WorkerDied(
+            f"worker ({self.python}) {how} during {self._op!r}{case}: {tail}",
+            how=how, stderr_tail=tail,
+        )  # fmt: skip
 
     def _stderr_tail(self, lines: int = 8) -> str:
         self._stderr.seek(0)
@@ -340,6 +367,31 @@ class Worker:
 Gated = dict[tuple[int, str, str], set[str]]
 
 
+def _prepare_request(
+    workload: str,
+    params: dict[str, Any],
+    backend: str,
+    s: Schedule,
+    gated: Gated | None,
+    side: int,
+) -> tuple[dict[str, Any], tuple[int, str, str]]:
+    """The ``prepare`` request of one side, and its key in ``gated``."""
+    key = (side, workload, json.dumps(params, sort_keys=True, default=str))
+    known = sorted(gated.get(key, ())) if gated is not None else []
+    request: dict[str, Any] = {"op": "prepare", "workload": workload, "params": params,
+                               "backend": backend, "warmup": s.warmup_calls}  # fmt: skip
+    if known:
+        request["gated"] = known
+    return request, key
+
+
+def _note_gated(answer: dict[str, Any], gated: Gated | None, key: tuple[int, str, str]) -> None:
+    """Add the hash of a program the worker gated in full to ``gated``."""
+    digest = answer.get("programs_hash")
+    if gated is not None and digest and answer.get("gate_mode") == "run":
+        gated.setdefault(key, set()).add(digest)
+
+
 def prepare_side(
     worker: Worker,
     workload: str,
@@ -355,17 +407,55 @@ def prepare_side(
     gate in earlier pairs (none in the first pair, so it always gates in full), and the hash
     of a program it gated in full is added for the pairs after.
     """
-    key = (side, workload, json.dumps(params, sort_keys=True, default=str))
-    known = sorted(gated.get(key, ())) if gated is not None else []
-    request: dict[str, Any] = {"op": "prepare", "workload": workload, "params": params,
-                               "backend": backend, "warmup": s.warmup_calls}  # fmt: skip
-    if known:
-        request["gated"] = known
+    request, key = _prepare_request(workload, params, backend, s, gated, side)
     answer = worker.request(**request)
-    digest = answer.get("programs_hash")
-    if gated is not None and digest and answer.get("gate_mode") == "run":
-        gated.setdefault(key, set()).add(digest)
+    _note_gated(answer, gated, key)
     return answer
+
+
+def prepare_pair(
+    wa: Worker,
+    wb: Worker,
+    workload: str,
+    params: tuple[dict[str, Any], dict[str, Any]],
+    backend: str,
+    s: Schedule,
+    gated: Gated | None = None,
+) -> tuple[dict[str, Any], dict[str, Any]]:
+    """Both sides of a pair prepare a case (:func:`prepare_side`); returns their answers.
+
+    On the ``cpu`` backend both prepare at once: preparation is never timed (the timed rounds
+    start after both answered and after the untimed warm-up rounds), and a CPU compile does
+    not depend on the machine's load. On any other backend they prepare one after the other:
+    a GPU compiler times candidate kernels while it compiles (autotuning), and the other
+    side's work on the same device would change what it picks.
+
+    Raises:
+        WorkerError: A side's answer is ``ok: false`` (both answers are read first).
+        WorkerDied: A worker ended or hung.
+    """
+    if backend != "cpu":
+        return (prepare_side(wa, workload, params[0], backend, s, gated, 0),
+                prepare_side(wb, workload, params[1], backend, s, gated, 1))  # fmt: skip
+    requests = [_prepare_request(workload, p, backend, s, gated, side)
+                for side, p in enumerate(params)]  # fmt: skip
+    for worker, (request, _) in zip((wa, wb), requests, strict=True):
+        worker.send(**request)
+    answers: list[dict[str, Any]] = []
+    error: WorkerError | None = None
+    for worker, (_, key) in zip((wa, wb), requests, strict=True):
+        try:
+            answers.append(worker.answer())
+        except WorkerDied:
+            raise
+        except WorkerError as exc:
+            error = error or exc
+            answers.append({})
+            continue
+        _note_gated(answers[-1], gated, key)
+    if error is not None:
+        raise error
+    return answers[0], answers[1]
 
 
 def timed_block(worker: Worker, calls: int) -> tuple[list[float], dict[str, Any], bool]:
@@ -543,16 +633,15 @@ def interleave_case(
     """One case on one pair of workers that are already running.
 
     Both workers prepare the case (each with its variant's overrides; ``gated`` as
-    :func:`prepare_side`), run ``s.warmup_rounds`` untimed rounds, then ``s.rounds`` timed
+    :func:`prepare_side`; at once on the CPU, :func:`prepare_pair`), run ``s.warmup_rounds``
+    untimed rounds, then ``s.rounds`` timed
     rounds in an order drawn from ``rng``.
     """
     pa, pb = params | a.params, params | b.params
     run = PairRun(index=index, started_at=now())
     try:
-        sides = (
-            side_info(a, prepare_side(wa, workload, pa, backend, s, gated, 0), pa),
-            side_info(b, prepare_side(wb, workload, pb, backend, s, gated, 1), pb),
-        )
+        ready = prepare_pair(wa, wb, workload, (pa, pb), backend, s, gated)
+        sides = (side_info(a, ready[0], pa), side_info(b, ready[1], pb))
     except WorkerDied:
         raise
     except WorkerError as exc:

@@ -217,9 +217,10 @@ def _end_with_parent() -> None:
 def main() -> None:
     """Entry point: set ``JAX_PLATFORMS`` from ``--backend`` before JAX loads, then serve.
 
-    JAX and the preparation code are imported before the first request is read: the session
-    starts both workers of a pair at once but prepares them one after the other, so the
-    second one's imports run while the first prepares, not after it.
+    JAX and the preparation code are imported before the first request is read, so a worker
+    started beside another imports while the other prepares. After ``quit`` (or the end of
+    input) the process ends with ``os._exit(0)``, once its answers and stderr are flushed and
+    its ``fresh`` cache folder removed: no interpreter teardown.
     """
     _end_with_parent()
     backend = sys.argv[sys.argv.index("--backend") + 1] if "--backend" in sys.argv else None
@@ -232,8 +233,16 @@ def main() -> None:
 
     import jaxbench.env
     import jaxbench.prepared  # noqa: F401
+    from jaxbench.measure.cache import remove_fresh
 
     serve(sys.stdin, answers)
+    # Everything is answered: end at once, without the interpreter's teardown of JAX (its
+    # backends, thread pools and modules), which the session would otherwise wait for after
+    # every pair. Only this process's own temporary cache folder needs removing.
+    answers.flush()
+    sys.stderr.flush()
+    remove_fresh()
+    os._exit(0)
 
 
 if __name__ == "__main__":

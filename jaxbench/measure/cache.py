@@ -16,6 +16,14 @@ from typing import Any
 
 OFF = "off"
 FRESH = "fresh"
+#: The ``fresh`` cache folders this process made, removed at exit (:func:`remove_fresh`).
+_FRESH_DIRS: list[str] = []
+
+
+def remove_fresh() -> None:
+    """Remove the ``fresh`` cache folders this process made (at exit, or before ``os._exit``)."""
+    while _FRESH_DIRS:
+        shutil.rmtree(_FRESH_DIRS.pop(), ignore_errors=True)
 
 
 def configure_compilation_cache(
@@ -52,7 +60,9 @@ def configure_compilation_cache(
         cache_dir = None
     elif mode == FRESH:
         cache_dir = tempfile.mkdtemp(prefix="jaxbench-xla-cache-")
-        atexit.register(shutil.rmtree, cache_dir, ignore_errors=True)
+        if not _FRESH_DIRS:
+            atexit.register(remove_fresh)
+        _FRESH_DIRS.append(cache_dir)
     elif not mode.strip():
         raise ValueError("compilation cache must be 'off', 'fresh' or a folder, got ''")
     else:
