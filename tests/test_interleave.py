@@ -246,6 +246,7 @@ def test_both_sides_prepare_at_once_on_the_cpu_and_in_turn_elsewhere(backend):
         assert log == []  # request(): no send/answer split
     # A side that cannot prepare: the other side's answer is read all the same, then the error.
     log.clear()
+    wa, wb = FakeWorker("A", log, 1e-3), FakeWorker("B", log, 1e-3)
     with pytest.raises(WorkerError, match="no such size"):
         prepare_pair(wa, wb, "train_step", (TINY | {"size": "broken"}, TINY), "cpu", s)
     assert log[-1] == "B answered prepare"

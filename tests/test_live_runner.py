@@ -45,6 +45,12 @@ class FakeWorker:
     def __init__(self, python, stop, seed):
         self.python, self.stop, self.rng = python, stop, np.random.default_rng(seed)
 
+    def send(self, **request):
+        self.pending = request
+
+    def answer(self):
+        return self.request(**self.pending)
+
     def request(self, op, **kw):
         if self.stop:
             raise self.stop
