@@ -46,6 +46,31 @@ def importable(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, name: str, sourc
     return name
 
 
+def fake_pip(monkeypatch: pytest.MonkeyPatch, imported: str, offered: str = "") -> list:
+    """Stand in for the commands that build JAX-version environments (``pyenvs._run``).
+
+    ``python -m venv`` makes its folder, ``import jax`` answers ``imported``, ``pip index
+    versions`` answers ``offered`` (``"0.12.1, 0.12.0"``); anything else answers nothing.
+
+    Returns:
+        The ``(command, what)`` of every call, in order.
+    """
+    from jaxbench.cluster import pyenvs
+
+    calls: list[tuple[list[str], str]] = []
+
+    def run(cmd: list[str], what: str) -> str:
+        calls.append((cmd, what))
+        if cmd[1:3] == ["-m", "venv"]:
+            Path(cmd[3]).mkdir(parents=True)
+        if what.startswith("pip index versions"):
+            return f"{cmd[5]} (1.0)\nAvailable versions: {offered}"
+        return {"import jax": imported, "python": "3.13"}.get(what, "")
+
+    monkeypatch.setattr(pyenvs, "_run", run)
+    return calls
+
+
 FORCE_4 = {"XLA_FLAGS": "--xla_force_host_platform_device_count=4"}
 
 

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 import submitit
-from conftest import ROOT, run_cli
+from conftest import ROOT, fake_pip, run_cli
 
 from jaxbench.cases import Case
 from jaxbench.cluster import dispatch, jobstate, preflight, worker
@@ -650,27 +650,19 @@ def test_resume_takes_no_selection_or_profile():
 def test_an_environment_built_before_the_dependencies_changed_is_rebuilt(tmp_path, monkeypatch):
     from jaxbench.cluster import pyenvs
 
-    ran = []
-
-    def fake_run(cmd, what):
-        ran.append(what)
-        if cmd[1:3] == ["-m", "venv"]:
-            Path(cmd[3]).mkdir(parents=True)
-        return {"import jax": "0.11.2", "python": "3.13"}.get(what, "")
-
-    monkeypatch.setattr(pyenvs, "_run", fake_run)
+    calls = fake_pip(monkeypatch, "0.11.2")
     build = ["python", "python -m venv", "pip install jax==0.11.2", "import jax"]
     python = pyenvs.ensure_env(tmp_path, "0.11.2", "/usr/bin/python3")
-    assert ran == build
+    assert [what for _, what in calls] == build
     marker = python.parent.parent / pyenvs.MARKER
     assert json.loads(marker.read_text())["dependencies"] == pyenvs.dependencies_digest()
-    ran.clear()
+    calls.clear()
     pyenvs.ensure_env(tmp_path, "0.11.2", "/usr/bin/python3")
-    assert ran == ["python"]  # built for these dependencies: used as it is
+    assert [what for _, what in calls] == ["python"]  # built for these dependencies: as it is
     marker.write_text(json.dumps({"jax": "0.11.2", "extra": None}))  # an older build's marker
-    ran.clear()
+    calls.clear()
     pyenvs.ensure_env(tmp_path, "0.11.2", "/usr/bin/python3")
-    assert ran == build
+    assert [what for _, what in calls] == build
 
 
 def test_a_gpu_or_nightly_environment_pins_the_plugin_and_asks_the_other_index(
@@ -678,26 +670,17 @@ def test_a_gpu_or_nightly_environment_pins_the_plugin_and_asks_the_other_index(
 ):
     from jaxbench.cluster import pyenvs
 
-    commands = []
-
-    def fake_run(cmd, what):
-        commands.append(cmd)
-        if cmd[1:3] == ["-m", "venv"]:
-            Path(cmd[3]).mkdir(parents=True)
-        if what.startswith("pip index versions"):
-            return f"{cmd[5]} (1.0)\nAvailable versions: 0.12.1.dev20261201, 0.12.0.1"
-        return {"import jax": "0.12.1.dev20261201", "python": "3.13"}.get(what, "")
-
-    monkeypatch.setattr(pyenvs, "_run", fake_run)
+    calls = fake_pip(monkeypatch, "0.12.1.dev20261201", "0.12.1.dev20261201, 0.12.0.1")
     nightly = "https://example.org/jax-nightly/simple/"
     envs = pyenvs.VersionEnvs(tmp_path, "cuda13", nightly)
     offered = envs.offered("/usr/bin/python3")
+    commands = [c for c, _ in calls]
     asked = [c[5] for c in commands]
     assert asked == ["jax", "jaxlib", "jax-cuda13-plugin"] and len(offered) == 3
     assert all(c[-3:] == ["--extra-index-url", nightly, "--pre"] for c in commands)
-    commands.clear()
+    calls.clear()
     python = envs.python("0.12.1.dev20261201", "/usr/bin/python3")
-    (install,) = [c for c in commands if "install" in c]
+    (install,) = [c for c, _ in calls if "install" in c]
     assert "jax[cuda13]==0.12.1.dev20261201" in install and "--pre" not in install
     assert install[install.index("--extra-index-url") + 1] == nightly
     assert python.parent.parent.name == "jax-0.12.1.dev20261201-cuda13-py3.13"

@@ -13,6 +13,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from conftest import fake_pip
 from typer.testing import CliRunner
 
 from jaxbench.cli import app
@@ -128,17 +129,9 @@ def test_more_requirements_get_an_environment_of_their_own_and_go_to_pip(tmp_pat
     assert plain.name == "jax-0.11.2-py3.13" and more.name.startswith("jax-0.11.2-py3.13-u")
     req_file.write_text("optax\nflax\n")  # an edited file: another environment
     assert pyenvs.env_dir(tmp_path, "0.11.2", None, "3.13", ("-r", str(req_file))) != more
-    commands = []
-
-    def fake_run(cmd, what):
-        commands.append(cmd)
-        if cmd[1:3] == ["-m", "venv"]:
-            Path(cmd[3]).mkdir(parents=True)
-        return {"import jax": "0.11.2", "python": "3.13"}.get(what, "")
-
-    monkeypatch.setattr(pyenvs, "_run", fake_run)
+    calls = fake_pip(monkeypatch, "0.11.2")
     python = pyenvs.ensure_env(tmp_path, "0.11.2", "/usr/bin/python3", requirements=("-e", "/p"))
-    (install,) = [c for c in commands if "install" in c]
+    (install,) = [c for c, _ in calls if "install" in c]
     assert install[-4:] == ["jax==0.11.2", "jaxlib==0.11.2", "-e", "/p"]
     marker = json.loads((python.parent.parent / pyenvs.MARKER).read_text())
     assert marker["requirements"] == ["-e", "/p"]
