@@ -90,6 +90,7 @@ def forced_json(script: str, timeout: int = 300) -> dict:
 # The ``alone`` tests' file goes before them all: its tests run while nothing else has started.
 LONGEST_FIRST = (
     "test_quiet_machine.py",
+    "test_run_traces.py",  # its op diff test runs alone too
     "test_slurm.py",  # 270
     "test_asv.py",  # 200
     "test_cluster.py",  # 190
