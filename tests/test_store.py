@@ -180,6 +180,23 @@ def test_an_unknown_kind_and_a_file_of_another_kind_named_explicitly(tmp_path):
         load(tmp_path / "nowhere")
 
 
+def test_show_cuts_a_long_history_to_the_last_records_and_says_so(tmp_path):
+    folder = tmp_path / "runs"
+    folder.mkdir()
+    for i, name in enumerate(("aaa", "bbb", "ccc")):
+        write_jsonl(folder / f"run-{i}.jsonl", [record(benchmark=name, run_id=f"r{i}")])
+    runner = CliRunner()
+    cut = runner.invoke(app, ["show", "--limit", "2", str(folder)])
+    assert cut.exit_code == 0, cut.output
+    assert "showing the last 2 of 3 records; --limit 0 shows all" in cut.output
+    assert "aaa" not in cut.output and "ccc" in cut.output  # the newest kept
+    whole = runner.invoke(app, ["show", "--limit", "0", str(folder)])
+    assert whole.exit_code == 0 and "aaa" in whole.output
+    assert "showing the last" not in whole.output
+    bad = runner.invoke(app, ["show", "--limit", "-1", str(folder)])
+    assert bad.exit_code == 2 and "--limit" in bad.output
+
+
 def test_show_compare_and_report_name_the_same_problems_and_use_the_rest(tmp_path):
     folder = write_versions(tmp_path / "results", n=20)
     run = damaged(folder)

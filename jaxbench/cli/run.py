@@ -315,11 +315,22 @@ def show_cmd(
             help="Stop at the first line that is not a valid record (exit 2).",
         ),
     ] = False,
+    limit: Annotated[
+        int,
+        typer.Option(
+            "--limit",
+            min=0,
+            help="Show the last N records loaded (files in name order, so the newest runs "
+            "last); 0 shows all.",
+        ),
+    ] = 500,
 ) -> None:
     """Print the summary table of result files.
 
     Lines that do not load (cut short, foreign, a newer schema) are named on stderr and the rest
-    is shown, as in ``compare`` and ``report``; ``--strict`` stops at the first one instead.
+    is shown, as in ``compare`` and ``report``; ``--strict`` stops at the first one instead. A
+    history of thousands of records is cut to the last ``--limit`` ones, and stderr says how
+    many were left out.
     """
     from jaxbench.store import StoreFormatError, load
     from jaxbench.tables import records_table
@@ -330,10 +341,17 @@ def show_cmd(
         raise fail(str(exc)) from None
     for problem in loaded.problems:
         err_console.print(f"[yellow]skipped:[/] {problem}", highlight=False)
-    by_file: dict[Path, list[Record]] = {}
-    for item in loaded.of("record"):
-        by_file.setdefault(item.path, []).append(item.model)
-    if not by_file:
+    items = loaded.of("record")
+    if not items:
         raise fail(f"no records in {', '.join(map(str, paths))}")
+    shown = items[-limit:] if limit else items
+    if len(shown) < len(items):
+        err_console.print(
+            f"showing the last {len(shown)} of {len(items)} records; --limit 0 shows all",
+            highlight=False,
+        )
+    by_file: dict[Path, list[Record]] = {}
+    for item in shown:
+        by_file.setdefault(item.path, []).append(item.model)
     for file, records in by_file.items():
         console.print(records_table(records, title=str(file)))
