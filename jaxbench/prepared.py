@@ -24,7 +24,7 @@ from jaxbench.measure.harness import (
     finite_flags,
     measure,
 )
-from jaxbench.workloads import Built, Workload, get_workload
+from jaxbench.workloads import Step, Workload, get_workload
 
 WARMUP_CALLS = 3
 
@@ -36,7 +36,8 @@ class PreparedCase:
     Attributes:
         case: Workload name and parameters.
         device: The ``jax.Device`` it runs on.
-        built: The workload's :class:`~jaxbench.workloads.Built` (timed unit, state, metrics).
+        step: The workload's :class:`~jaxbench.workloads.Step` (its factory's, at the case's
+            parameters: the timed call, its arguments, its metrics).
         stats: Lowering and compile figures of its programs (seconds, FLOP, bytes), measured cold
             by the first preparation in the process.
         gate: Facts from the correctness gate (tolerances, largest errors); where the gate was
@@ -53,11 +54,13 @@ class PreparedCase:
         calls: Calls of the timed unit made so far (first call, warm-up, samples), so that a
             non-finite output is named by its call number
             (:class:`jaxbench.measure.NonFiniteOutput`).
+        metrics: The record's workload figures (:meth:`Step.record_metrics`), taken when the
+            step was built, before any call could donate its arguments.
     """
 
     case: Case
     device: Any
-    built: Built
+    step: Step
     stats: CompileStats
     gate: dict[str, Any]
     warmup: Measurement = field(repr=False)
@@ -65,19 +68,19 @@ class PreparedCase:
     programs_hash: str = ""
     gate_mode: str = "run"
     calls: int = 0
+    metrics: dict[str, Any] = field(default_factory=dict)
 
     def call_once(self) -> Any:
         """One call of the timed unit on the current state, blocked on its whole output.
 
         Returns:
-            The output PyTree (ready). The state is advanced with ``built.next_state``.
+            The output PyTree (ready). The state is advanced with ``step.next_state``.
         """
         import jax
 
-        out = jax.block_until_ready(self.built.call(self.state))
+        out = jax.block_until_ready(self.step.call(self.state))
         self.calls += 1
-        if self.built.next_state is not None:
-            self.state = self.built.next_state(self.state, out)
+        self.state = self.step.next_state(self.state, out)
         return out
 
     def steady_state(self, timing: TimingConfig, collect_garbage: bool = True) -> Measurement:
@@ -91,7 +94,7 @@ class PreparedCase:
                 message names the call, counted from the case's first).
         """
         timing = dataclasses.replace(timing, warmup_calls=0)
-        m = measure(self.built.call, self.state, timing, self.built.next_state, self.device,
+        m = measure(self.step.call, self.state, timing, _advance(self.step), self.device,
                     collect_garbage, calls_before=self.calls)  # fmt: skip
         self.state = m.final_state
         self.calls = m.calls
@@ -157,24 +160,30 @@ def _prepare_now(
 
     device = resolve_device(backend)
     with jax.default_device(device):
-        built = spec.build(case.params)
-        stats = compile_targets(built.targets)
+        step = spec.build(case.params)
+        metrics = step.record_metrics()
+        stats = compile_targets(step.targets(spec.name, (spec.name, *sorted(case.params.items()))))
         digest = programs_digest(stats.programs)
         reused = digest in gated
-        gate = {"reused": digest} if reused else built.check()
-        state = place(built.make_state(), device)
+        gate = {"reused": digest} if reused else step.check(spec.name)
+        state = place(step.first_args(), device)
     # Outside the default-device context, like every later call: that context is part of jit's
     # cache key, so warming inside it would leave a compile for the first sample.
     # No gc.collect before this one-sample region (it walks the whole heap: 80-150 ms once JAX's
     # caches are loaded); the steady-state region, whose samples count, collects before it.
     warmup = TimingConfig(budget_s=0.0, min_samples=1, max_samples=1, warmup_calls=warmup_calls)
-    warm = measure(built.call, state, warmup, built.next_state, device, collect_garbage=False)
-    p = PreparedCase(case, device, built, stats, gate, warm, state=warm.final_state,
+    warm = measure(step.call, state, warmup, _advance(step), device, collect_garbage=False)
+    p = PreparedCase(case, device, step, stats, gate, warm, state=warm.final_state,
                      programs_hash=digest, gate_mode="reused" if reused else "run",
-                     calls=warm.calls)  # fmt: skip
+                     calls=warm.calls, metrics=metrics)  # fmt: skip
     if reused:
         p.gate["finite_leaves"] = check_finite("output of one call", p.call_once())
     return p
+
+
+def _advance(step: Step) -> Any:
+    """The harness's ``next_state``: ``None`` where every call gets the same arguments."""
+    return step.next_state if step.next_args is not None else None
 
 
 def place(state: Any, device: Any) -> Any:

@@ -190,7 +190,7 @@ def measure_case(
         host_peak_rss_bytes=m.host_peak_rss_bytes,
         memory=stats.memory,
         gate=prepared.gate,
-        metrics=prepared.built.metrics,
+        metrics=prepared.metrics,
         noise=m.noise | gpu_noise,
         programs=digest,
         compile_phases_s=stats.phases_s,

@@ -261,7 +261,7 @@ def _clone_with_a_regression(tmp_path: Path) -> tuple[Path, str, str]:
         f.write("# a no-op change (test_asv)\n")
     subprocess.run([*git, "commit", "--quiet", "-am", "no-op"], check=True)
     prepared = repo / "jaxbench" / "prepared.py"
-    call = "        out = jax.block_until_ready(self.built.call(self.state))\n"
+    call = "        out = jax.block_until_ready(self.step.call(self.state))\n"
     text = prepared.read_text()
     assert text.count(call) == 1, "PreparedCase.call_once changed: update this test"
     prepared.write_text(text.replace(call, SLOW_LINE + call))

@@ -63,7 +63,7 @@ def test_bus_factors_are_nccl_tests():
 def test_every_op_on_a_mesh_of_one_device_passes_its_gate(op):
     case = prepare("collectives", _params(op), "cpu", keep=False)
     assert case.gate["rtol"] == 1e-5
-    metrics = case.built.metrics
+    metrics = case.metrics
     assert metrics["mesh"] == {"axes": {"x": 1}, "device_ids": [0],
                                "device_kinds": [jax.devices()[0].device_kind],
                                "platform": "cpu"}  # fmt: skip

@@ -17,7 +17,7 @@ def _case(length=8, depth=1):
 def test_the_program_passes_its_gate_and_counts_its_ops(length, depth):
     case = prepare("compile", _case(length, depth), "cpu", keep=False)
     assert case.gate["rtol"] == 1e-5
-    assert case.built.metrics["ops"] == length * 2**depth
+    assert case.metrics["ops"] == length * 2**depth
     assert case.stats.compile_s > 0 and case.call_once().shape == (compile_heavy.WIDTH,)
 
 

@@ -74,7 +74,7 @@ def test_narrow_rows_pass_the_gate_and_write_rows_of_their_width(body, mode):
     want = loops.reference(*(np.asarray(a) for a in loops.inputs(32, 1)))[mode]
     shape = (32, 1) if mode == "plain" else (1,)
     assert np.asarray(case.call_once()).shape == want.shape == shape
-    assert case.built.metrics["buffer_bytes"] == 32 * 4
+    assert case.metrics["buffer_bytes"] == 32 * 4
 
 
 def test_the_quick_grid_has_a_narrow_width_and_the_full_grid_four():

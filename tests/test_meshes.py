@@ -80,7 +80,7 @@ SHARDED = textwrap.dedent(
                 "gate": case.gate["max_abs_err_state"], "specs": specs,
                 "state_devices": sorted({len(l.sharding.device_set)
                                          for l in jax.tree.leaves(case.state[0])}),
-                "batch": str(x.sharding.spec), "mesh": case.built.metrics["mesh"]["axes"],
+                "batch": str(x.sharding.spec), "mesh": case.metrics["mesh"]["axes"],
             }
     lm = prepare("transformer", {"size": "tiny", "dtype": "float32", "mesh": "fsdp:2,tensor:2"},
                  "cpu", keep=False)
@@ -88,7 +88,7 @@ SHARDED = textwrap.dedent(
     out["transformer"] = {
         "gate": lm.gate["max_abs_err_params"],
         "specs": sorted({str(l.sharding.spec) for l in jax.tree.leaves(lm.state[0])}),
-        "devices": lm.built.metrics["devices"],
+        "devices": lm.metrics["devices"],
     }
     print(json.dumps(out))
     """
@@ -160,7 +160,7 @@ USER_SHARDED = textwrap.dedent(
     from jaxbench.cases import Case
     from jaxbench.measure import TimingConfig
     from jaxbench.runner import measure_case
-    from jaxbench.workloads.user import Step, UserWorkload
+    from jaxbench.workloads import Step, UserWorkload
 
     def matmul(sharded: bool = True):
         mesh = jax.make_mesh((4,), ("data",))
@@ -174,7 +174,7 @@ USER_SHARDED = textwrap.dedent(
     out = {}
     for sharded in (True, False):
         rec = measure_case(Case("sharded_user", {"sharded": sharded}), "cpu", timing, "r")
-        state = workloads.WORKLOADS["sharded_user"].build({"sharded": sharded}).make_state()
+        state = workloads.WORKLOADS["sharded_user"].build({"sharded": sharded}).first_args()
         out[str(sharded)] = {"status": rec.status, "error": rec.error, "mesh": rec.metrics.mesh,
                              "specs": getattr(rec.metrics, "partition_specs", None),
                              "devices": len(state[0].sharding.device_set)}

@@ -1,5 +1,7 @@
 """The runner: selection, failures recorded case by case, absent backends skipped, reuse."""
 
+import dataclasses
+
 import jax
 import jax.numpy as jnp
 import pytest
@@ -9,7 +11,7 @@ from jaxbench.cases import Case, resolve_device, select_cases
 from jaxbench.measure.harness import CompileTarget
 from jaxbench.runner import measure_case, run
 from jaxbench.store import read_file
-from jaxbench.workloads.base import Built
+from jaxbench.workloads import Step, Workload
 
 
 def test_quick_grid_selection_and_overrides():
@@ -70,7 +72,7 @@ def test_a_small_case_after_a_large_allocation_records_its_own_host_peak(fast_ti
         "case", "case", "process", None]  # fmt: skip
 
 
-class ToyWorkload:
+class ToyWorkload(Workload):
     """Two cases: one with a hashable static argument, one with an unhashable one."""
 
     name = "toy"
@@ -85,15 +87,16 @@ class ToyWorkload:
     def benchmark(self, params):
         return "toy"
 
-    def build(self, params):
+    @staticmethod
+    def factory(static):
         f = jax.jit(lambda x, cfg: x * 2, static_argnums=1)
-        static = {"a": 1} if params["static"] == "unhashable" else (1, 2)
+        cfg = {"a": 1} if static == "unhashable" else (1, 2)
         x = jnp.ones(3)
-        return Built(
-            targets=[CompileTarget("toy", ("toy", params["static"]), f, (x, static))],
-            call=lambda s: f(s, static),
-            make_state=lambda: x,
-            check=lambda: {"rtol": 0.0},
+        return Step(
+            fn=lambda x: f(x, cfg),
+            args=(x,),
+            programs=(CompileTarget("toy", ("toy", static), f, (x, cfg)),),
+            gate=lambda: {"rtol": 0.0},
         )
 
 
@@ -113,9 +116,8 @@ def test_gate_failure_is_recorded_and_not_timed(tmp_path, fast_timing, monkeypat
     toy = ToyWorkload()
 
     def failing_build(params):
-        built = ToyWorkload.build(toy, params)
-        built.check = lambda: (_ for _ in ()).throw(GateFailure("disagrees"))
-        return built
+        step = ToyWorkload.build(toy, params)
+        return dataclasses.replace(step, gate=lambda: (_ for _ in ()).throw(GateFailure("disagrees")))
 
     monkeypatch.setattr(toy, "build", failing_build)
     monkeypatch.setitem(workloads.WORKLOADS, "toy", toy)

@@ -22,8 +22,8 @@ def test_tiny_passes_its_gate_and_records_tokens_and_formula_flop(dtype):
     # Uniform random tokens and a near-zero initial logit: the loss starts near ln V.
     assert abs(gate["loss_before"] - gate["ln_vocab"]) < 0.1
     size = transformer.LM_SIZES["tiny"]
-    assert case.built.metrics["tokens"] == size.batch * size.seq_len == 256
-    assert case.built.metrics["model_flops"] == size.model_flops()
+    assert case.metrics["tokens"] == size.batch * size.seq_len == 256
+    assert case.metrics["model_flops"] == size.model_flops()
     state, loss = case.call_once()
     assert loss.dtype == jnp.float32 and state.params["embed"].dtype == jnp.float32
     # XLA adds the elementwise work (norms, softmax, AdamW) to the formula's matmuls.

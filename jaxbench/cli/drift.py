@@ -114,7 +114,7 @@ def _user_sets(found: UserWorkload, params: list[str] | None) -> list:
         sets = user_sets(found, [c.params for c in cases])
     except ValueError as exc:
         raise fail(str(exc)) from None
-    if any(found.step(c.params).reduction_length is None for c in cases):
+    if any(found.build(c.params).reduction_length is None for c in cases):
         console.print(
             f"note: {name} gives no Step.reduction_length: its tolerance assumes sums of at most "
             f"{BASE_REDUCTION} terms behind each output",

@@ -137,7 +137,7 @@ def set_method(workload: str, params: Mapping[str, Any]) -> SetMethod:
     if ":" not in workload and workload not in installed():
         raise ValueError(f"unknown workload {workload!r}")
     found = find(workload)
-    step = found.step(params)
+    step = found.build(params)
     return SetMethod(user_compute(found, params), reduction_length(step),
                      leaves=dict(step.tolerances))  # fmt: skip
 

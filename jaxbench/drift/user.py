@@ -1,15 +1,15 @@
 """Drift sets of a user workload (``jaxbench drift --workload NAME``): its own step, saved once.
 
 A user workload (:mod:`jaxbench.workloads.user`) has one set per case: the ``standard`` set of
-its factory's arguments (:func:`~jaxbench.workloads.user.materialize`d with the step's seed),
+its factory's arguments (:func:`~jaxbench.workloads.step.materialize`d with the step's seed),
 saved as ``arg.<path>`` arrays, and its outputs, ``fn(*args)``, as ``out.<path>`` arrays (the
 key paths of :mod:`jaxbench.workloads.trees`). A check rebuilds the step from the factory with the
 saved parameters, puts the saved arrays in its argument structure and calls ``fn`` again, so
 what is compared is the user's own jitted program on exactly the saved inputs.
 
 The set's dtype is the lowest floating precision of the outputs
-(:func:`~jaxbench.workloads.user.tolerance_dtype`, the gate's rule) and its tolerance is derived
-from :attr:`Step.reduction_length <jaxbench.workloads.user.Step.reduction_length>` (64 where the
+(:func:`~jaxbench.workloads.step.tolerance_dtype`, the gate's rule) and its tolerance is derived
+from :attr:`Step.reduction_length <jaxbench.workloads.step.Step.reduction_length>` (64 where the
 factory gives none: :func:`jaxbench.drift.tolerance.tolerance`). There is no ``invalid_shape``
 set: which error a wrong input must raise is the user's to say, in their own tests.
 """
@@ -26,7 +26,8 @@ import numpy as np
 from jaxbench.drift.sets import RegressionSet
 from jaxbench.drift.tolerance import BASE_REDUCTION
 from jaxbench.workloads.trees import flatten_tree, unflatten_like
-from jaxbench.workloads.user import Step, UserWorkload, materialize, tolerance_dtype
+from jaxbench.workloads.step import Step, materialize, tolerance_dtype
+from jaxbench.workloads.user import UserWorkload
 
 #: The one set of a user workload's case.
 USER_SET = "standard"
@@ -60,7 +61,7 @@ def user_sets(workload: UserWorkload, cases: list[Mapping[str, Any]]) -> list[Re
 
     sets = []
     for params in cases:
-        step = workload.step(params)
+        step = workload.build(params)
         args = materialize(step.args, step.seed)
         dtype = tolerance_dtype(jax.eval_shape(step.fn, *args))
         inputs = flatten_tree(args, "arg")
@@ -87,7 +88,7 @@ def user_compute(
         ValueError: The factory refuses the parameters (its message); from the returned
             function, a saved argument missing (named).
     """
-    step = workload.step(params)
+    step = workload.build(params)
 
     def compute(inputs: dict[str, np.ndarray], dtype: str, device: Any = None) -> dict:
         import jax

@@ -1,7 +1,7 @@
 """Workloads: what is timed. No timing code lives here."""
 
+from jaxbench.measure.harness import CompileTarget
 from jaxbench.workloads.base import (
-    Built,
     GateFailure,
     LeafTolerance,
     NotApplicable,
@@ -16,7 +16,8 @@ from jaxbench.workloads.scatter import Scatter
 from jaxbench.workloads.sizes import DTYPES, SIZES, MLPSize
 from jaxbench.workloads.train_step import TrainStep
 from jaxbench.workloads.transformer import Transformer
-from jaxbench.workloads.user import Step, UserWorkload, find
+from jaxbench.workloads.step import Step
+from jaxbench.workloads.user import UserWorkload, find
 
 WORKLOADS: dict[str, Workload] = {
     w.name: w
@@ -48,9 +49,9 @@ __all__ = [
     "DTYPES",
     "SIZES",
     "WORKLOADS",
-    "Built",
     "Collectives",
     "CompileHeavy",
+    "CompileTarget",
     "ForwardMode",
     "GateFailure",
     "LeafTolerance",

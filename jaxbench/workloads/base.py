@@ -5,11 +5,13 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from jaxbench.measure.harness import CompileTarget
 from jaxbench.tolerance import bound_ratio
 from jaxbench.workloads.regression import DriftSets
+
+if TYPE_CHECKING:
+    from jaxbench.workloads.step import Step
 
 TOLERANCES: dict[str, dict[str, float]] = {
     # float32: the acceptance bound of this project (rtol 1e-5, atol 1e-6).
@@ -99,28 +101,6 @@ class NotApplicable(RuntimeError):
     """A case does not apply (e.g. a Jacobian too large to form); it is recorded as skipped."""
 
 
-@dataclass
-class Built:
-    """A case ready to measure.
-
-    Attributes:
-        targets: The jitted callables (with exact arguments) whose lowering and compile are timed.
-        call: The timed unit, ``call(state) -> output PyTree``.
-        make_state: Builds the initial argument PyTree of ``call``; run after compiling.
-        check: The correctness gate; returns facts to record (tolerances, largest errors) and
-            raises :class:`GateFailure`. Run after compiling and before any timing.
-        next_state: ``(state, output) -> state`` where outputs feed the next call.
-        metrics: Workload figures recorded with the result (e.g. held bytes).
-    """
-
-    targets: list[CompileTarget]
-    call: Callable[[Any], Any]
-    make_state: Callable[[], Any]
-    check: Callable[[], dict[str, Any]]
-    next_state: Callable[[Any, Any], Any] | None = None
-    metrics: dict[str, Any] = field(default_factory=dict)
-
-
 @dataclass(frozen=True)
 class AsvSuite:
     """One asv class of a family, made by ``benchmarks/common.py`` from this declaration.
@@ -161,15 +141,20 @@ class AsvSuite:
 class Workload(ABC):
     """A family of cases: its parameters, grid and builder, and what drift and asv read from it.
 
-    A family subclasses this and sets :attr:`name` and :attr:`param_names`; :meth:`grid`,
-    :meth:`validate`, :meth:`benchmark` and :meth:`build` are required, the rest have defaults
-    here. Registered in :data:`jaxbench.workloads.WORKLOADS`, it is run, selected, drift-checked
-    (where :attr:`drift` is set) and benchmarked by asv (one class per :attr:`asv` suite) with no
-    other file edited.
+    A family is a factory, ``factory(**params) -> Step`` (:class:`jaxbench.workloads.step.Step`,
+    the one workload protocol, a user's too), registered by a subclass of this that sets
+    :attr:`name`, :attr:`param_names` and :attr:`factory`; :meth:`grid`, :meth:`validate` and
+    :meth:`benchmark` are required, the rest have defaults here. Registered in
+    :data:`jaxbench.workloads.WORKLOADS`, it is run, selected, drift-checked (where
+    :attr:`drift` is set) and benchmarked by asv (one class per :attr:`asv` suite) with no
+    other file edited: a new family is its module and its registration.
 
     Attributes:
         name: The family's name, the first part of its benchmark names.
-        param_names: Its parameters, in the order of a case's grid.
+        param_names: Its parameters, in the order of a case's grid: the factory's keyword
+            parameters.
+        factory: ``factory(**params) -> Step``; a built-in family's is a function of its
+            module (e.g. :func:`jaxbench.workloads.train_step.train_step`).
         drift: Its regression sets (:class:`~jaxbench.workloads.regression.DriftSets`); ``None``
             where it has none.
         asv: Its asv classes.
@@ -181,6 +166,7 @@ class Workload(ABC):
 
     name: str
     param_names: tuple[str, ...]
+    factory: Callable[..., Step]
     drift: DriftSets | None = None
     asv: tuple[AsvSuite, ...] = ()
     choices: Mapping[str, tuple[str, ...]] = {}
@@ -198,9 +184,20 @@ class Workload(ABC):
     def benchmark(self, params: Mapping[str, Any]) -> str:
         """Benchmark name for the record, e.g. ``forward/vmap_jvp``."""
 
-    @abstractmethod
-    def build(self, params: Mapping[str, Any]) -> Built:
-        """Build inputs and jitted callables on the default device."""
+    def build(self, params: Mapping[str, Any]) -> Step:
+        """The case's :class:`~jaxbench.workloads.step.Step`: ``factory(**params)``, checked.
+
+        Built on the default device. The harness compiles, gates and times it
+        (:mod:`jaxbench.prepared`), the same for every family and a user's factory.
+
+        Raises:
+            ValueError: The factory returned something that is not a well-formed ``Step``
+                (:func:`jaxbench.workloads.step.check_step`).
+            NotApplicable: The case does not apply (raised by the factory).
+        """
+        from jaxbench.workloads.step import check_step
+
+        return check_step(self.name, self.factory(**params))
 
     def parse_param(self, name: str, text: str) -> Any:
         """A parameter's value from ``--param``/``--set-a`` text, typed by its full grid.

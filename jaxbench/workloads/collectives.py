@@ -46,7 +46,6 @@ import numpy as np
 
 from jaxbench.measure.harness import CompileTarget
 from jaxbench.workloads.base import (
-    Built,
     GateFailure,
     Workload,
     check_choice,
@@ -54,6 +53,7 @@ from jaxbench.workloads.base import (
     check_int,
 )
 from jaxbench.workloads.meshes import MAX_DEVICES, make_mesh, mesh_facts
+from jaxbench.workloads.step import Step
 
 OPS = ("all_reduce", "all_gather", "reduce_scatter", "all_to_all", "permute")
 #: The mesh's one axis name.
@@ -129,6 +129,61 @@ def jitted(op: str, mesh: jax.sharding.Mesh) -> Any:
     return jax.jit(jax.shard_map(body(op, mesh.size), mesh=mesh, in_specs=spec, out_specs=spec))
 
 
+def collectives(
+    op: str = "all_reduce", bytes: int = 1 << 20, devices: int = 2, dtype: str = "float32"  # noqa: A002
+) -> Step:
+    """The family's factory: the sharded input, the jitted collective and its gate.
+
+    Args:
+        op: One of :data:`OPS`.
+        bytes: The nccl-tests message size *S*, a multiple of ``4 * devices`` (the records'
+            parameter name).
+        devices: The mesh's size.
+        dtype: ``float32`` only.
+
+    Returns:
+        A :class:`~jaxbench.workloads.step.Step` whose output must stay sharded over the mesh
+        and match a float64 NumPy reference, with ``message_bytes`` and ``bus_factor``
+        (nccl-tests' definitions).
+
+    Raises:
+        jaxbench.workloads.base.NotApplicable: Fewer devices than ``devices``
+            (:func:`jaxbench.workloads.meshes.mesh_devices`).
+    """
+    mesh = make_mesh({AXIS: devices})
+    spec = jax.sharding.PartitionSpec(AXIS)
+    sharding = jax.sharding.NamedSharding(mesh, spec)
+    host = np.random.default_rng(7).standard_normal(input_shape(op, bytes, devices), np.float32)
+    x = jax.device_put(host, sharding)
+    fn = jitted(op, mesh)
+
+    def gate() -> dict[str, Any]:
+        out = fn(x)
+        if len(out.sharding.device_set) != devices or not out.sharding.is_equivalent_to(
+            sharding, out.ndim
+        ):
+            raise GateFailure(
+                f"collectives/{op}: the output is not sharded {spec} over the {devices} "
+                f"devices of the mesh (got {out.sharding})"
+            )
+        return check_close(f"collectives/{op} (jit vs float64 NumPy)", out,
+                           reference(op, host), "float32")  # fmt: skip
+
+    return Step(
+        fn=fn,
+        args=(x,),
+        programs=(CompileTarget(op, (op, bytes, mesh), fn, (x,)),),
+        make_args=lambda: (x,),
+        gate=gate,
+        metrics={
+            "message_bytes": bytes,
+            "bus_factor": bus_factor(op, devices),
+            "mesh": mesh_facts(mesh),
+            "partition_specs": {"input": str(spec), "output": str(spec)},
+        },
+    )
+
+
 class Collectives(Workload):
     """One ``lax`` collective over a mesh of ``devices`` devices, ``bytes`` a message.
 
@@ -137,6 +192,7 @@ class Collectives(Workload):
     """
 
     name = "collectives"
+    factory = staticmethod(collectives)
     param_names = ("op", "bytes", "devices", "dtype")
     choices: Mapping[str, tuple[str, ...]] = {"op": OPS}
 
@@ -159,43 +215,3 @@ class Collectives(Workload):
     def benchmark(self, params: Mapping[str, Any]) -> str:
         """``collectives/<op>``."""
         return f"{self.name}/{params['op']}"
-
-    def build(self, params: Mapping[str, Any]) -> Built:
-        """The sharded input, the jitted collective and its gate.
-
-        Raises:
-            jaxbench.workloads.base.NotApplicable: Fewer devices than ``devices``
-                (:func:`jaxbench.workloads.meshes.mesh_devices`).
-        """
-        op, size, n = params["op"], params["bytes"], params["devices"]
-        mesh = make_mesh({AXIS: n})
-        spec = jax.sharding.PartitionSpec(AXIS)
-        sharding = jax.sharding.NamedSharding(mesh, spec)
-        host = np.random.default_rng(7).standard_normal(input_shape(op, size, n), np.float32)
-        x = jax.device_put(host, sharding)
-        fn = jitted(op, mesh)
-
-        def check() -> dict[str, Any]:
-            out = fn(x)
-            if len(out.sharding.device_set) != n or not out.sharding.is_equivalent_to(
-                sharding, out.ndim
-            ):
-                raise GateFailure(
-                    f"collectives/{op}: the output is not sharded {spec} over the {n} devices "
-                    f"of the mesh (got {out.sharding})"
-                )
-            return check_close(f"collectives/{op} (jit vs float64 NumPy)", out,
-                               reference(op, host), "float32")  # fmt: skip
-
-        return Built(
-            targets=[CompileTarget(op, (op, size, mesh), fn, (x,))],
-            call=fn,
-            make_state=lambda: x,
-            check=check,
-            metrics={
-                "message_bytes": size,
-                "bus_factor": bus_factor(op, n),
-                "mesh": mesh_facts(mesh),
-                "partition_specs": {"input": str(spec), "output": str(spec)},
-            },
-        )

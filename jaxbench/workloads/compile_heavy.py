@@ -23,13 +23,13 @@ import jax.numpy as jnp
 from jaxbench.measure.harness import CompileTarget
 from jaxbench.workloads.base import (
     AsvSuite,
-    Built,
     GateFailure,
     Workload,
     check_choice,
     check_close,
     check_int,
 )
+from jaxbench.workloads.step import Step
 
 WIDTH = 64
 LENGTH_MAX = 1 << 14
@@ -79,6 +79,42 @@ def jitted(length: int, depth: int) -> Any:
     return jax.jit(functools.partial(program, length=length, depth=depth))
 
 
+def compile_nested(length: int = 64, depth: int = 2, dtype: str = "float32") -> Step:
+    """The family's factory: the input vector, the jitted program and its gate.
+
+    Args:
+        length: Ops per leaf, 1 to :data:`LENGTH_MAX`.
+        depth: Levels of ``fori_loop`` + ``cond``, 0 to :data:`DEPTH_MAX`.
+        dtype: ``float32`` only.
+
+    Returns:
+        A :class:`~jaxbench.workloads.step.Step` of :func:`program`, gated against the same
+        program op by op, with ``ops`` (``length * 2**depth``).
+    """
+    x = jax.random.normal(jax.random.key(4), (WIDTH,), jnp.float32)
+    fn = jitted(length, depth)
+
+    def gate() -> dict[str, Any]:
+        try:
+            fn(x[:-1])
+        except ProgramShapeError:
+            pass
+        else:
+            raise GateFailure("an input of the wrong shape did not raise ProgramShapeError")
+        with jax.disable_jit():
+            want = program(x, length, depth)
+        return check_close("compile/nested (jit vs op by op)", fn(x), want, "float32")
+
+    return Step(
+        fn=fn,
+        args=(x,),
+        programs=(CompileTarget("program", ("program", length, depth), fn, (x,)),),
+        make_args=lambda: (x,),
+        gate=gate,
+        metrics={"ops": length * 2**depth},
+    )
+
+
 class CompileHeavy(Workload):
     """Compile time of programs of ``length * 2**depth`` distinct ops in nested control flow.
 
@@ -87,6 +123,7 @@ class CompileHeavy(Workload):
     """
 
     name = "compile"
+    factory = staticmethod(compile_nested)
     param_names = ("length", "depth", "dtype")
     asv = (
         AsvSuite("CompileCosts", {"length": [64, 256], "depth": [0, 2]}, {"dtype": "float32"},
@@ -108,28 +145,3 @@ class CompileHeavy(Workload):
     def benchmark(self, params: Mapping[str, Any]) -> str:
         """``compile/nested``."""
         return f"{self.name}/nested"
-
-    def build(self, params: Mapping[str, Any]) -> Built:
-        """The input vector, the jitted program and its gate."""
-        length, depth = params["length"], params["depth"]
-        x = jax.random.normal(jax.random.key(4), (WIDTH,), jnp.float32)
-        fn = jitted(length, depth)
-
-        def check() -> dict[str, Any]:
-            try:
-                fn(x[:-1])
-            except ProgramShapeError:
-                pass
-            else:
-                raise GateFailure("an input of the wrong shape did not raise ProgramShapeError")
-            with jax.disable_jit():
-                want = program(x, length, depth)
-            return check_close("compile/nested (jit vs op by op)", fn(x), want, "float32")
-
-        return Built(
-            targets=[CompileTarget("program", ("program", length, depth), fn, (x,))],
-            call=lambda s: fn(s[0]),
-            make_state=lambda: (x,),
-            check=check,
-            metrics={"ops": length * 2**depth},
-        )

@@ -30,7 +30,6 @@ from jaxbench.measure.harness import CompileTarget
 from jaxbench.workloads import mlp
 from jaxbench.workloads.base import (
     AsvSuite,
-    Built,
     GateFailure,
     NotApplicable,
     Workload,
@@ -47,6 +46,7 @@ from jaxbench.workloads.regression import (
     unflatten_params,
 )
 from jaxbench.workloads.sizes import DTYPES, SIZES, check_dtype, get_size
+from jaxbench.workloads.step import Step
 from jaxbench.workloads.trees import flatten_tree
 
 STRATEGIES = ("linearize", "linearize_apply", "vmap_jvp", "jvp_loop", "jacfwd")
@@ -185,10 +185,8 @@ def drift_standard(dtype: str) -> Inputs:
     Params, ``x`` ``(32, 32)`` and :data:`K_TANGENTS` tangents ``(K, 32, 32)`` with respect to
     the input, in ``dtype``.
     """
-    built = ForwardMode().build(
-        {"size": SIZE, "dtype": dtype, "k": K_TANGENTS, "strategy": "vmap_jvp", "wrt": "input"}
-    )
-    params, x, tangents = built.make_state()
+    step = forward(size=SIZE, dtype=dtype, k=K_TANGENTS, strategy="vmap_jvp", wrt="input")
+    params, x, tangents = step.first_args()
     return flatten_tree(params, "params") | {"x": np.asarray(x), "tangents": np.asarray(tangents)}
 
 
@@ -238,6 +236,179 @@ def drift_outputs(inputs: Inputs, dtype: str, device: Any | None = None) -> Inpu
     return {"primal": host(primal), "jvp": np.stack(host(jvps)), "linearize": np.stack(host(lin))}
 
 
+def forward(
+    size: str = "tiny", dtype: str = "float32", k: int = 1, strategy: str = "vmap_jvp",
+    wrt: str = "input",
+) -> Step:
+    """The family's factory: params, primal, K tangents, the strategy's timed call, its gate.
+
+    Args:
+        size: A name of :data:`jaxbench.workloads.sizes.SIZES`.
+        dtype: ``float32`` or ``bfloat16``.
+        k: Tangents (JVPs) per call, 1 to 1024.
+        strategy: One of :data:`STRATEGIES` (the module's docstring).
+        wrt: ``input`` or ``params``, the primal the JVPs are taken with respect to.
+
+    Returns:
+        A :class:`~jaxbench.workloads.step.Step` whose call returns the K JVPs; its
+        ``programs`` are the strategy's (``linearize`` compiled and, for ``linearize_apply``,
+        run untimed by ``make_args``), and ``held_bytes`` is what the strategy keeps between
+        calls (the linearization's residuals, or the Jacobian).
+
+    Raises:
+        NotApplicable: ``jacfwd`` whose Jacobian would exceed :data:`JACOBIAN_MAX_BYTES`.
+    """
+    spec = get_size(size)
+    np_dtype = jnp.dtype(dtype)
+    jac_bytes = jacobian_bytes(spec, wrt, np_dtype.itemsize)
+    if strategy == "jacfwd" and jac_bytes > JACOBIAN_MAX_BYTES:
+        raise NotApplicable(
+            f"jacfwd would form a {jac_bytes / 2**20:.0f} MiB Jacobian "
+            f"(limit {JACOBIAN_MAX_BYTES / 2**20:.0f} MiB)"
+        )
+    key_params, key_x, key_t = jax.random.split(jax.random.key(1), 3)
+    weights = mlp.init(key_params, spec.layer_sizes, np_dtype)
+    x = jax.random.normal(key_x, (spec.batch, spec.d_in), jnp.float32).astype(np_dtype)
+    ts = _tangents(key_t, as_function_of(wrt, weights, x)[1], k, np_dtype)
+    tlist = [jax.tree.map(lambda a, i=i: a[i], ts) for i in range(k)]
+    fns = jitted(wrt)
+    shape_key = (spec.name, dtype, wrt)
+    metrics: dict[str, Any] = {"held_bytes": 0}
+    make_args = None
+
+    if strategy in ("vmap_jvp", "jacfwd"):
+        call, args = fns[strategy], (weights, x, ts)
+        programs = [CompileTarget(strategy, (strategy, *shape_key, k), call, args)]
+        if strategy == "jacfwd":
+            metrics["held_bytes"] = jac_bytes
+    elif strategy == "jvp_loop":
+        programs = [
+            CompileTarget("jvp", ("jvp", *shape_key), fns["jvp"], (weights, x, tlist[0]), k)
+        ]
+        call, args = _call_jvp_loop(fns), (weights, x, tlist)
+    else:
+        f_lin = jax.eval_shape(functools.partial(_linearize, wrt), weights, x)[1]
+        lin_target = CompileTarget(
+            "linearize",
+            ("linearize", *shape_key),
+            fns["linearize"],
+            (weights, x),
+            0 if strategy == "linearize_apply" else 1,
+        )
+        # Traced after the linearize target, so its lowering time is measured cold.
+        apply_target = CompileTarget(
+            "apply",
+            ("apply", *shape_key),
+            fns["apply"],
+            lambda: (jax.eval_shape(fns["linearize"], weights, x)[1], tlist[0]),
+            k,
+        )
+        programs = [lin_target, apply_target]
+        metrics["held_bytes"] = _abstract_bytes(f_lin)
+        args = (weights, x, tlist)
+        if strategy == "linearize":
+            call = _call_linearize(fns)
+        else:
+            call = _call_linearize_apply(fns)
+
+            def make_args() -> Any:
+                return (fns["linearize"](weights, x)[1], tlist)
+
+    def first() -> Any:
+        return make_args() if make_args is not None else args
+
+    def gate() -> dict[str, Any]:
+        got = call(*first())
+        return _gate(strategy, wrt, got, weights, x, ts, tlist, dtype)
+
+    return Step(fn=call, args=args, programs=tuple(programs), make_args=first, gate=gate,
+                metrics=metrics)  # fmt: skip
+
+
+def _tangents(key: jax.Array, primal: Any, k: int, dtype: Any) -> Any:
+    """K standard-normal tangents shaped like ``primal``, stacked on a leading axis."""
+    leaves, tree = jax.tree.flatten(primal)
+    keys = jax.random.split(key, len(leaves))
+    return tree.unflatten(
+        [
+            jax.random.normal(kk, (k, *leaf.shape), jnp.float32).astype(dtype)
+            for kk, leaf in zip(keys, leaves, strict=True)
+        ]
+    )
+
+
+def _abstract_bytes(tree: Any) -> int:
+    return sum(int(leaf.size) * leaf.dtype.itemsize for leaf in jax.tree.leaves(tree))
+
+
+def _call_jvp_loop(fns: dict[str, Any]) -> Callable[..., Any]:
+    jvp = fns["jvp"]
+
+    def call(weights: Any, x: Any, tangents: Any) -> list[jax.Array]:
+        return [jvp(weights, x, t)[1] for t in tangents]
+
+    return call
+
+
+def _call_linearize(fns: dict[str, Any]) -> Callable[..., Any]:
+    lin, apply = fns["linearize"], fns["apply"]
+
+    def call(weights: Any, x: Any, tangents: Any) -> list[jax.Array]:
+        f_lin = lin(weights, x)[1]
+        return [apply(f_lin, t) for t in tangents]
+
+    return call
+
+
+def _call_linearize_apply(fns: dict[str, Any]) -> Callable[..., Any]:
+    apply = fns["apply"]
+
+    def call(f_lin: Any, tangents: Any) -> list[jax.Array]:
+        return [apply(f_lin, t) for t in tangents]
+
+    return call
+
+
+def _gate(
+    strategy: str,
+    wrt: str,
+    got: Any,
+    weights: mlp.Params,
+    x: jax.Array,
+    ts: Any,
+    tlist: list[Any],
+    dtype: str,
+) -> dict[str, Any]:
+    """Agreement with plain (unjitted) ``jax.jvp`` and ``vmap(jvp)``; bad-shape errors."""
+    fns = jitted(wrt)
+    bad = jax.tree.map(lambda a: a[..., :-1], ts)
+    for label, fn, args in (
+        ("vmap_jvp", fns["vmap_jvp"], (weights, x, bad)),
+        ("jvp", fns["jvp"], (weights, x, jax.tree.map(lambda a: a[0], bad))),
+    ):
+        try:
+            fn(*args)
+        except TangentShapeError:
+            continue
+        raise GateFailure(f"{label} with a wrong-shape tangent did not raise TangentShapeError")
+
+    got = jnp.stack(got) if isinstance(got, list) else got
+    n = min(REFERENCE_TANGENTS, len(tlist))
+    f, primal = as_function_of(wrt, weights, x)
+    plain = jnp.stack([jax.jvp(f, (primal,), (tlist[i],))[1] for i in range(n)])
+    vs_plain = check_close(f"{strategy} vs plain jvp", got[:n], plain, dtype)
+    # Unjitted, so the gate never compiles (and warms) another strategy's program.
+    plain_vmap = jax.vmap(lambda t: jax.jvp(f, (primal,), (t,))[1])(ts)
+    vs_vmap = check_close(f"{strategy} vs vmap_jvp", got, plain_vmap, dtype)
+    return {
+        "rtol": vs_plain["rtol"],
+        "atol": vs_plain["atol"],
+        "max_abs_err_vs_plain": vs_plain["max_abs_err"],
+        "max_abs_err_vs_vmap_jvp": vs_vmap["max_abs_err"],
+        "reference_tangents": n,
+    }
+
+
 class ForwardMode(Workload):
     """linearize vs vmap(jvp) vs jvp loop vs jacfwd over sizes, dtypes, K and the primal.
 
@@ -246,6 +417,7 @@ class ForwardMode(Workload):
     """
 
     name = "forward"
+    factory = staticmethod(forward)
     param_names = ("size", "dtype", "k", "strategy", "wrt")
     #: The MLP's widest layer is 64 wide.
     drift = DriftSets(DTYPES, 64, TangentShapeError, drift_standard, drift_variant, drift_outputs)
@@ -294,164 +466,3 @@ class ForwardMode(Workload):
     def benchmark(self, params: Mapping[str, Any]) -> str:
         """``forward/<strategy>``."""
         return f"{self.name}/{params['strategy']}"
-
-    def build(self, params: Mapping[str, Any]) -> Built:
-        """Params, primal, K tangents, the strategy's timed unit and its gate.
-
-        Raises:
-            NotApplicable: ``jacfwd`` whose Jacobian would exceed :data:`JACOBIAN_MAX_BYTES`.
-        """
-        size = get_size(params["size"])
-        dtype = jnp.dtype(params["dtype"])
-        k, strategy, wrt = params["k"], params["strategy"], params["wrt"]
-        jac_bytes = jacobian_bytes(size, wrt, dtype.itemsize)
-        if strategy == "jacfwd" and jac_bytes > JACOBIAN_MAX_BYTES:
-            raise NotApplicable(
-                f"jacfwd would form a {jac_bytes / 2**20:.0f} MiB Jacobian "
-                f"(limit {JACOBIAN_MAX_BYTES / 2**20:.0f} MiB)"
-            )
-        key_params, key_x, key_t = jax.random.split(jax.random.key(1), 3)
-        weights = mlp.init(key_params, size.layer_sizes, dtype)
-        x = jax.random.normal(key_x, (size.batch, size.d_in), jnp.float32).astype(dtype)
-        ts = _tangents(key_t, as_function_of(wrt, weights, x)[1], k, dtype)
-        tlist = [jax.tree.map(lambda a, i=i: a[i], ts) for i in range(k)]
-        fns = jitted(wrt)
-        shape_key = (size.name, params["dtype"], wrt)
-        metrics: dict[str, Any] = {"held_bytes": 0}
-
-        if strategy in ("vmap_jvp", "jacfwd"):
-            fn = fns[strategy]
-            targets = [CompileTarget(strategy, (strategy, *shape_key, k), fn, (weights, x, ts))]
-            call, make_state = _call_stacked(fn), lambda: (weights, x, ts)
-            if strategy == "jacfwd":
-                metrics["held_bytes"] = jac_bytes
-        elif strategy == "jvp_loop":
-            targets = [
-                CompileTarget("jvp", ("jvp", *shape_key), fns["jvp"], (weights, x, tlist[0]), k)
-            ]
-            call, make_state = _call_jvp_loop(fns), lambda: (weights, x, tlist)
-        else:
-            f_lin = jax.eval_shape(functools.partial(_linearize, wrt), weights, x)[1]
-            lin_target = CompileTarget(
-                "linearize",
-                ("linearize", *shape_key),
-                fns["linearize"],
-                (weights, x),
-                0 if strategy == "linearize_apply" else 1,
-            )
-            # Traced after the linearize target, so its lowering time is measured cold.
-            apply_target = CompileTarget(
-                "apply",
-                ("apply", *shape_key),
-                fns["apply"],
-                lambda: (jax.eval_shape(fns["linearize"], weights, x)[1], tlist[0]),
-                k,
-            )
-            targets = [lin_target, apply_target]
-            metrics["held_bytes"] = _abstract_bytes(f_lin)
-            if strategy == "linearize":
-                call, make_state = _call_linearize(fns), lambda: (weights, x, tlist)
-            else:
-                call = _call_linearize_apply(fns)
-
-                def make_state() -> Any:
-                    return (fns["linearize"](weights, x)[1], tlist)
-
-        def check() -> dict[str, Any]:
-            got = call(make_state())
-            return _gate(strategy, wrt, got, weights, x, ts, tlist, params["dtype"])
-
-        return Built(
-            targets=targets, call=call, make_state=make_state, check=check, metrics=metrics
-        )
-
-
-def _tangents(key: jax.Array, primal: Any, k: int, dtype: Any) -> Any:
-    """K standard-normal tangents shaped like ``primal``, stacked on a leading axis."""
-    leaves, tree = jax.tree.flatten(primal)
-    keys = jax.random.split(key, len(leaves))
-    return tree.unflatten(
-        [
-            jax.random.normal(kk, (k, *leaf.shape), jnp.float32).astype(dtype)
-            for kk, leaf in zip(keys, leaves, strict=True)
-        ]
-    )
-
-
-def _abstract_bytes(tree: Any) -> int:
-    return sum(int(leaf.size) * leaf.dtype.itemsize for leaf in jax.tree.leaves(tree))
-
-
-def _call_stacked(fn: Any) -> Callable[[Any], Any]:
-    return lambda s: fn(*s)
-
-
-def _call_jvp_loop(fns: dict[str, Any]) -> Callable[[Any], Any]:
-    jvp = fns["jvp"]
-
-    def call(s: Any) -> list[jax.Array]:
-        weights, x, tangents = s
-        return [jvp(weights, x, t)[1] for t in tangents]
-
-    return call
-
-
-def _call_linearize(fns: dict[str, Any]) -> Callable[[Any], Any]:
-    lin, apply = fns["linearize"], fns["apply"]
-
-    def call(s: Any) -> list[jax.Array]:
-        weights, x, tangents = s
-        f_lin = lin(weights, x)[1]
-        return [apply(f_lin, t) for t in tangents]
-
-    return call
-
-
-def _call_linearize_apply(fns: dict[str, Any]) -> Callable[[Any], Any]:
-    apply = fns["apply"]
-
-    def call(s: Any) -> list[jax.Array]:
-        f_lin, tangents = s
-        return [apply(f_lin, t) for t in tangents]
-
-    return call
-
-
-def _gate(
-    strategy: str,
-    wrt: str,
-    got: Any,
-    weights: mlp.Params,
-    x: jax.Array,
-    ts: Any,
-    tlist: list[Any],
-    dtype: str,
-) -> dict[str, Any]:
-    """Agreement with plain (unjitted) ``jax.jvp`` and ``vmap(jvp)``; bad-shape errors."""
-    fns = jitted(wrt)
-    bad = jax.tree.map(lambda a: a[..., :-1], ts)
-    for label, fn, args in (
-        ("vmap_jvp", fns["vmap_jvp"], (weights, x, bad)),
-        ("jvp", fns["jvp"], (weights, x, jax.tree.map(lambda a: a[0], bad))),
-    ):
-        try:
-            fn(*args)
-        except TangentShapeError:
-            continue
-        raise GateFailure(f"{label} with a wrong-shape tangent did not raise TangentShapeError")
-
-    got = jnp.stack(got) if isinstance(got, list) else got
-    n = min(REFERENCE_TANGENTS, len(tlist))
-    f, primal = as_function_of(wrt, weights, x)
-    plain = jnp.stack([jax.jvp(f, (primal,), (tlist[i],))[1] for i in range(n)])
-    vs_plain = check_close(f"{strategy} vs plain jvp", got[:n], plain, dtype)
-    # Unjitted, so the gate never compiles (and warms) another strategy's program.
-    plain_vmap = jax.vmap(lambda t: jax.jvp(f, (primal,), (t,))[1])(ts)
-    vs_vmap = check_close(f"{strategy} vs vmap_jvp", got, plain_vmap, dtype)
-    return {
-        "rtol": vs_plain["rtol"],
-        "atol": vs_plain["atol"],
-        "max_abs_err_vs_plain": vs_plain["max_abs_err"],
-        "max_abs_err_vs_vmap_jvp": vs_vmap["max_abs_err"],
-        "reference_tangents": n,
-    }

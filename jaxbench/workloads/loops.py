@@ -43,7 +43,6 @@ import numpy as np
 from jaxbench.measure.harness import CompileTarget
 from jaxbench.workloads.base import (
     AsvSuite,
-    Built,
     GateFailure,
     Workload,
     check_choice,
@@ -51,6 +50,7 @@ from jaxbench.workloads.base import (
     check_int,
 )
 from jaxbench.workloads.regression import DriftSets, Inputs, host, on_device, row_variant
+from jaxbench.workloads.step import Step
 
 BODIES = ("at_set", "dynamic_update_slice", "scan_stack", "shift")
 #: Other names accepted for a body (``--param body=dus``): alias -> body.
@@ -218,6 +218,68 @@ def drift_outputs(inputs: Inputs, dtype: str, device: Any | None = None) -> Inpu
     return out
 
 
+def loop(
+    trip: int = 64, body: str = "at_set", mode: str = "plain", width: int = WIDTH,
+    dtype: str = "float32",
+) -> Step:
+    """The family's factory: ``x``, ``w`` and a tangent ``v``, the mode's timed call, the gate.
+
+    Args:
+        trip: The trip count, 1 to :data:`TRIP_MAX`.
+        body: One of :data:`BODIES`.
+        mode: One of :data:`MODES`; ``linearize`` times the application of a linearization
+            made untimed by ``make_args``.
+        width: Row width, float32 elements; :data:`WIDTH` for records made before it was a
+            parameter.
+        dtype: ``float32`` only.
+
+    Returns:
+        A :class:`~jaxbench.workloads.step.Step` gated against the float64 recurrence
+        (:func:`reference`).
+    """
+    x, w, v = inputs(trip, width)
+    fns = jitted(body)
+    key = (body, trip, width)
+    metrics: dict[str, Any] = {"held_bytes": 0, "buffer_bytes": trip * width * 4}
+    if mode == "linearize":
+        lin = fns["linearize"]
+        programs = (
+            CompileTarget("linearize", ("linearize", *key), lin, (x, w), 0),
+            CompileTarget("apply", ("apply", *key), fns["apply"],
+                          lambda: (jax.eval_shape(lin, x, w)[1], v)),
+        )  # fmt: skip
+        f_lin = jax.eval_shape(lin, x, w)[1]
+        metrics["held_bytes"] = sum(a.size * a.dtype.itemsize for a in jax.tree.leaves(f_lin))
+        fn = fns["apply"]
+
+        def make_args() -> Any:
+            return (lin(x, w)[1], v)
+    else:
+        fn = fns[mode]
+        programs = (CompileTarget(mode, (mode, *key), fn, (x, w)),)
+
+        def make_args() -> Any:
+            return (x, w)
+
+    def gate() -> dict[str, Any]:
+        return _gate(body, mode, fn(*make_args()), x, w, v)
+
+    return Step(fn=fn, args=(x, w), programs=programs, make_args=make_args, gate=gate,
+                metrics=metrics)  # fmt: skip
+
+
+def _gate(body: str, mode: str, got: Any, x: Any, w: Any, v: Any) -> dict[str, Any]:
+    """The jitted result against the float64 recurrence; a wrong ``w`` shape must raise."""
+    try:
+        jitted(body)["plain"](x, w[:-1])
+    except LoopShapeError:
+        pass
+    else:
+        raise GateFailure("a w of the wrong shape did not raise LoopShapeError")
+    want = reference(np.asarray(x), np.asarray(w), np.asarray(v))[mode]
+    return check_close(f"loop/{body} {mode} (jit vs float64 recurrence)", got, want, "float32")
+
+
 class Loops(Workload):
     """In-place buffer updates under ``fori_loop`` and ``scan``, plain, under grad, linearized.
 
@@ -227,6 +289,7 @@ class Loops(Workload):
     """
 
     name = "loop"
+    factory = staticmethod(loop)
     param_names = ("trip", "body", "mode", "width", "dtype")
     choices: Mapping[str, tuple[str, ...]] = {"body": BODIES, "mode": MODES}
     aliases: Mapping[str, Mapping[str, str]] = {"body": BODY_ALIASES}
@@ -268,57 +331,3 @@ class Loops(Workload):
     def benchmark(self, params: Mapping[str, Any]) -> str:
         """``loop/<body>``."""
         return f"{self.name}/{params['body']}"
-
-    def build(self, params: Mapping[str, Any]) -> Built:
-        """``x``, ``w`` and a tangent ``v``, the mode's timed unit and the gate.
-
-        ``width`` defaults to :data:`WIDTH` (the rows of records made before it was a parameter).
-        """
-        trip, body, mode = params["trip"], params["body"], params["mode"]
-        width = params.get("width", WIDTH)
-        x, w, v = inputs(trip, width)
-        fns = jitted(body)
-        key = (body, trip, width)
-        metrics: dict[str, Any] = {"held_bytes": 0, "buffer_bytes": trip * width * 4}
-        if mode == "linearize":
-            lin = fns["linearize"]
-            targets = [
-                CompileTarget("linearize", ("linearize", *key), lin, (x, w), 0),
-                CompileTarget("apply", ("apply", *key), fns["apply"],
-                              lambda: (jax.eval_shape(lin, x, w)[1], v)),
-            ]  # fmt: skip
-            f_lin = jax.eval_shape(lin, x, w)[1]
-            metrics["held_bytes"] = sum(a.size * a.dtype.itemsize for a in jax.tree.leaves(f_lin))
-
-            def call(s: Any) -> Any:
-                return fns["apply"](*s)
-
-            def make_state() -> Any:
-                return (lin(x, w)[1], v)
-        else:
-            fn = fns[mode]
-            targets = [CompileTarget(mode, (mode, *key), fn, (x, w))]
-
-            def call(s: Any) -> Any:
-                return fn(*s)
-
-            def make_state() -> Any:
-                return (x, w)
-
-        def check() -> dict[str, Any]:
-            return _gate(body, mode, call(make_state()), x, w, v)
-
-        return Built(targets=targets, call=call, make_state=make_state, check=check,
-                     metrics=metrics)  # fmt: skip
-
-
-def _gate(body: str, mode: str, got: Any, x: Any, w: Any, v: Any) -> dict[str, Any]:
-    """The jitted result against the float64 recurrence; a wrong ``w`` shape must raise."""
-    try:
-        jitted(body)["plain"](x, w[:-1])
-    except LoopShapeError:
-        pass
-    else:
-        raise GateFailure("a w of the wrong shape did not raise LoopShapeError")
-    want = reference(np.asarray(x), np.asarray(w), np.asarray(v))[mode]
-    return check_close(f"loop/{body} {mode} (jit vs float64 recurrence)", got, want, "float32")

@@ -33,7 +33,6 @@ from jaxbench.measure.harness import CompileTarget
 from jaxbench.workloads.base import (
     TOLERANCES,
     AsvSuite,
-    Built,
     GateFailure,
     Workload,
     check_choice,
@@ -41,6 +40,7 @@ from jaxbench.workloads.base import (
     check_int,
 )
 from jaxbench.workloads.regression import DriftSets, Inputs, host, on_device, row_variant
+from jaxbench.workloads.step import Step
 
 OPS = ("scatter_add", "segment_sum", "gather", "embedding_grad")
 CONTENTION = ("uniform", "zipf", "one")
@@ -119,11 +119,10 @@ def drift_standard(dtype: str) -> Inputs:
     """The drift sets' standard inputs: a small table, Zipf indices and updates.
 
     A ``(DRIFT_ROWS, 64)`` table, :data:`DRIFT_N` Zipf indices (int32) into it and
-    ``(DRIFT_N, 64)`` updates (:meth:`Scatter.build`), in ``dtype``.
+    ``(DRIFT_N, 64)`` updates (:func:`scatter`), in ``dtype``.
     """
-    params = {"rows": DRIFT_ROWS, "n": DRIFT_N, "contention": "zipf", "op": "scatter_add",
-              "dtype": dtype}  # fmt: skip
-    table, idx, updates = Scatter().build(params).make_state()
+    step = scatter(rows=DRIFT_ROWS, n=DRIFT_N, contention="zipf", op="scatter_add", dtype=dtype)
+    table, idx, updates = step.first_args()
     return {"table": np.asarray(table), "idx": np.asarray(idx), "updates": np.asarray(updates)}
 
 
@@ -160,6 +159,58 @@ def drift_outputs(inputs: Inputs, dtype: str, device: Any | None = None) -> Inpu
     return {op: host(jitted(op)(*args)) for op in OPS}
 
 
+def scatter(
+    rows: int = 4096, n: int = 16384, contention: str = "zipf", op: str = "embedding_grad",
+    dtype: str = "float32",
+) -> Step:
+    """The family's factory: the table, the indices, the updates, the jitted op and its gate.
+
+    Args:
+        rows: Table rows, 1 to :data:`N_MAX`.
+        n: Indices (and update rows), 1 to :data:`N_MAX`.
+        contention: How the indices collide, one of :data:`CONTENTION`.
+        op: One of :data:`OPS`.
+        dtype: ``float32`` only.
+
+    Returns:
+        A :class:`~jaxbench.workloads.step.Step` gated against a float64 NumPy reference
+        (:func:`reference`), with ``distinct_rows`` and ``updates_per_row``.
+    """
+    key_t, key_u = jax.random.split(jax.random.key(3))
+    table = jax.random.normal(key_t, (rows, WIDTH), jnp.float32)
+    updates = jax.random.normal(key_u, (n, WIDTH), jnp.float32)
+    idx = jnp.asarray(indices(contention, rows, n))
+    fn = jitted(op)
+    distinct = int(np.unique(np.asarray(idx)).size)
+
+    def gate() -> dict[str, Any]:
+        try:
+            fn(table, idx, updates[:, :-1])
+        except ScatterShapeError:
+            pass
+        else:
+            raise GateFailure("updates of the wrong shape did not raise ScatterShapeError")
+        args = (np.asarray(table), np.asarray(idx), np.asarray(updates))
+        want = reference(op, *args)
+        tol = dict(TOLERANCES["float32"])
+        spread = float(np.max(np.abs(reference(op, *args, np.float32) - want)))
+        scale = max(1.0, float(np.max(np.abs(want))))
+        tol["atol"] = max(tol["atol"], SUM_MARGIN * spread / scale)
+        facts = check_close(f"scatter/{op} (jit vs float64 NumPy)", fn(table, idx, updates),
+                            want, "float32", tol)  # fmt: skip
+        return facts | {"float32_sum_spread": spread}
+
+    args = (table, idx, updates)
+    return Step(
+        fn=fn,
+        args=args,
+        programs=(CompileTarget(op, (op, rows, n), fn, args),),
+        make_args=lambda: args,
+        gate=gate,
+        metrics={"distinct_rows": distinct, "updates_per_row": n / distinct},
+    )
+
+
 class Scatter(Workload):
     """Scatter-add, segment_sum, gather and the embedding gradient over contended indices.
 
@@ -168,6 +219,7 @@ class Scatter(Workload):
     """
 
     name = "scatter"
+    factory = staticmethod(scatter)
     param_names = ("rows", "n", "contention", "op", "dtype")
     drift = DriftSets(
         ("float32",), DRIFT_N, ScatterShapeError, drift_standard, drift_variant, drift_outputs
@@ -197,38 +249,3 @@ class Scatter(Workload):
     def benchmark(self, params: Mapping[str, Any]) -> str:
         """``scatter/<op>``."""
         return f"{self.name}/{params['op']}"
-
-    def build(self, params: Mapping[str, Any]) -> Built:
-        """The table, the indices, the updates, the jitted op and its gate."""
-        rows, n, op = params["rows"], params["n"], params["op"]
-        key_t, key_u = jax.random.split(jax.random.key(3))
-        table = jax.random.normal(key_t, (rows, WIDTH), jnp.float32)
-        updates = jax.random.normal(key_u, (n, WIDTH), jnp.float32)
-        idx = jnp.asarray(indices(params["contention"], rows, n))
-        fn = jitted(op)
-        distinct = int(np.unique(np.asarray(idx)).size)
-
-        def check() -> dict[str, Any]:
-            try:
-                fn(table, idx, updates[:, :-1])
-            except ScatterShapeError:
-                pass
-            else:
-                raise GateFailure("updates of the wrong shape did not raise ScatterShapeError")
-            args = (np.asarray(table), np.asarray(idx), np.asarray(updates))
-            want = reference(op, *args)
-            tol = dict(TOLERANCES["float32"])
-            spread = float(np.max(np.abs(reference(op, *args, np.float32) - want)))
-            scale = max(1.0, float(np.max(np.abs(want))))
-            tol["atol"] = max(tol["atol"], SUM_MARGIN * spread / scale)
-            facts = check_close(f"scatter/{op} (jit vs float64 NumPy)", fn(table, idx, updates),
-                                want, "float32", tol)  # fmt: skip
-            return facts | {"float32_sum_spread": spread}
-
-        return Built(
-            targets=[CompileTarget(op, (op, rows, n), fn, (table, idx, updates))],
-            call=lambda s: fn(*s),
-            make_state=lambda: (table, idx, updates),
-            check=check,
-            metrics={"distinct_rows": distinct, "updates_per_row": n / distinct},
-        )

@@ -15,7 +15,6 @@ from jaxbench.measure.harness import CompileTarget
 from jaxbench.workloads import meshes, mlp
 from jaxbench.workloads.base import (
     AsvSuite,
-    Built,
     GateFailure,
     Workload,
     check_choice,
@@ -33,6 +32,7 @@ from jaxbench.workloads.regression import (
     unflatten_params,
 )
 from jaxbench.workloads.sizes import DTYPES, SIZES, check_dtype, get_size
+from jaxbench.workloads.step import Step
 from jaxbench.workloads.trees import flatten_tree
 
 OPTIMIZERS = ("sgd", "adam")
@@ -71,8 +71,8 @@ def drift_standard(dtype: str) -> Inputs:
 
     ``params.<layer>.<w|b>``, ``x`` ``(32, 32)`` and ``y`` ``(32, 8)``, in ``dtype``.
     """
-    built = TrainStep().build({"size": SIZE, "dtype": dtype, "optimizer": "sgd", "donate": False})
-    params, (x, y) = built.make_state()
+    step = train_step(size=SIZE, dtype=dtype, optimizer="sgd", donate=False)
+    params, (x, y) = step.first_args()
     return flatten_tree(params, "params") | {"x": np.asarray(x), "y": np.asarray(y)}
 
 
@@ -119,6 +119,110 @@ def drift_outputs(inputs: Inputs, dtype: str, device: Any | None = None) -> Inpu
     return out | flatten_tree(grads, "grad") | flatten_tree(after, "params_after")
 
 
+def train_step(
+    size: str = "tiny",
+    dtype: str = "float32",
+    optimizer: str = "sgd",
+    donate: bool = True,
+    mesh: str = meshes.NONE,
+) -> Step:
+    """The family's factory: params, a synthetic batch, the jitted step, the issue's gate.
+
+    Args:
+        size: A name of :data:`jaxbench.workloads.sizes.SIZES`.
+        dtype: ``float32`` or ``bfloat16`` (params and batch).
+        optimizer: ``sgd`` or ``adam`` (optax).
+        donate: Donate the state's buffers to the step.
+        mesh: ``none``, or ``axis:size`` pairs (:mod:`jaxbench.workloads.meshes`); records
+            made before it existed lack it, hence the default.
+
+    Returns:
+        A :class:`~jaxbench.workloads.step.Step` whose call is ``(state, batch) -> (state,
+        loss)``; the new state feeds the next call.
+    """
+    spec = get_size(size)
+    np_dtype = jnp.dtype(dtype)
+    # Drawn on the host: a jitted init, a PRNG key and its split would each be a compile
+    # in every fresh process (a live comparison starts two per pair).
+    weights = mlp.init_host(0, spec.layer_sizes, np_dtype)
+    batch = mlp.make_batch_host(1, spec.batch, spec.d_in, spec.d_out, np_dtype)
+    state0 = _initial_state(optimizer, weights)
+    target_key = ("train_step", optimizer, donate, spec.name, dtype, mesh)
+    metrics = {
+        "params_count": spec.params_count,
+        "params_bytes": spec.params_count * np_dtype.itemsize,
+        "batch": spec.batch,
+    }
+    if mesh == meshes.NONE:
+        step, state, timed_batch, shardings = jitted_step(optimizer, donate), state0, batch, None
+    else:
+        step, state, timed_batch, shardings, facts = meshes.place_step(
+            _STEPS[optimizer], ("train_step", optimizer, spec.name, dtype),
+            state0, batch, mesh, donate,
+        )  # fmt: skip
+        metrics |= facts
+
+    def gate() -> dict[str, Any]:
+        return _gate(optimizer, step, state, timed_batch, dtype,
+                     reference=(state0, batch), shardings=shardings)  # fmt: skip
+
+    return Step(
+        fn=step,
+        args=(state, timed_batch),
+        next_args=lambda s, out: (out[0], s[1]),
+        flops=spec.train_step_flops(),
+        programs=(CompileTarget("train_step", target_key, step, (state, timed_batch)),),
+        make_args=lambda: (state, timed_batch),
+        gate=gate,
+        metrics=metrics,
+    )
+
+
+def _gate(
+    optimizer: str,
+    step: Any,
+    state0: Any,
+    batch: mlp.Batch,
+    dtype: str,
+    reference: tuple[Any, mlp.Batch] | None = None,
+    shardings: Any = None,
+) -> dict[str, Any]:
+    """Prove the step before timing it; raises :class:`GateFailure` with the reason.
+
+    The jitted step from ``(state0, batch)`` is compared with the plain (op-by-op) step from
+    ``reference`` (default the same arguments; a sharded step's are its unsharded state and
+    batch on one device). With ``shardings`` (the state's), every leaf of the stepped state
+    must still be on its sharding.
+    """
+    x, y = batch
+    other = jnp.bfloat16 if dtype == "float32" else jnp.float32
+    for label, bad in (("shape", (x[:, :-1], y)), ("dtype", (x.astype(other), y))):
+        try:
+            step(copy_tree(state0), bad)
+        except mlp.BatchShapeError:
+            continue
+        raise GateFailure(f"a batch with the wrong {label} did not raise BatchShapeError")
+
+    plain_state, plain_loss = _STEPS[optimizer](*(reference or (state0, batch)))
+    jit_state, jit_loss = step(copy_tree(state0), batch)
+    loss_check = check_close("loss (plain vs jit)", jit_loss, plain_loss, dtype)
+    state_check = check_close("state (plain vs jit)", jit_state, plain_state, dtype)
+    if shardings is not None:
+        meshes.check_kept(jit_state, shardings)
+
+    # The stepped state is finite (check_close), so are the gradients it was made of.
+    before = float(plain_loss)
+    after = check_loss_lowered(step, jit_state, batch, before)
+    return {
+        "rtol": loss_check["rtol"],
+        "atol": loss_check["atol"],
+        "max_abs_err_loss": loss_check["max_abs_err"],
+        "max_abs_err_state": state_check["max_abs_err"],
+        "loss_before": before,
+        "loss_after": after,
+    }
+
+
 class TrainStep(Workload):
     """MLP train step over the size registry, dtypes, and SGD or optax Adam.
 
@@ -130,6 +234,7 @@ class TrainStep(Workload):
 
     name = "train_step"
     param_names = ("size", "dtype", "optimizer", "donate", "mesh")
+    factory = staticmethod(train_step)
     #: The MLP's widest layer is 64 wide.
     drift = DriftSets(DTYPES, 64, mlp.BatchShapeError, drift_standard, drift_variant, drift_outputs)
     asv = (
@@ -185,96 +290,3 @@ class TrainStep(Workload):
     def benchmark(self, params: Mapping[str, Any]) -> str:
         """Always ``train_step``."""
         return self.name
-
-    def build(self, params: Mapping[str, Any]) -> Built:
-        """Params, a synthetic batch, the jitted step, and the gate of the issue's rules."""
-        size = get_size(params["size"])
-        dtype = jnp.dtype(params["dtype"])
-        optimizer, donate = params["optimizer"], params["donate"]
-        # Drawn on the host: a jitted init, a PRNG key and its split would each be a compile
-        # in every fresh process (a live comparison starts two per pair).
-        weights = mlp.init_host(0, size.layer_sizes, dtype)
-        batch = mlp.make_batch_host(1, size.batch, size.d_in, size.d_out, dtype)
-        state0 = _initial_state(optimizer, weights)
-        mesh_text = params.get("mesh", meshes.NONE)
-        target_key = ("train_step", optimizer, donate, size.name, params["dtype"], mesh_text)
-        metrics = {
-            "params_count": size.params_count,
-            "params_bytes": size.params_count * dtype.itemsize,
-            "batch": size.batch,
-            "model_flops": size.train_step_flops(),
-        }
-        if mesh_text == meshes.NONE:
-            step, state, timed_batch, shardings = (
-                jitted_step(optimizer, donate),
-                state0,
-                batch,
-                None,
-            )
-        else:
-            step, state, timed_batch, shardings, facts = meshes.place_step(
-                _STEPS[optimizer], ("train_step", optimizer, size.name, params["dtype"]),
-                state0, batch, mesh_text, donate,
-            )  # fmt: skip
-            metrics |= facts
-
-        def check() -> dict[str, Any]:
-            return _gate(optimizer, step, state, timed_batch, params["dtype"],
-                         reference=(state0, batch), shardings=shardings)  # fmt: skip
-
-        def call(s: Any) -> Any:
-            return step(s[0], s[1])
-
-        return Built(
-            targets=[CompileTarget("train_step", target_key, step, (state, timed_batch))],
-            call=call,
-            make_state=lambda: (state, timed_batch),
-            next_state=lambda s, out: (out[0], s[1]),
-            check=check,
-            metrics=metrics,
-        )
-
-
-def _gate(
-    optimizer: str,
-    step: Any,
-    state0: Any,
-    batch: mlp.Batch,
-    dtype: str,
-    reference: tuple[Any, mlp.Batch] | None = None,
-    shardings: Any = None,
-) -> dict[str, Any]:
-    """Prove the step before timing it; raises :class:`GateFailure` with the reason.
-
-    The jitted step from ``(state0, batch)`` is compared with the plain (op-by-op) step from
-    ``reference`` (default the same arguments; a sharded step's are its unsharded state and
-    batch on one device). With ``shardings`` (the state's), every leaf of the stepped state
-    must still be on its sharding.
-    """
-    x, y = batch
-    other = jnp.bfloat16 if dtype == "float32" else jnp.float32
-    for label, bad in (("shape", (x[:, :-1], y)), ("dtype", (x.astype(other), y))):
-        try:
-            step(copy_tree(state0), bad)
-        except mlp.BatchShapeError:
-            continue
-        raise GateFailure(f"a batch with the wrong {label} did not raise BatchShapeError")
-
-    plain_state, plain_loss = _STEPS[optimizer](*(reference or (state0, batch)))
-    jit_state, jit_loss = step(copy_tree(state0), batch)
-    loss_check = check_close("loss (plain vs jit)", jit_loss, plain_loss, dtype)
-    state_check = check_close("state (plain vs jit)", jit_state, plain_state, dtype)
-    if shardings is not None:
-        meshes.check_kept(jit_state, shardings)
-
-    # The stepped state is finite (check_close), so are the gradients it was made of.
-    before = float(plain_loss)
-    after = check_loss_lowered(step, jit_state, batch, before)
-    return {
-        "rtol": loss_check["rtol"],
-        "atol": loss_check["atol"],
-        "max_abs_err_loss": loss_check["max_abs_err"],
-        "max_abs_err_state": state_check["max_abs_err"],
-        "loss_before": before,
-        "loss_after": after,
-    }

@@ -20,7 +20,6 @@ from jaxbench.measure.harness import CompileTarget
 from jaxbench.workloads import lm, meshes
 from jaxbench.workloads.base import (
     AsvSuite,
-    Built,
     GateFailure,
     Workload,
     adam_first_step,
@@ -31,6 +30,7 @@ from jaxbench.workloads.base import (
 from jaxbench.workloads.lm import LMSize
 from jaxbench.workloads.regression import SIZE, DriftSets, Inputs, host, on_device
 from jaxbench.workloads.sizes import DTYPES, check_dtype
+from jaxbench.workloads.step import Step
 from jaxbench.workloads.trees import flatten_tree, path_text, unflatten_like
 
 LM_SIZES: dict[str, LMSize] = {
@@ -85,9 +85,9 @@ def drift_standard(dtype: str) -> Inputs:
 
     Float32 master weights (``params.<path>``: ``params.embed`` ``(V, d)``,
     ``params.layers.<i>.qkv`` ``(d, 3d)``, ...) and its token batch ``tokens`` ``(B, T + 1)``
-    int32 (:meth:`Transformer.build`); the same in every dtype (the compute dtype varies).
+    int32 (:func:`transformer`); the same in every dtype (the compute dtype varies).
     """
-    state, tokens = Transformer().build({"size": SIZE, "dtype": dtype}).make_state()
+    state, tokens = transformer(size=SIZE, dtype=dtype).first_args()
     return flatten_tree(state.params, "params") | {"tokens": np.asarray(tokens)}
 
 
@@ -156,101 +156,44 @@ def drift_outputs(inputs: Inputs, dtype: str, device: Any | None = None) -> Inpu
     return out | flatten_tree(grads, "grad")
 
 
-class Transformer(Workload):
-    """Decoder LM train step over :data:`LM_SIZES` and compute dtypes (float32 master weights).
+def transformer(size: str = "tiny", dtype: str = "float32", mesh: str = meshes.NONE) -> Step:
+    """The family's factory: params, AdamW state, a token batch, the donated step, its gate.
 
-    Parameters: ``size`` (a name of :data:`LM_SIZES`), ``dtype`` (``float32``/``bfloat16``, the
-    compute dtype), ``mesh`` (``none``, or ``axis:size`` pairs of ``data``, ``fsdp``,
-    ``tensor``: :mod:`jaxbench.workloads.meshes`; records made before it existed are ``none``).
+    Args:
+        size: A name of :data:`LM_SIZES`.
+        dtype: ``float32`` or ``bfloat16``, the compute dtype (parameters stay float32).
+        mesh: ``none``, or ``axis:size`` pairs (:mod:`jaxbench.workloads.meshes`); records
+            made before it existed lack it, hence the default.
+
+    Returns:
+        A :class:`~jaxbench.workloads.step.Step` whose call is ``(state, tokens) -> (state,
+        loss)``; ``flops`` by the PaLM formula and ``tokens`` per step.
     """
-
-    name = "transformer"
-    param_names = ("size", "dtype", "mesh")
-    #: Float32 and bfloat16 compute; a wider bfloat16 floor, as the measured rounding error
-    #: needs (the reason is in :mod:`jaxbench.drift.tolerance`).
-    drift = DriftSets(
-        DTYPES,
-        LM_SIZES[SIZE].longest_reduction,
-        lm.TokenShapeError,
-        drift_standard,
-        drift_variant,
-        drift_outputs,
-        bfloat16_floor=2.0**-3,
-    )
-    asv = (
-        AsvSuite("Transformer", {"size": ["tiny", "small", "125m", "1b"], "dtype": list(DTYPES)},
-                 method="time_step", timeout=600, module="bench_transformer"),
-        AsvSuite("TransformerCosts", {"size": ["tiny", "small", "125m"], "dtype": list(DTYPES)},
-                 kind="costs", tracks={"tokens_per_s": "tokens/s", "model_mfu": "fraction"},
-                 timeout=600, module="bench_transformer"),
-    )  # fmt: skip
-
-    def grid(self, quick: bool) -> dict[str, list[Any]]:
-        """Quick: ``tiny`` float32 (its gate's op-by-op step is most of its 11-13 s). Full: all.
-
-        Both on one device (``mesh=none``); a mesh is chosen with ``--param mesh=data:4``.
-        """
-        if quick:
-            return {"size": ["tiny"], "dtype": ["float32"], "mesh": [meshes.NONE]}
-        return {"size": list(LM_SIZES), "dtype": list(DTYPES), "mesh": [meshes.NONE]}
-
-    def meant_for(self, params: Mapping[str, Any]) -> str:
-        """``"cpu"`` or ``"gpu"``: where the case's size is meant to run."""
-        return get_lm_size(params["size"]).device
-
-    def validate(self, params: Mapping[str, Any]) -> None:
-        """Raise ``ValueError`` naming a bad ``size``, ``dtype`` or ``mesh``.
-
-        A mesh is bad where its axes do not divide what they split
-        (:func:`jaxbench.workloads.meshes.check_fits`, on the parameters' shapes).
-        """
-        size = get_lm_size(params["size"])
-        check_dtype(params["dtype"])
-        mesh = params.get("mesh", meshes.NONE)  # older callers give none
-        if mesh != meshes.NONE:
-            template = jax.eval_shape(lambda key: lm.init(key, size), jax.random.key(0))
-            leaves = jax.tree_util.tree_flatten_with_path(template)[0]
-            shapes = {path_text(p, "/"): leaf.shape for p, leaf in leaves}
-            meshes.check_fits(mesh, shapes, size.batch, f"{size.name} transformer")
-
-    def benchmark(self, params: Mapping[str, Any]) -> str:
-        """Always ``transformer/train_step``."""
-        return f"{self.name}/train_step"
-
-    def build(self, params: Mapping[str, Any]) -> Built:
-        """Params, AdamW state, a token batch, the donated jitted step, and the gate."""
-        size, dtype = get_lm_size(params["size"]), params["dtype"]
-        key_params, key_tokens = jax.random.split(jax.random.key(3))
-        state0 = lm.init_state(lm.init(key_params, size))
-        tokens = lm.make_tokens(key_tokens, size)
-        mesh = params.get("mesh", meshes.NONE)
-        metrics = {
-            "params_count": size.params_count,
-            "params_bytes": 4 * size.params_count,
-            "tokens": size.tokens,
-            "model_flops": size.model_flops(),
-        }
-        if mesh == meshes.NONE:
-            step, state, batch, shardings = jitted_step(size, dtype), state0, tokens, None
-        else:
-            step, state, batch, shardings, facts = meshes.place_step(
-                _plain_step(size, dtype), ("transformer", size.name, dtype), state0, tokens,
-                mesh, donate=True,
-            )  # fmt: skip
-            metrics |= facts
-
-        def call(s: Any) -> Any:
-            return step(s[0], s[1])
-
-        return Built(
-            targets=[CompileTarget("train_step", ("transformer", size, dtype, mesh), step,
-                                   (state, batch))],
-            call=call,
-            make_state=lambda: (state, batch),
-            next_state=lambda s, out: (out[0], s[1]),
-            check=lambda: _gate(size, dtype, step, state, batch, (state0, tokens), shardings),
-            metrics=metrics,
+    spec = get_lm_size(size)
+    key_params, key_tokens = jax.random.split(jax.random.key(3))
+    state0 = lm.init_state(lm.init(key_params, spec))
+    tokens = lm.make_tokens(key_tokens, spec)
+    metrics = {"params_count": spec.params_count, "params_bytes": 4 * spec.params_count}
+    if mesh == meshes.NONE:
+        step, state, batch, shardings = jitted_step(spec, dtype), state0, tokens, None
+    else:
+        step, state, batch, shardings, facts = meshes.place_step(
+            _plain_step(spec, dtype), ("transformer", spec.name, dtype), state0, tokens,
+            mesh, donate=True,
         )  # fmt: skip
+        metrics |= facts
+    return Step(
+        fn=step,
+        args=(state, batch),
+        next_args=lambda s, out: (out[0], s[1]),
+        flops=spec.model_flops(),
+        tokens=spec.tokens,
+        programs=(CompileTarget("train_step", ("transformer", spec, dtype, mesh), step,
+                                (state, batch)),),
+        make_args=lambda: (state, batch),
+        gate=lambda: _gate(spec, dtype, step, state, batch, (state0, tokens), shardings),
+        metrics=metrics,
+    )  # fmt: skip
 
 
 def _gate(
@@ -306,3 +249,66 @@ def _gate(
         "loss_after": after,
         "ln_vocab": math.log(size.vocab),
     }
+
+
+class Transformer(Workload):
+    """Decoder LM train step over :data:`LM_SIZES` and compute dtypes (float32 master weights).
+
+    Parameters: ``size`` (a name of :data:`LM_SIZES`), ``dtype`` (``float32``/``bfloat16``, the
+    compute dtype), ``mesh`` (``none``, or ``axis:size`` pairs of ``data``, ``fsdp``,
+    ``tensor``: :mod:`jaxbench.workloads.meshes`; records made before it existed are ``none``).
+    """
+
+    name = "transformer"
+    factory = staticmethod(transformer)
+    param_names = ("size", "dtype", "mesh")
+    #: Float32 and bfloat16 compute; a wider bfloat16 floor, as the measured rounding error
+    #: needs (the reason is in :mod:`jaxbench.drift.tolerance`).
+    drift = DriftSets(
+        DTYPES,
+        LM_SIZES[SIZE].longest_reduction,
+        lm.TokenShapeError,
+        drift_standard,
+        drift_variant,
+        drift_outputs,
+        bfloat16_floor=2.0**-3,
+    )
+    asv = (
+        AsvSuite("Transformer", {"size": ["tiny", "small", "125m", "1b"], "dtype": list(DTYPES)},
+                 method="time_step", timeout=600, module="bench_transformer"),
+        AsvSuite("TransformerCosts", {"size": ["tiny", "small", "125m"], "dtype": list(DTYPES)},
+                 kind="costs", tracks={"tokens_per_s": "tokens/s", "model_mfu": "fraction"},
+                 timeout=600, module="bench_transformer"),
+    )  # fmt: skip
+
+    def grid(self, quick: bool) -> dict[str, list[Any]]:
+        """Quick: ``tiny`` float32 (its gate's op-by-op step is most of its 11-13 s). Full: all.
+
+        Both on one device (``mesh=none``); a mesh is chosen with ``--param mesh=data:4``.
+        """
+        if quick:
+            return {"size": ["tiny"], "dtype": ["float32"], "mesh": [meshes.NONE]}
+        return {"size": list(LM_SIZES), "dtype": list(DTYPES), "mesh": [meshes.NONE]}
+
+    def meant_for(self, params: Mapping[str, Any]) -> str:
+        """``"cpu"`` or ``"gpu"``: where the case's size is meant to run."""
+        return get_lm_size(params["size"]).device
+
+    def validate(self, params: Mapping[str, Any]) -> None:
+        """Raise ``ValueError`` naming a bad ``size``, ``dtype`` or ``mesh``.
+
+        A mesh is bad where its axes do not divide what they split
+        (:func:`jaxbench.workloads.meshes.check_fits`, on the parameters' shapes).
+        """
+        size = get_lm_size(params["size"])
+        check_dtype(params["dtype"])
+        mesh = params.get("mesh", meshes.NONE)  # older callers give none
+        if mesh != meshes.NONE:
+            template = jax.eval_shape(lambda key: lm.init(key, size), jax.random.key(0))
+            leaves = jax.tree_util.tree_flatten_with_path(template)[0]
+            shapes = {path_text(p, "/"): leaf.shape for p, leaf in leaves}
+            meshes.check_fits(mesh, shapes, size.batch, f"{size.name} transformer")
+
+    def benchmark(self, params: Mapping[str, Any]) -> str:
+        """Always ``transformer/train_step``."""
+        return f"{self.name}/train_step"
