@@ -115,7 +115,7 @@ SCRIPT = textwrap.dedent(
             case = prepare("collectives", {"op": op, "bytes": 1024, "devices": n,
                                            "dtype": "float32"}, "cpu", keep=False)
             y = case.call_once()
-            out[f"{op}/{n}"] = [len(case.state.sharding.device_set),
+            out[f"{op}/{n}"] = [len(case.state[0].sharding.device_set),
                                 len(y.sharding.device_set), case.gate["max_abs_err"]]
     # An output gathered onto one device is caught by the gate's sharding check.
     one = jax.sharding.SingleDeviceSharding(jax.devices()[0])

@@ -117,7 +117,11 @@ def test_gate_failure_is_recorded_and_not_timed(tmp_path, fast_timing, monkeypat
 
     def failing_build(params):
         step = ToyWorkload.build(toy, params)
-        return dataclasses.replace(step, gate=lambda: (_ for _ in ()).throw(GateFailure("disagrees")))
+
+        def gate():
+            raise GateFailure("disagrees")
+
+        return dataclasses.replace(step, gate=gate)
 
     monkeypatch.setattr(toy, "build", failing_build)
     monkeypatch.setitem(workloads.WORKLOADS, "toy", toy)

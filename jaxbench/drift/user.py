@@ -25,8 +25,8 @@ import numpy as np
 
 from jaxbench.drift.sets import RegressionSet
 from jaxbench.drift.tolerance import BASE_REDUCTION
-from jaxbench.workloads.trees import flatten_tree, unflatten_like
 from jaxbench.workloads.step import Step, materialize, tolerance_dtype
+from jaxbench.workloads.trees import flatten_tree, unflatten_like
 from jaxbench.workloads.user import UserWorkload
 
 #: The one set of a user workload's case.

@@ -14,9 +14,9 @@ from jaxbench.workloads.forward_mode import ForwardMode
 from jaxbench.workloads.loops import Loops
 from jaxbench.workloads.scatter import Scatter
 from jaxbench.workloads.sizes import DTYPES, SIZES, MLPSize
+from jaxbench.workloads.step import Step
 from jaxbench.workloads.train_step import TrainStep
 from jaxbench.workloads.transformer import Transformer
-from jaxbench.workloads.step import Step
 from jaxbench.workloads.user import UserWorkload, find
 
 WORKLOADS: dict[str, Workload] = {

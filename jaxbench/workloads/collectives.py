@@ -130,7 +130,7 @@ def jitted(op: str, mesh: jax.sharding.Mesh) -> Any:
 
 
 def collectives(
-    op: str = "all_reduce", bytes: int = 1 << 20, devices: int = 2, dtype: str = "float32"  # noqa: A002
+    op: str = "all_reduce", bytes: int = 1 << 20, devices: int = 2, dtype: str = "float32"
 ) -> Step:
     """The family's factory: the sharded input, the jitted collective and its gate.
 

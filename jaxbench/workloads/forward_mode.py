@@ -237,7 +237,10 @@ def drift_outputs(inputs: Inputs, dtype: str, device: Any | None = None) -> Inpu
 
 
 def forward(
-    size: str = "tiny", dtype: str = "float32", k: int = 1, strategy: str = "vmap_jvp",
+    size: str = "tiny",
+    dtype: str = "float32",
+    k: int = 1,
+    strategy: str = "vmap_jvp",
     wrt: str = "input",
 ) -> Step:
     """The family's factory: params, primal, K tangents, the strategy's timed call, its gate.

@@ -219,7 +219,10 @@ def drift_outputs(inputs: Inputs, dtype: str, device: Any | None = None) -> Inpu
 
 
 def loop(
-    trip: int = 64, body: str = "at_set", mode: str = "plain", width: int = WIDTH,
+    trip: int = 64,
+    body: str = "at_set",
+    mode: str = "plain",
+    width: int = WIDTH,
     dtype: str = "float32",
 ) -> Step:
     """The family's factory: ``x``, ``w`` and a tangent ``v``, the mode's timed call, the gate.

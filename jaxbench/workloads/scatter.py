@@ -160,7 +160,10 @@ def drift_outputs(inputs: Inputs, dtype: str, device: Any | None = None) -> Inpu
 
 
 def scatter(
-    rows: int = 4096, n: int = 16384, contention: str = "zipf", op: str = "embedding_grad",
+    rows: int = 4096,
+    n: int = 16384,
+    contention: str = "zipf",
+    op: str = "embedding_grad",
     dtype: str = "float32",
 ) -> Step:
     """The family's factory: the table, the indices, the updates, the jitted op and its gate.

@@ -110,12 +110,15 @@ class Step:
         return self.gate() if self.gate is not None else _reference_gate(name, self)
 
     def record_metrics(self) -> dict[str, Any]:
-        """What the record keeps of the step: :attr:`metrics`, ``model_flops``, ``tokens``, and
-        the mesh and partition specs of sharded arguments (:func:`sharding_facts`)."""
-        named = (("model_flops", self.flops), ("tokens", self.tokens))
-        return dict(self.metrics) | {k: v for k, v in named if v is not None} | sharding_facts(
-            self.args
-        )
+        """What the record keeps of the step, besides XLA's figures.
+
+        The mesh and partition specs of sharded arguments (:func:`sharding_facts`),
+        ``model_flops`` (:attr:`flops`) and ``tokens``, then :attr:`metrics` (a family's own
+        figures replace the others of the same name).
+        """
+        named = {k: v for k, v in (("model_flops", self.flops), ("tokens", self.tokens))
+                 if v is not None}  # fmt: skip
+        return sharding_facts(self.args) | named | dict(self.metrics)
 
 
 def check_step(name: str, step: Any) -> Step:
@@ -289,5 +292,3 @@ def _check_next_args(name: str, args: tuple[Any, ...], following: Any) -> None:
             f"{name}: Step.next_args returned argument leaves {dead} that the call donated; "
             "return the call's outputs in their place"
         )
-
-
