@@ -57,7 +57,7 @@ def spare_the_device() -> dict[str, str]:
     return before
 
 
-def worker_environ(environ: dict[str, str], path: list[str]) -> dict[str, str]:
+def with_import_path(environ: dict[str, str], path: list[str]) -> dict[str, str]:
     """``environ`` with ``PYTHONPATH`` led by ``path`` (this process's ``sys.path``).
 
     The worker then imports the same user workload modules this process found (a
@@ -119,7 +119,7 @@ class Supervised:
         from jaxbench.interleave.session import Worker
 
         if self._worker is None:
-            environ = worker_environ(dict(self.environ or os.environ), sys.path)
+            environ = with_import_path(dict(self.environ or os.environ), sys.path)
             # JAX_PLATFORMS stays as it is ("default"), as in an in-process run: a backend that
             # is not here gives skipped records, where naming it would stop JAX from starting.
             worker = Worker(sys.executable, "default", timeout_s=self.case_timeout_s,

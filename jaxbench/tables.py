@@ -184,25 +184,35 @@ def verdict_notes(frame: Any) -> list[str]:
     return out
 
 
-def comparison_table(result: Any) -> Table:
-    """A :class:`jaxbench.analysis.Comparison` for the terminal: one row per metric and case.
+def comparison_model(result: Any, compact: bool = True) -> TextTable:
+    """A :class:`jaxbench.analysis.Comparison` as a table model: one row per metric and case.
 
-    The columns are the report's, fewer (:func:`jaxbench.analysis.report_tables.comparison_table`
-    with ``compact``); the title gives the thresholds and the interval's level.
+    The report's columns (:func:`jaxbench.analysis.report_tables.comparison_table`), fewer with
+    ``compact`` (the terminal's); the title gives the thresholds and the interval's level.
     """
     level = 1 - result.alpha
     title = (
         f"{result.candidate} vs {result.baseline} (threshold {result.threshold:.0%}, "
         f"compile {result.compile_threshold:.0%}, {level:.0%} intervals over processes)"
     )
-    return rich_table(report_tables.comparison_table(result.table, compact=True, title=title))
+    return report_tables.comparison_table(result.table, compact=compact, title=title)
+
+
+def comparison_table(result: Any) -> Table:
+    """:func:`comparison_model` for the terminal."""
+    return rich_table(comparison_model(result))
+
+
+def live_comparison_model(frame: Any, compact: bool = True) -> TextTable:
+    """Rows of :func:`jaxbench.analysis.live.comparisons_frame` as a table model.
+
+    The report's columns (:func:`jaxbench.analysis.report_live.live_table`), fewer with
+    ``compact`` (the terminal's).
+    """
+    title = "live comparison (candidate / baseline), intervals over process pairs"
+    return live_table(frame, compact=compact, title=title)
 
 
 def live_comparison_table(frame: Any) -> Table:
-    """Rows of :func:`jaxbench.analysis.live.comparisons_frame` for the terminal.
-
-    The columns are the report's, fewer (:func:`jaxbench.analysis.report_live.live_table` with
-    ``compact``).
-    """
-    title = "live comparison (candidate / baseline), intervals over process pairs"
-    return rich_table(live_table(frame, compact=True, title=title))
+    """:func:`live_comparison_model` for the terminal."""
+    return rich_table(live_comparison_model(frame))

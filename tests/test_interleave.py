@@ -23,7 +23,7 @@ from jaxbench.interleave import (
     estimate,
     run_interleaved,
 )
-from jaxbench.interleave.session import _run_pairs, interleave_case, worker_environ
+from jaxbench.interleave.session import _run_pairs, interleave_case, live_worker_environ
 from jaxbench.interleave.worker import serve
 from jaxbench.store import load, write_jsonl
 from jaxbench.store.live import CaseComparison, PairRun, Round, now
@@ -367,9 +367,10 @@ def test_a_side_that_cannot_prepare_is_recorded_as_failed():
 
 def test_live_workers_get_a_share_of_gpu_memory_each_unless_one_is_set():
     both = ("XLA_CLIENT_MEM_FRACTION", "XLA_PYTHON_CLIENT_MEM_FRACTION")
-    assert [worker_environ({"A": "1"})[v] for v in both] == ["0.45", "0.45"]
-    assert "JAX_COMPILATION_CACHE_DIR" not in worker_environ({"JAX_COMPILATION_CACHE_DIR": "/c"})
-    given = worker_environ({"XLA_PYTHON_CLIENT_MEM_FRACTION": "0.3"})
+    assert [live_worker_environ({"A": "1"})[v] for v in both] == ["0.45", "0.45"]
+    cache = {"JAX_COMPILATION_CACHE_DIR": "/c"}
+    assert "JAX_COMPILATION_CACHE_DIR" not in live_worker_environ(cache)
+    given = live_worker_environ({"XLA_PYTHON_CLIENT_MEM_FRACTION": "0.3"})
     assert [given[v] for v in both] == ["0.3", "0.3"]
 
 

@@ -10,7 +10,7 @@ from typer.testing import CliRunner
 
 from jaxbench.cli import app
 from jaxbench.store import read_file
-from jaxbench.supervised import worker_environ
+from jaxbench.supervised import with_import_path
 
 FACTORIES = """
 import os
@@ -151,7 +151,7 @@ def test_this_process_preallocates_no_device_memory_and_the_worker_gets_the_user
 
 
 def test_the_worker_gets_this_process_path_first():
-    environ = worker_environ({"PYTHONPATH": "/b", "X": "1"}, ["/a", "", "/b"])
+    environ = with_import_path({"PYTHONPATH": "/b", "X": "1"}, ["/a", "", "/b"])
     assert environ == {"PYTHONPATH": os.pathsep.join(["/a", "/b"]), "X": "1"}
 
 

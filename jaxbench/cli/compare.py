@@ -16,6 +16,7 @@ from jaxbench.cli.options import (
     ExtraIndexUrl,
     JaxExtra,
     JsonOut,
+    MarkdownOut,
     Requirements,
     With,
     check_rule_options,
@@ -26,6 +27,7 @@ from jaxbench.cli.options import (
     side_params,
     version_envs,
     writable_folder,
+    write_summary,
     write_verdicts,
 )
 from jaxbench.cli.selection import Selection, selects_cases
@@ -49,13 +51,13 @@ EXIT_UNDECIDED = 3
 
 
 def _offline(baseline: str, candidate: str, results: list[Path], opts: dict[str, Any],
-             json_out: Path | None = None) -> None:  # fmt: skip
+             json_out: Path | None = None, markdown: Path | None = None) -> None:  # fmt: skip
     """Compare recorded results; every file is read once: records and calibrations together."""
     from jaxbench.analysis import compare_versions
     from jaxbench.analysis.compare import BASIS
     from jaxbench.analysis.frames import results_of
     from jaxbench.store import Loaded, load
-    from jaxbench.tables import comparison_table, verdict_notes
+    from jaxbench.tables import comparison_model, comparison_table, verdict_notes
 
     read = Loaded()
 
@@ -122,6 +124,9 @@ def _offline(baseline: str, candidate: str, results: list[Path], opts: dict[str,
     write_verdicts(json_out, "compare", _rows(result.table), code, mode="sequential",
                    baseline=baseline, candidate=candidate, threshold=opts["threshold"],
                    alpha=opts["alpha"])  # fmt: skip
+    write_summary(markdown, f"jaxbench compare: {candidate} vs {baseline}",
+                  comparison_model(result, compact=False),
+                  _summary_lines(result.table, f"sequential; {BASIS}", code))  # fmt: skip
     raise typer.Exit(code)
 
 
@@ -198,6 +203,20 @@ def _cite_calibration(folders: list[Path], cases: set[str], read: Any = None) ->
                       f"{det} at 80 % power", highlight=False)  # fmt: skip
 
 
+#: What each exit status of ``compare`` means, for the Markdown summary.
+EXIT_MEANINGS = {
+    0: "no case is slower",
+    1: "a case is slower, or a live case failed",
+    EXIT_UNDECIDED: "no case is slower, but one is inconclusive or unstable (--fail-on-undecided)",
+}
+
+
+def _summary_lines(table: Any, design: str, code: int) -> list[str]:
+    """The Markdown summary's lines under its table: the verdicts, the design, the exit."""
+    return [f"**Verdicts:** {_counts(table)}.", f"Design: {design}.",
+            f"Exit status {code}: {EXIT_MEANINGS[code]}."]  # fmt: skip
+
+
 def _exit_code(table: Any, fail_on_undecided: bool = False) -> int:
     """The exit status of a comparison, for a CI gate.
 
@@ -230,6 +249,7 @@ def _live(
     out: Path,
     opts: dict[str, Any],
     json_out: Path | None = None,
+    markdown: Path | None = None,
 ) -> None:
     from jaxbench.analysis.live import comparisons_frame
     from jaxbench.interleave import (
@@ -241,7 +261,7 @@ def _live(
         summary_line,
     )
     from jaxbench.interleave.verdict import BASIS
-    from jaxbench.tables import live_comparison_table, verdict_notes
+    from jaxbench.tables import live_comparison_model, live_comparison_table, verdict_notes
 
     try:
         schedule = Schedule(**schedule_fields)
@@ -279,11 +299,24 @@ def _live(
     write_verdicts(json_out, "compare", _rows(frame), code, mode=mode, baseline=a.label,
                    candidate=b.label, threshold=opts["threshold"], alpha=opts["alpha"],
                    live=str(path))  # fmt: skip
+    write_summary(markdown, f"jaxbench compare: {b.label} vs {a.label}",
+                  live_comparison_model(frame, compact=False),
+                  _summary_lines(frame, f"{said}; {BASIS[mode]}", code))  # fmt: skip
     raise typer.Exit(code)
 
 
 def _label(spec: str, overrides: dict[str, Any]) -> str:
-    name = Path(spec).name if "/" in spec else spec
+    """A side's name: a version, ``current``, or a path's last part.
+
+    ``ENV/bin/python`` is ``ENV``: two venvs' interpreters are both ``python``.
+    """
+    path = Path(spec)
+    if "/" not in spec:
+        name = spec
+    elif path.parent.name == "bin" and path.parent.parent.name:
+        name = path.parent.parent.name
+    else:
+        name = path.name
     return " ".join([name, *(f"{k}={v}" for k, v in overrides.items())])
 
 
@@ -361,6 +394,7 @@ def register(app: typer.Typer) -> None:
             ),
         ] = False,
         json_out: JsonOut = None,
+        markdown: MarkdownOut = None,
         fail_on_undecided: Annotated[
             bool,
             typer.Option(
@@ -393,7 +427,8 @@ def register(app: typer.Typer) -> None:
             if live_options:
                 raise fail("case selection and --set-a/--set-b apply to --interleave only")
             _offline(baseline, candidate, results or [Path("results")],
-                     opts | {"compile_threshold": compile_threshold}, json_out)  # fmt: skip
+                     opts | {"compile_threshold": compile_threshold}, json_out,
+                     markdown)  # fmt: skip
             return
         if results:
             raise fail("--results applies to recorded comparisons, not --interleave")
@@ -411,4 +446,4 @@ def register(app: typer.Typer) -> None:
         envs = version_envs(env_root, jax_extra, extra_index_url,
                             [c.workload for c in cases], with_, requirements)  # fmt: skip
         _live(baseline, candidate, cases, a, b, back_to_back, backend, schedule,
-              envs, writable_folder(out), opts, json_out)  # fmt: skip
+              envs, writable_folder(out), opts, json_out, markdown)  # fmt: skip

@@ -135,6 +135,14 @@ JsonOut = Annotated[
         "FILE (for a CI job).",
     ),
 ]
+MarkdownOut = Annotated[
+    Path | None,
+    typer.Option(
+        "--markdown",
+        metavar="FILE",
+        help="Also append the verdicts as a Markdown summary to FILE (e.g. $GITHUB_STEP_SUMMARY).",
+    ),
+]
 #: ``--backend`` of the commands whose workers run the cases (live pairs, bisect, explain).
 Backend = Annotated[str, typer.Option("--backend", "-b", help="Backend the workers use.")]
 Budget = Annotated[float, typer.Option(parser=_number, help="Timed seconds per case.")]
@@ -253,6 +261,34 @@ def write_verdicts(path: Path | None, command: str, cases: list[dict[str, Any]],
         write_atomic(path, (json.dumps(payload, indent=2, default=str) + "\n").encode())
     except OSError as exc:
         raise fail(f"--json {path}: cannot be written ({exc.strerror})") from None
+
+
+def write_summary(path: Path | None, heading: str, table: Any, lines: list[str]) -> None:
+    """Append ``--markdown``: a heading, the verdict table and lines; nothing without ``path``.
+
+    Appended, not replaced, so several commands of one CI step can add to one summary (GitHub
+    Actions' ``$GITHUB_STEP_SUMMARY`` is such a file).
+
+    Args:
+        path: ``--markdown``, or ``None``.
+        heading: The section's heading (Markdown level 2), e.g. the sides compared.
+        table: The verdict table, a :class:`jaxbench.analysis.text_table.TextTable` (the
+            report's columns).
+        lines: Paragraphs after it (the counts of verdicts, the exit status's meaning).
+
+    Raises:
+        typer.Exit: ``path`` cannot be written (exit 2).
+    """
+    from jaxbench.analysis import markdown as md
+
+    if path is None:
+        return
+    text = "\n\n".join([f"## {heading}", md.table(table), *lines]) + "\n\n"
+    try:
+        with open(path, "a", encoding="utf-8") as f:
+            f.write(text)
+    except OSError as exc:
+        raise fail(f"--markdown {path}: cannot be written ({exc.strerror})") from None
 
 
 def writable_folder(out: str) -> Path:

@@ -16,6 +16,7 @@ from jaxbench.cli.options import (
     ExtraIndexUrl,
     JaxExtra,
     JsonOut,
+    MarkdownOut,
     MinSamples,
     Requirements,
     Warmup,
@@ -28,6 +29,7 @@ from jaxbench.cli.options import (
     timing_fields,
     version_envs,
     writable_folder,
+    write_summary,
     write_verdicts,
 )
 from jaxbench.cli.selection import Selection, selects_cases
@@ -188,6 +190,7 @@ def register(app: typer.Typer) -> None:
         with_: With = None,
         requirements: Requirements = None,
         json_out: JsonOut = None,
+        markdown: MarkdownOut = None,
         out: Annotated[
             str | None,
             typer.Option(
@@ -232,7 +235,7 @@ def register(app: typer.Typer) -> None:
                                          [c.workload for c in cases], with_, requirements),
                 out, drift, reference,
                 {"threshold": threshold, "compile_threshold": compile_threshold,
-                 "alpha": alpha}, json_out)  # fmt: skip
+                 "alpha": alpha}, json_out, markdown)  # fmt: skip
 
 
 def _review(
@@ -249,6 +252,7 @@ def _review(
     reference: Path | None,
     rule: dict[str, float],
     json_out: Path | None = None,
+    markdown: Path | None = None,
 ) -> None:
     from jaxbench.analysis.report import DEFAULT_SECTIONS, load_review, render_report
     from jaxbench.analysis.review import Settings
@@ -352,6 +356,7 @@ def _review(
     write_verdicts(json_out, "review", [dataclasses.asdict(a) for a in found], code,
                    baseline=versions[0], candidate=versions[1], threshold=rule["threshold"],
                    alpha=rule["alpha"], report=str(report))  # fmt: skip
+    _summarize(markdown, found, versions, code, report)
     if code:
         raise typer.Exit(code)
 
@@ -378,6 +383,23 @@ def _say_processes_needed(review: Any, processes: int, rule: dict[str, float]) -
     err_console.print(f"screen: to call a {PLANNED_EFFECT:.0%} change from recorded runs alone "
                       f"this machine needs about {need} processes a side (spread between "
                       f"processes sd {spread:.3f}); {enough}", highlight=False)  # fmt: skip
+
+
+def _summarize(path: Path | None, found: list, versions: Any, code: int, report: Path) -> None:
+    """``--markdown``: the review's answer table and lines, appended (a CI job's summary)."""
+    from collections import Counter
+
+    from jaxbench.upgrade.summary import answers_table
+
+    counts = Counter(a.verdict for a in found)
+    said = ", ".join(f"{n} {v}" for v, n in counts.most_common()) or "none"
+    meaning = "a case is slower" if code else "no case is slower"
+    lines = [f"**Verdicts:** {said}.", f"Exit status {code}: {meaning}.", f"Report: `{report}`."]
+    for a in found:
+        if a.explanation:
+            lines.append(f"**{a.case}** ({a.verdict}): " + " ".join(a.explanation))
+    write_summary(path, f"jaxbench review: JAX {versions[0]} -> {versions[1]}",
+                  answers_table(found), lines)  # fmt: skip
 
 
 def _print(found: list) -> None:

@@ -164,7 +164,7 @@ CACHE_DIR_VAR = "JAX_COMPILATION_CACHE_DIR"
 """The variable that turns JAX's persistent compilation cache on; live workers start without it."""
 
 
-def worker_environ(environ: dict[str, str]) -> dict[str, str]:
+def live_worker_environ(environ: dict[str, str]) -> dict[str, str]:
     """The environment a live worker starts with: ``environ`` plus a GPU memory fraction each.
 
     A fraction the user set (either name of :data:`MEM_FRACTION_VARS`) is kept as it is, and
@@ -183,7 +183,7 @@ class Worker:
     """A running :mod:`jaxbench.interleave.worker` process; use as a context manager.
 
     The two workers of a pair run at once, so each starts with its own share of a GPU's memory
-    (:func:`worker_environ`), not JAX's default 75 % each.
+    (:func:`live_worker_environ`), not JAX's default 75 % each.
 
     Args:
         python: Interpreter to start it with.
@@ -191,7 +191,7 @@ class Worker:
         timeout_s: Seconds to wait for any one answer (preparing a case includes its compile
             and gate) before the worker is taken for hung, killed, and :class:`WorkerDied`
             raised; ``None`` waits for ever.
-        environ: The worker's environment; default :func:`worker_environ` of this one (a
+        environ: The worker's environment; default :func:`live_worker_environ` of this one (a
             pair's share of a GPU, no shared compilation cache). ``jaxbench run``'s lone
             worker passes its own.
 
@@ -211,7 +211,7 @@ class Worker:
         cmd = [python, "-m", "jaxbench.interleave.worker", "--backend", backend,
                "--parent", str(os.getpid())]  # fmt: skip
         if environ is None:
-            environ = worker_environ(dict(os.environ))
+            environ = live_worker_environ(dict(os.environ))
         try:
             self._proc = subprocess.Popen(
                 cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self._stderr,
