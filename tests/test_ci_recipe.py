@@ -69,6 +69,7 @@ def test_the_recipe_calls_a_slower_pull_request_slower_and_posts_the_summary(tmp
     done = _recipe(tmp_path, str(base), str(head), "prbench.bench:step", "--pairs", "3",
                    "--max-pairs", "4", "--rounds", "6")  # fmt: skip
     assert done.returncode == 1, done.stdout + done.stderr  # compare's: a case is slower
+    assert (tmp_path / "jaxbench-verdicts.json").exists(), done.stdout + done.stderr
     verdicts = json.loads((tmp_path / "jaxbench-verdicts.json").read_text())
     assert verdicts["exit_status"] == 1 and verdicts["mode"] == "interleaved"
     (case,) = verdicts["cases"]

@@ -5,7 +5,9 @@
 #
 # BASE_DIR and HEAD_DIR are checkouts of your repository at the pull request's base and head;
 # WORKLOAD is your factory, package.module:factory. PYTHON (default python3) is an interpreter
-# with jaxbench, JAX and your package's dependencies installed. For each side this makes a
+# with jaxbench, JAX and your package's dependencies installed (your package itself, if
+# installed there, not as editable: an editable install's import hook would serve both
+# sides). For each side this makes a
 # venv under JAXBENCH_PR_DIR (default .jaxbench-pr) that sees PYTHON's packages and has that
 # checkout installed over them (pip install --no-deps), then runs a live interleaved comparison
 # of WORKLOAD between the two sides: both run now, on this machine, in pairs of fresh
@@ -36,12 +38,14 @@ outer=$("$python" -c "$purelib")
 side() {  # side NAME CHECKOUT: a venv over PYTHON's packages with CHECKOUT installed
   local env="$work/$1"
   "$python" -m venv --clear "$env"
-  # A path line in a .pth file: PYTHON's packages come after the venv's own, so the
-  # checkout installed here is the one imported.
-  echo "$outer" >"$("$env/bin/python" -c "$purelib")/_jaxbench_pr_outer.pth"
+  # PYTHON's packages (and their own .pth files: editable installs) come after the venv's
+  # own, so the checkout installed here is the one imported.
+  echo "import site; site.addsitedir('$outer')" >"$("$env/bin/python" -c "$purelib")/_jaxbench_pr_outer.pth"
   "$env/bin/python" -m pip install --quiet --no-deps "$2"
 }
 side base "$base"
 side head "$head"
-exec "$python" -m jaxbench compare "$work/base/bin/python" "$work/head/bin/python" \
+# The head's interpreter runs the comparison: it reads the workload's parameters from the
+# head's code. Each side's workers run in that side's venv.
+exec "$work/head/bin/python" -m jaxbench compare "$work/base/bin/python" "$work/head/bin/python" \
   --interleave -w "$workload" --json jaxbench-verdicts.json --markdown "$summary" "$@"

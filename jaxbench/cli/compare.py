@@ -124,9 +124,10 @@ def _offline(baseline: str, candidate: str, results: list[Path], opts: dict[str,
     write_verdicts(json_out, "compare", _rows(result.table), code, mode="sequential",
                    baseline=baseline, candidate=candidate, threshold=opts["threshold"],
                    alpha=opts["alpha"])  # fmt: skip
-    write_summary(markdown, f"jaxbench compare: {candidate} vs {baseline}",
-                  comparison_model(result, compact=False),
-                  _summary_lines(result.table, f"sequential; {BASIS}", code))  # fmt: skip
+    if markdown is not None:
+        write_summary(markdown, f"jaxbench compare: {candidate} vs {baseline}",
+                      comparison_model(result),
+                      _summary_lines(result.table, f"sequential; {BASIS}", code))  # fmt: skip
     raise typer.Exit(code)
 
 
@@ -299,9 +300,10 @@ def _live(
     write_verdicts(json_out, "compare", _rows(frame), code, mode=mode, baseline=a.label,
                    candidate=b.label, threshold=opts["threshold"], alpha=opts["alpha"],
                    live=str(path))  # fmt: skip
-    write_summary(markdown, f"jaxbench compare: {b.label} vs {a.label}",
-                  live_comparison_model(frame, compact=False),
-                  _summary_lines(frame, f"{said}; {BASIS[mode]}", code))  # fmt: skip
+    if markdown is not None:
+        write_summary(markdown, f"jaxbench compare: {b.label} vs {a.label}",
+                      live_comparison_model(frame),
+                      _summary_lines(frame, f"{said}; {BASIS[mode]}", code))  # fmt: skip
     raise typer.Exit(code)
 
 

@@ -273,7 +273,7 @@ def write_summary(path: Path | None, heading: str, table: Any, lines: list[str])
         path: ``--markdown``, or ``None``.
         heading: The section's heading (Markdown level 2), e.g. the sides compared.
         table: The verdict table, a :class:`jaxbench.analysis.text_table.TextTable` (the
-            report's columns).
+            terminal's columns).
         lines: Paragraphs after it (the counts of verdicts, the exit status's meaning).
 
     Raises:
