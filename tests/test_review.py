@@ -172,8 +172,13 @@ def test_a_review_screens_confirms_only_what_is_open_and_explains_the_change(sim
 
 def test_review_json_holds_the_final_verdict_per_case_and_the_exit_status(simulated, tmp_path):
     out = tmp_path / "verdicts.json"
-    result = _review(tmp_path / "review", "--json", str(out))
+    summary = tmp_path / "summary.md"
+    result = _review(tmp_path / "review", "--json", str(out), "--markdown", str(summary))
     assert result.exit_code == 1, result.output
+    text = summary.read_text()
+    assert text.startswith(f"## jaxbench review: JAX {VERSIONS[0]} -> {VERSIONS[1]}\n")
+    assert "**Verdicts:** " in text and "1 slower" in text and "1 same" in text
+    assert "Exit status 1: a case is slower." in text and "report.md" in text
     written = json.loads(out.read_text())
     assert (written["command"], written["exit_status"], written["baseline"]) == (
         "review", 1, VERSIONS[0])  # fmt: skip

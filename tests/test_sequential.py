@@ -178,5 +178,13 @@ def test_fail_on_undecided_exits_3_and_slower_still_wins(tmp_path):
     plain = CliRunner().invoke(app, args)
     assert plain.exit_code == 0, plain.output
     assert "inconclusive" in plain.output
-    gated = CliRunner().invoke(app, [*args, "--fail-on-undecided"])
+    summary = tmp_path / "summary.md"
+    summary.write_text("earlier step\n")
+    gated = CliRunner().invoke(app, [*args, "--fail-on-undecided", "--markdown", str(summary)])
     assert gated.exit_code == 3, gated.output
+    text = summary.read_text()  # appended to what was there, as GitHub's step summary wants
+    assert text.startswith("earlier step\n## jaxbench compare: ")
+    assert "| inconclusive |" in text and "**Verdicts:** 1 inconclusive." in text
+    assert "Exit status 3: no case is slower, but one is inconclusive or unstable" in text
+    unwritable = CliRunner().invoke(app, [*args, "--markdown", str(tmp_path / "no" / "s.md")])
+    assert unwritable.exit_code == 2 and "--markdown" in unwritable.output
