@@ -120,8 +120,8 @@ def _compare_values(
     found = stability.processes_disturbances(na, nb, va if drift else (), vb if drift else ())
     est = stability.veto(est, found)
     return {
-        "baseline_median_s": float(np.median([np.median(v) for v in va])),
-        "candidate_median_s": float(np.median([np.median(v) for v in vb])),
+        "baseline_median_s": verdicts.median([verdicts.median(v) for v in va]),
+        "candidate_median_s": verdicts.median([verdicts.median(v) for v in vb]),
         **est.row(),
         "basis": BASIS,
     }

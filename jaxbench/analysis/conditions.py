@@ -123,11 +123,25 @@ DEFAULT_FIELDS: tuple[str, ...] = tuple(f for f in FIELD_GETTERS if f != "commit
 
 
 def _text(value: Any) -> str:
-    if value is None or (not isinstance(value, dict | list) and pd.isna(value)):
+    if isinstance(value, str):
+        return value
+    if value is None:
         return NOT_RECORDED
     if isinstance(value, dict | list):
         return json.dumps(value, sort_keys=True)
+    if pd.isna(value):
+        return NOT_RECORDED
     return str(value)
+
+
+def _rows(frame: pd.DataFrame, columns: Sequence[str]) -> list[dict[str, Any]]:
+    """``frame``'s ``columns`` as one dict per row.
+
+    ``Series.tolist`` per column: ``DataFrame.to_dict("records")`` boxes every value one by one.
+    """
+    present = [c for c in columns if c in frame]
+    values = [frame[c].tolist() for c in present]
+    return [dict(zip(present, row, strict=True)) for row in zip(*values, strict=True)]
 
 
 def condition_fields(
@@ -155,7 +169,7 @@ def condition_fields(
     out: dict[str, list[str]] = {f: [] for f in fields}
     extra: list[dict[str, Any]] = []
     getters = [(f, FIELD_GETTERS[f]) for f in fields]
-    for row in frame[[c for c in _READ if c in frame]].to_dict("records"):
+    for row in _rows(frame, _READ):
         for f, getter in getters:
             out[f].append(_text(getter(row)))
         more: dict[str, Any] = {}
@@ -189,6 +203,21 @@ def condition_label(values: dict[str, str]) -> str:
     return f"{kind}@{machine}#{digest}"
 
 
+def _labels(table: pd.DataFrame) -> list[str]:
+    """:func:`condition_label` of each row of a :func:`condition_fields` table.
+
+    Computed once per distinct row: a history's records share a few conditions.
+    """
+    columns = list(table.columns)
+    seen: dict[tuple[str, ...], str] = {}
+    out = []
+    for values in zip(*(table[c].tolist() for c in columns), strict=True):
+        if values not in seen:
+            seen[values] = condition_label(dict(zip(columns, values, strict=True)))
+        out.append(seen[values])
+    return out
+
+
 def add_conditions(
     frame: pd.DataFrame, fields: Sequence[str] = DEFAULT_FIELDS, env_vars: bool = True
 ) -> pd.DataFrame:
@@ -202,9 +231,7 @@ def add_conditions(
     Raises:
         KeyError: As :func:`condition_fields`.
     """
-    table = condition_fields(frame, fields, env_vars)
-    labels = [condition_label(row) for row in table.to_dict("records")]
-    return frame.assign(**{CONDITION: labels})
+    return frame.assign(**{CONDITION: _labels(condition_fields(frame, fields, env_vars))})
 
 
 @dataclass(frozen=True)
@@ -247,9 +274,7 @@ def split_series(
         KeyError: As :func:`condition_fields`.
     """
     table = condition_fields(frame, fields, env_vars)
-    labels = pd.Series(
-        [condition_label(row) for row in table.to_dict("records")], index=frame.index
-    )
+    labels = pd.Series(_labels(table), index=frame.index)
     framed = frame.assign(**{CONDITION: labels})
     values = table.assign(**{CONDITION: labels}).drop_duplicates(CONDITION).set_index(CONDITION)
     counts = labels.value_counts()

@@ -30,6 +30,7 @@ from jaxbench.inference.scaling import (
     compare_pair_exponents,
     fit_exponent,
 )
+from jaxbench.inference.verdicts import median
 from jaxbench.interleave.verdict import look_level
 from jaxbench.store.live import CaseComparison, PairRun
 
@@ -76,7 +77,7 @@ def exponents_frame(frame: pd.DataFrame, alpha: float = 0.05, by: str = "jax") -
         sub = ok[ok[column].notna()]
         others = [c for c in sub.columns if c.startswith("param.") and c != column]
         labels = sub[others].apply(_label, axis=1) if others else pd.Series("", index=sub.index)
-        sub = sub.assign(_params=labels, _median=sub["samples_s"].map(np.median))
+        sub = sub.assign(_params=labels, _median=sub["samples_s"].map(median))
         keys = [*FAMILY, "_params", by]
         for key, group in sub.groupby(keys, dropna=False, sort=True):
             by_process = {

@@ -39,7 +39,7 @@ from typing import Any
 
 import numpy as np
 
-from jaxbench.inference.verdicts import Estimate, decide
+from jaxbench.inference.verdicts import Estimate, decide, median
 
 #: Family-wise level of the drift tests of one comparison (split over the series checked).
 DRIFT_ALPHA = 0.01
@@ -120,7 +120,7 @@ def halves_shift(
     if half < MIN_HALF:
         return (math.nan, math.nan, 1.0)
     first, second = x[:half], x[x.size - half :]
-    a, b = float(np.median(first)), float(np.median(second))
+    a, b = median(first), median(second)
     if abs(b - a) <= least:
         return (a, b, 1.0)
     from scipy import stats as sps  # not at the top: a live worker never needs it
