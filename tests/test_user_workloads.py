@@ -339,19 +339,35 @@ def test_the_asv_template_times_the_example_workload(monkeypatch):
         bench.setup(64, "gpu")
 
 
-def _nnx_attention(monkeypatch, **changes):
-    """The example Flax NNX attention block with AdamW, as a user workload, ``Step`` changed."""
+def _nnx_attention(monkeypatch, library="nnx", **changes):
+    """An example attention block with AdamW (``nnx`` or ``equinox``), as a user workload,
+    ``Step`` changed."""
     import dataclasses
 
     monkeypatch.syspath_prepend(str(ROOT / "examples" / "workloads"))
     from jaxbench_example_workloads import frameworks
 
+    make = getattr(frameworks, f"{library}_attention")
+
     def factory(d_model: int = 32, heads: int = 4, seq: int = 8, batch: int = 4):
-        step = frameworks.nnx_attention(d_model=d_model, heads=heads, seq=seq, batch=batch)
+        step = make(d_model=d_model, heads=heads, seq=seq, batch=batch)
         made = {k: v(step) if callable(v) else v for k, v in changes.items()}
         return dataclasses.replace(step, **made)
 
-    return UserWorkload("nnx_attention_adamw", factory)
+    return UserWorkload(f"{library}_attention_adamw", factory)
+
+
+@pytest.mark.slow
+def test_an_equinox_attention_step_with_adamw_passes_the_gate_by_its_stated_tolerance(
+    monkeypatch,
+):
+    facts = _nnx_attention(monkeypatch, "equinox").build({}).check()
+    (stated,) = facts["leaf_tolerances"].values()
+    assert stated["atol"] == 2e-3 and stated["leaves"] == 10
+    # without it, the key projection's bias (a gradient within rounding of zero) fails, by name
+    bare = _nnx_attention(monkeypatch, "equinox", tolerances={}).build({})
+    with pytest.raises(GateFailure, match=r"leaf 0/0/key_proj/bias differs"):
+        bare.check()
 
 
 @pytest.mark.slow

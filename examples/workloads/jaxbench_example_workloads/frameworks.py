@@ -188,3 +188,69 @@ def nnx_attention(
         reduction_length=max(d_model, seq, batch * seq),
         tolerances={"0/*": adam_first_step(lr)},
     )
+
+
+def equinox_attention(
+    d_model: int = 64, heads: int = 4, seq: int = 16, batch: int = 8, lr: float = 1e-3
+) -> Step:
+    """One optax AdamW step of an Equinox attention block (``eqx.nn.MultiheadAttention``).
+
+    The Equinox twin of :func:`nnx_attention`: ``Linear(x + MultiheadAttention(x))`` over
+    ``(batch, seq, d_model)`` float32 inputs (one example at a time under ``vmap``, as Equinox
+    layers are written), regressed on ``sin(x)``, with query, key, value and output biases.
+    Its arguments: the model's arrays and AdamW's state (both donated, fed to the next call),
+    ``x`` and ``y``. The key bias gets a gradient within rounding of zero, as in
+    :func:`nnx_attention`, so ``Step.tolerances`` gives the parameters the documented Adam
+    rule (:func:`jaxbench.workloads.adam_first_step`); loss and moments keep float32's.
+
+    FLOP per call: as :func:`nnx_attention`.
+
+    Raises:
+        ModuleNotFoundError: Equinox (or optax) is not installed.
+        ValueError: A size below 1, ``d_model`` not a multiple of ``heads``, or ``lr`` not
+            finite and > 0.
+    """
+    from jaxbench.workloads import adam_first_step
+
+    eqx = _need("equinox", "equinox")
+    optax = _need("optax", "equinox")
+    _check(d_model, seq, batch, lr)
+    if heads < 1 or d_model % heads:
+        raise ValueError(f"heads must be >= 1 and divide d_model={d_model}, got {heads}")
+    k_attn, k_out = jax.random.split(jax.random.key(0))
+    attn = eqx.nn.MultiheadAttention(
+        heads,
+        d_model,
+        use_query_bias=True,
+        use_key_bias=True,
+        use_value_bias=True,
+        use_output_bias=True,
+        key=k_attn,
+    )
+    model = (attn, eqx.nn.Linear(d_model, d_model, key=k_out))
+    arrays, static = eqx.partition(model, eqx.is_array)
+    optimizer = optax.adamw(lr)
+
+    def block(arrays: Any, x: jax.Array) -> jax.Array:  # x: (seq, d_model)
+        attn, out = eqx.combine(arrays, static)
+        return jax.vmap(out)(x + attn(x, x, x))
+
+    def loss(arrays: Any, x: jax.Array, y: jax.Array) -> jax.Array:
+        return jnp.mean((jax.vmap(block, in_axes=(None, 0))(arrays, x) - y) ** 2)
+
+    def step(arrays: Any, opt_state: Any, x: jax.Array, y: jax.Array) -> Any:
+        value, grads = jax.value_and_grad(loss)(arrays, x, y)
+        updates, opt_state = optimizer.update(grads, opt_state, arrays)
+        return optax.apply_updates(arrays, updates), opt_state, value
+
+    x = jax.random.normal(jax.random.key(7), (batch, seq, d_model))
+    return Step(
+        fn=jax.jit(step, donate_argnums=(0, 1)),
+        args=(arrays, optimizer.init(arrays), x, jnp.sin(x)),
+        next_args=lambda args, out: (out[0], out[1], *args[2:]),
+        reference=step,
+        flops=6 * batch * seq * 5 * d_model**2 + 12 * batch * seq**2 * d_model,
+        tokens=batch * seq,
+        reduction_length=max(d_model, seq, batch * seq),
+        tolerances={"0/*": adam_first_step(lr)},
+    )
