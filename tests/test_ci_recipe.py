@@ -79,6 +79,14 @@ def test_the_recipe_calls_a_slower_pull_request_slower_and_posts_the_summary(tmp
     assert "| slower" in summary or "slower |" in summary  # the verdict table, as Markdown
     assert "**Verdicts:** 1 slower." in summary
     assert "Exit status 1: a case is slower, or a live case failed." in summary
+    # each side's worker imported its own checkout, and the live file says which
+    (live,) = (tmp_path / "results").glob("interleave-*.jsonl")
+    sides = json.loads(live.read_text().splitlines()[-1])
+    for name in ("baseline", "candidate"):
+        source = sides[name]["env"]["workload_source"]
+        folder = "base" if name == "baseline" else "head"
+        assert f".jaxbench-pr/{folder}/" in source["file"], source
+        assert (source["distribution"], source["version"]) == ("prbench", "0.1.0")
     # each side imported its own checkout, through the venv the recipe made for it
     side = tmp_path / ".jaxbench-pr" / "base" / "bin" / "python"
     where = subprocess.run([str(side), "-c", "import prbench.bench as b; print(b.REPEATS)"],

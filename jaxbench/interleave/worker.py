@@ -76,6 +76,7 @@ class _Case:
 
         from jaxbench import env
         from jaxbench.prepared import prepare
+        from jaxbench.workloads.source import source_of, user_workload_names
 
         p = prepare(
             request["workload"],
@@ -86,8 +87,11 @@ class _Case:
             gated=frozenset(request.get("gated") or ()),
         )
         self.prepared = p
+        facts = env.collect(p.device)
+        if user_workload_names([request["workload"]]):  # the code this side measured
+            facts["workload_source"] = source_of(request["workload"]).model_dump(mode="json")
         return {
-            "env": env.collect(p.device),
+            "env": facts,
             "benchmark": _benchmark(request["workload"], request["params"]),
             "compile_s": p.stats.compile_s,
             "lower_s": p.stats.lower_s,

@@ -36,7 +36,9 @@ class SideInfo(BaseModel):
     compiled programs, the name of their artifact) had passed it in an earlier pair on this
     side, so only one call's output was checked to be finite; ``None`` in files written before
     either was recorded. ``compilation_cache_dir`` is the worker's persistent compilation
-    cache folder, ``None`` when off.
+    cache folder, ``None`` when off. For a user workload ``env`` holds ``workload_source``
+    (:class:`jaxbench.store.record.WorkloadSource`: the module file, distribution and version,
+    git commit and dirty state each side's worker imported).
     """
 
     model_config = ConfigDict(extra="forbid")
