@@ -610,3 +610,65 @@ def test_one_version_with_a_case_under_two_conditions_says_what_kept_them_apart(
     kept = section(text, "Kept apart")
     assert "kept apart from" in kept and "env.XLA_FLAGS " in kept  # either side first
     assert "'--x'" in kept and "'--xla_cpu_multi_thread_eigen=true'" in kept
+
+
+# -- report.html: the same report as one page -------------------------------------------------
+
+
+def test_the_html_report_inlines_every_figure_and_makes_every_table_sortable(built):
+    path, text = built
+    page = (path.parent / "report.html").read_text(encoding="utf-8")
+    figures = re.findall(r"!\[[^\]]*\]\((figures/[^)]+\.png)\)", text)
+    assert figures, "the synthetic review has figures"
+    assert page.count('src="data:image/png;base64,') == len(figures)
+    assert 'src="figures/' not in page and "data-missing" not in page
+    tables = len(re.findall(r"^\|[ :-]+\|", text, re.M))  # each Markdown table's rule line
+    assert page.count('<table class="sortable">') == tables > 2 and "<table>" not in page
+    assert page.startswith("<!DOCTYPE html>") and "<title>" in page
+
+
+def _chromium_dom(chromium, page, tmp_path):
+    """``page`` opened in headless Chromium, its DOM after the load event."""
+    import subprocess
+
+    flags = ["--headless", "--no-sandbox", "--disable-gpu", "--virtual-time-budget=5000",
+             f"--user-data-dir={tmp_path / 'profile'}", "--dump-dom"]  # fmt: skip
+    done = subprocess.run([chromium, *flags, page.as_uri()], capture_output=True, text=True,
+                          timeout=120)  # fmt: skip
+    return done.stdout
+
+
+@pytest.mark.slow
+def test_the_html_report_opens_in_headless_chromium_with_its_figures_and_sorts(built, tmp_path):
+    chromium = shutil.which("chromium") or shutil.which("chromium-browser")
+    if not chromium:
+        pytest.skip("chromium is not installed (Debian: apt-get install chromium)")
+    from jaxbench.analysis.report_html import report_html
+
+    # The review's own page: every figure decoded by the browser (a broken one is 0 wide).
+    path, _ = built
+    probe = """<script>window.addEventListener("load", () => {
+      const widths = Array.from(document.images).map(i => i.naturalWidth);
+      document.body.dataset.widths = widths.join();
+    });</script></body>"""
+    page = tmp_path / "report.html"
+    page.write_text((path.parent / "report.html").read_text().replace("</body>", probe))
+    dom = _chromium_dom(chromium, page, tmp_path)
+    widths = re.search(r'data-widths="([^"]*)"', dom).group(1).split(",")
+    assert widths and all(int(w) > 100 for w in widths), widths
+    # A click on a header sorts by value (numbers as numbers), a second click reverses.
+    table = ("| case | ratio [CI] | verdict |\n| --- | ---: | --- |\n"
+             "| b | 10.5 [9, 12] | slower |\n| a | 2.906 [1.865, 4.528] | slower |\n"
+             "| c | 0.98 [0.95, 1.01] | same |\n| d | n/a | inconclusive |\n")  # fmt: skip
+    clicks = """<script>
+      const th = document.querySelectorAll("table.sortable th")[1];
+      const names = () => Array.from(document.querySelectorAll("tbody tr"),
+                                     r => r.cells[0].textContent);
+      th.click(); const up = names();
+      th.click(); const down = names();
+      document.body.dataset.up = up.join(); document.body.dataset.down = down.join();
+    </script></body>"""  # fmt: skip
+    sorted_page = tmp_path / "sorted.html"
+    sorted_page.write_text(report_html(table, tmp_path, "t").replace("</body>", clicks))
+    dom = _chromium_dom(chromium, sorted_page, tmp_path)
+    assert 'data-up="c,a,b,d"' in dom and 'data-down="d,b,a,c"' in dom, dom[-600:]

@@ -96,7 +96,7 @@ def pngs(out):
 def test_the_previous_report_has_figures_and_user_files(previous):
     out, before = previous
     assert len(pngs(out)) >= 5 and pngs(out) == linked(out / "report.md")
-    assert {"report.md", *USER_FILES} <= set(before)
+    assert {"report.md", "report.html", *USER_FILES} <= set(before)
 
 
 # -- interrupted in the process: exception or Ctrl-C ----------------------------------------------
@@ -237,6 +237,7 @@ def test_a_killed_report_leaves_the_previous_one_whole(previous, data, tmp_path,
         # Killed between the renames and the commit: report.md is the previous one, and its
         # figures, every one of them, are set aside in the staging folder until recovered.
         assert (out / "report.md").read_bytes() == before["report.md"]
+        assert (staging / "old-report.html").read_bytes() == before["report.html"]
         old_figures = snapshot(staging / "old-figures")
         assert snapshot(out / "figures") != old_figures  # the new ones are in place
     assert {f"figures/{k}": v for k, v in old_figures.items()} == {
@@ -268,7 +269,8 @@ def test_a_rerun_replaces_the_report_and_leaves_no_stale_figures(previous, data)
     for name, content in USER_FILES.items():  # not the report's: kept
         assert (out / name).read_bytes() == content
     assert stagings(out) == []
-    assert {p.name for p in out.iterdir()} == {"report.md", "figures", "notes.txt"}
+    assert {p.name for p in out.iterdir()} == {"report.md", "report.html", "figures", "notes.txt"}
+    assert (out / "report.html").read_bytes() != before["report.html"]  # replaced with it
 
 
 def test_a_report_without_figures_removes_the_old_figures_folder(previous, data):
@@ -277,7 +279,7 @@ def test_a_report_without_figures_removes_the_old_figures_folder(previous, data)
     review = report_module.load_review(data[1])
     path = render_report(review, out, [header_section])
     assert not (out / "figures").exists() and "figures/" not in path.read_text()
-    assert {p.name for p in out.iterdir()} == {"report.md", "notes.txt"}
+    assert {p.name for p in out.iterdir()} == {"report.md", "report.html", "notes.txt"}
 
 
 def test_a_file_named_figures_is_not_replaced(data, tmp_path):

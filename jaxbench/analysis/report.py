@@ -34,9 +34,16 @@ from jaxbench.analysis.compare import DEFAULT_COMPILE_THRESHOLD
 from jaxbench.analysis.drift import drift_frame
 from jaxbench.analysis.frames import needed_problems, records_frame
 from jaxbench.analysis.programs import artifact_problems
-from jaxbench.analysis.report_context import FIGURES, REPORT_NAME, ReportContext, Section
+from jaxbench.analysis.report_context import (
+    FIGURES,
+    REPORT_HTML,
+    REPORT_NAME,
+    ReportContext,
+    Section,
+)
 from jaxbench.analysis.report_explain import explanations_section
 from jaxbench.analysis.report_figures import FIGURE_SECTIONS
+from jaxbench.analysis.report_html import report_html
 from jaxbench.analysis.report_live import live_section
 from jaxbench.analysis.report_method import calibration_section, method_section
 from jaxbench.analysis.report_scaling import scaling_section
@@ -88,12 +95,17 @@ DEFAULT_SECTIONS: tuple[Section, ...] = (
 STAGING_PREFIX = ".report-tmp-"
 #: The previous ``figures/``, set aside in the staging folder while the new one is swapped in.
 OLD_FIGURES = "old-figures"
+#: Where the swap sets the previous ``report.html`` aside, inside the staging folder.
+OLD_HTML = "old-report.html"
 
 
 def render_report(
     review: Review, out_dir: str | os.PathLike[str], sections: Sequence[Section] | None = None
 ) -> Path:
     """Write ``out_dir/report.md`` and its figures for a review, replacing the previous report.
+
+    ``report.html`` beside it is the same report as one page, figures inlined and tables
+    sortable (:func:`jaxbench.analysis.report_html.report_html`).
 
     The report is built whole in a staging folder inside ``out_dir`` (``.report-tmp-*``, see
     :data:`STAGING_PREFIX`), then swapped in: the old ``figures/`` is set aside, the new one
@@ -103,8 +115,10 @@ def render_report(
     killed outright leaves its staging folder behind; the next run (or :func:`recover_report`)
     puts the previous report back from it where the kill fell inside the swap, then removes it.
 
-    Only ``report.md`` and ``figures/`` are the report's: nothing else in ``out_dir`` is
-    touched, and entries of ``figures/`` that are not PNGs are carried over into the new one.
+    Only ``report.md``, ``report.html`` and ``figures/`` are the report's: nothing else in
+    ``out_dir`` is touched, and entries of ``figures/`` that are not PNGs are carried over into
+    the new one. The previous ``report.html`` is set aside like the figures, so it too is
+    replaced only with the commit.
     The new ``figures/`` holds exactly the figures the report links (none: no ``figures/``).
     Two runs writing to one folder at once are not supported.
 
@@ -135,7 +149,10 @@ def render_report(
         chosen = sections or DEFAULT_SECTIONS
         parts = [text.strip() for section in chosen if (text := section(ctx))]
         _carry_over(out / FIGURES, staging / FIGURES)
-        (staging / REPORT_NAME).write_text("\n\n".join(parts) + "\n", encoding="utf-8")
+        text = "\n\n".join(parts) + "\n"
+        title = next((line[2:] for line in text.splitlines() if line.startswith("# ")), "review")
+        (staging / REPORT_HTML).write_text(report_html(text, staging, title), encoding="utf-8")
+        (staging / REPORT_NAME).write_text(text, encoding="utf-8")
         _swap(staging, out)
     except BaseException:
         _undo(staging, out)
@@ -166,6 +183,10 @@ def _swap(staging: Path, out: Path) -> None:
         figures.rename(staging / OLD_FIGURES)
     if any((staging / FIGURES).iterdir()):
         (staging / FIGURES).rename(figures)
+    page = out / REPORT_HTML
+    if os.path.lexists(page):
+        page.rename(staging / OLD_HTML)
+    (staging / REPORT_HTML).rename(page)
     os.replace(staging / REPORT_NAME, out / REPORT_NAME)
 
 
@@ -186,6 +207,11 @@ def _undo(staging: Path, out: Path) -> None:
                 figures.rename(staging / FIGURES)  # the new figures had been moved in
             if os.path.lexists(staging / OLD_FIGURES):
                 (staging / OLD_FIGURES).rename(figures)
+            page = out / REPORT_HTML
+            if not (staging / REPORT_HTML).exists() and os.path.lexists(page):
+                page.rename(staging / REPORT_HTML)  # the new page had been moved in
+            if os.path.lexists(staging / OLD_HTML):
+                (staging / OLD_HTML).rename(page)
     except OSError:
         return
     shutil.rmtree(staging, ignore_errors=True)

@@ -18,6 +18,8 @@ from matplotlib.figure import Figure
 from jaxbench.analysis.review import Review
 
 REPORT_NAME = "report.md"
+#: The same report as one self-contained page (:mod:`jaxbench.analysis.report_html`).
+REPORT_HTML = "report.html"
 FIGURES = "figures"
 DPI = 100
 
