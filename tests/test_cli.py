@@ -279,3 +279,18 @@ def test_an_own_option_is_an_alias_of_param():
     assert by_alias == by_param and {c.params["k"] for c in by_param} == {4}
     argv = Selection(workload=["forward"], size=["tiny"], k=[4], full=True).argv()
     assert argv == ["--workload", "forward", "--size", "tiny", "--k", "4", "--full"]
+
+
+def test_pair_progress_bounds_the_time_left_by_the_cap(monkeypatch):
+    import time
+
+    from jaxbench.cli.lines import PairProgress
+
+    clock = iter([100.0, 130.0, 1000.0])
+    monkeypatch.setattr(time, "monotonic", lambda: next(clock))
+    progress = PairProgress(max_pairs=30, prefix="confirm: ")
+    # 3 pairs in 30 s: 10 s a pair, 27 more allowed by the cap: at most 270 s
+    assert progress.line(3, "f.jsonl") == (
+        "confirm: pair 3 done (up to 30; 10.0 s a pair, at most about 4 min left); saved f.jsonl"
+    )
+    assert progress.line(30, "f.jsonl").endswith("the last the cap allows); saved f.jsonl")

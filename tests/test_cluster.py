@@ -710,3 +710,29 @@ def test_a_sweep_record_and_a_run_record_validate_against_one_schema(tmp_path):
     assert a.noise.model_fields_set == b.noise.model_fields_set
     assert a.metrics.model_dump().keys() == b.metrics.model_dump().keys()
     assert a.env.sweep.task == 0 and b.env.sweep is None
+
+
+def test_a_local_task_in_turn_says_each_case_recorded_and_the_time_left(monkeypatch):
+    import time as time_mod
+
+    from jaxbench.cluster import dispatch
+
+    class Job:
+        looks = 0
+
+        def done(self):
+            self.looks += 1
+            return self.looks > 4
+
+        def wait(self):
+            self.waited = True
+
+    clock = iter([0.0, 10.0, 40.0])
+    monkeypatch.setattr(time_mod, "monotonic", lambda: next(clock))
+    monkeypatch.setattr(time_mod, "sleep", lambda s: None)
+    counts = iter([0, 1, 1, 4])
+    said, job = [], Job()
+    dispatch.wait_reporting(job, lambda: next(counts), 4, said.append)
+    assert said == ["1 of 4 case(s) recorded, 10 s so far, about 30 s left",
+                    "4 of 4 case(s) recorded, 40 s so far"]  # fmt: skip
+    assert job.waited

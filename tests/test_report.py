@@ -672,3 +672,41 @@ def test_the_html_report_opens_in_headless_chromium_with_its_figures_and_sorts(b
     sorted_page.write_text(report_html(table, tmp_path, "t").replace("</body>", clicks))
     dom = _chromium_dom(chromium, sorted_page, tmp_path)
     assert 'data-up="c,a,b,d"' in dom and 'data-down="d,b,a,c"' in dom, dom[-600:]
+
+
+def test_sweep_panels_read_in_sweep_order_not_as_text():
+    from jaxbench.analysis.report_figures import ranked_cases
+    from jaxbench.store.record import case_sort_key
+
+    cases = [f"loop/at_set trip={t} width=1" for t in (1024, 64, 256)]
+    assert sorted(cases, key=case_sort_key) == [cases[1], cases[2], cases[0]]
+    assert sorted(cases) == [cases[0], cases[2], cases[1]]  # as text: 1024, 256, 64
+    moved = pd.Series({cases[2]: 0.5})  # the one that moved leads, the rest in sweep order
+    assert ranked_cases(cases, moved, 3) == [cases[2], cases[1], cases[0]]
+    assert ranked_cases(cases, moved, 2) == [cases[2], cases[1]]
+
+
+def test_the_scaling_section_draws_latency_against_each_swept_parameter(built):
+    path, text = built
+    body = section(text, "Scaling exponents")
+    (image,) = re.findall(r"!\[latency against swept parameters\]\((figures/[^)]+\.png)\)", body)
+    assert (path.parent / image).stat().st_size > 10_000
+
+
+def test_a_sweep_figure_draws_one_line_per_version_through_the_medians():
+    from jaxbench.analysis import facets
+
+    points = pd.DataFrame({
+        "benchmark": "loop/at_set", "backend": "cpu", "device_kind": "cpu", "machine": "vm",
+        "params": "width=1", "swept": "trip", "x": [64.0, 256.0, 1024.0] * 4,
+        "median_s": [1e-6, 4e-6, 16e-6] * 2 + [1e-6, 8e-6, 64e-6] * 2,
+        "jax": ["0.4.9"] * 6 + ["0.4.10"] * 6, "process": ["p"] * 12,
+    })  # fmt: skip
+    fig = facets.sweep_grid(points)
+    (ax,) = fig.axes
+    lines = [line for line in ax.get_lines() if len(line.get_xdata()) == 3]
+    assert len(lines) == 2 and ax.get_xscale() == ax.get_yscale() == "log"
+    assert sorted(tuple(line.get_ydata()) for line in lines) == [(1e-6, 4e-6, 16e-6),
+                                                                 (1e-6, 8e-6, 64e-6)]  # fmt: skip
+    with pytest.raises(ValueError, match="no swept parameter"):
+        facets.sweep_grid(points.iloc[:0])

@@ -19,6 +19,7 @@ from matplotlib.figure import Figure
 from jaxbench.analysis import plots
 from jaxbench.analysis.conditions import CONDITION
 from jaxbench.analysis.versions import sort_versions
+from jaxbench.store.record import case_sort_key
 
 FACET_SIZE = (4.6, 3.4)  # inches per facet: width, height
 TITLE_WIDTH = 52  # characters per line of a facet title
@@ -64,7 +65,10 @@ def _condition(rows: pd.DataFrame) -> str:
 
 def _cases(rows: pd.DataFrame, cases: Sequence[str] | None) -> list[str]:
     present = set(rows["case"].dropna().astype(str))
-    chosen = sorted(present) if cases is None else [c for c in cases if c in present]
+    if cases is None:
+        chosen = sorted(present, key=case_sort_key)
+    else:
+        chosen = [c for c in cases if c in present]
     if not chosen:
         raise ValueError("nothing to plot: none of the cases has rows")
     return chosen
@@ -184,4 +188,42 @@ def crossover_grid(frame: pd.DataFrame, versions: Sequence[str] | None = None) -
         plots.forward_crossover(
             forward[forward["version"].astype(str) == version], axes=(ax_t, ax_m)
         )
+    return fig
+
+
+#: The columns that name one family of :func:`jaxbench.analysis.scaling.swept_points`.
+SWEEP_KEYS = ("benchmark", "backend", "device_kind", "machine", "params", "swept")
+
+
+def sweep_grid(
+    points: pd.DataFrame, families: Sequence[tuple[str, ...]] | None = None, ncols: int = 3
+) -> Figure:
+    """Latency against each swept parameter, one axes per family: :func:`plots.latency_against`.
+
+    Args:
+        points: :func:`jaxbench.analysis.scaling.swept_points` rows.
+        families: Families to draw, in this order, as tuples of :data:`SWEEP_KEYS` values as
+            text (``str``); all when ``None``, in sweep order (numbers by value).
+        ncols: Facets per row.
+
+    Raises:
+        ValueError: No points, or none of ``families`` has points.
+    """
+    if points.empty:
+        raise ValueError("nothing to plot: no swept parameter")
+    groups = {
+        tuple(map(str, key)): rows
+        for key, rows in points.groupby(list(SWEEP_KEYS), dropna=False, sort=False)
+    }
+    if families is None:
+        families = sorted(groups, key=lambda k: case_sort_key(" ".join(map(str, k))))
+    chosen = [f for f in families if f in groups]
+    if not chosen:
+        raise ValueError("nothing to plot: none of the families has points")
+    fig, axes = facet_grid(len(chosen), ncols)
+    for ax, family in zip(axes, chosen, strict=True):
+        plots.latency_against(groups[family], ax=ax)
+        benchmark, backend, _, _, params, swept = family
+        _title(ax, f"{benchmark} {params} ({backend}), against {swept}".replace("  ", " "))
+    fig.suptitle("median latency against each swept parameter", fontsize="medium")
     return fig

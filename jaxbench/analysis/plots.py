@@ -249,3 +249,34 @@ def forward_crossover(
     else:
         ax_t.set_title(title, fontsize="small")
     return fig
+
+
+def latency_against(points: pd.DataFrame, ax: Axes | None = None) -> Axes:
+    """Median latency against a swept parameter, one line per version, both axes log scale.
+
+    Each record is a dot at its value and median latency; the line goes through the median of
+    the records at each value, so the slope between values reads as the scaling exponent of
+    :func:`jaxbench.analysis.scaling.exponents_frame` (1: linear, 2: quadratic).
+
+    Args:
+        points: :func:`jaxbench.analysis.scaling.swept_points` rows of one family and swept
+            parameter (``x``, ``median_s``, ``jax``).
+        ax: Axes to draw on; a new figure's when ``None``.
+
+    Raises:
+        ValueError: No points, or more than one swept parameter.
+    """
+    if points.empty:
+        raise ValueError("no swept points to plot")
+    _single(points, "swept", "swept parameter")
+    ax = _axes(ax)
+    order = sort_versions(points["jax"])
+    data = points.assign(jax=points["jax"].astype(str))
+    sns.scatterplot(data=data, x="x", y="median_s", hue="jax", hue_order=order, alpha=0.35,
+                    legend=False, ax=ax)  # fmt: skip
+    sns.lineplot(data=data, x="x", y="median_s", hue="jax", hue_order=order, estimator="median",
+                 errorbar=None, marker="o", ax=ax)  # fmt: skip
+    ax.set(xscale="log", yscale="log", xlabel=str(points["swept"].iloc[0]),
+           ylabel="median latency per call")  # fmt: skip
+    log_seconds_axis(ax)
+    return ax

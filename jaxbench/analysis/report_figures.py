@@ -27,6 +27,7 @@ from jaxbench.analysis.forward import CROSSOVERS, SERIES, crossover_table, forwa
 from jaxbench.analysis.frames import compile_times, steady_state_samples
 from jaxbench.analysis.report_context import ReportContext
 from jaxbench.analysis.review import Review
+from jaxbench.store.record import case_sort_key
 
 MAX_FACETS = 12  # cases in one figure
 MAX_FORWARD = 6  # forward-mode (or other) cases in the latency figures
@@ -52,8 +53,12 @@ def movement(review: Review, metric: str) -> pd.Series:
 
 
 def ranked_cases(cases: list[str], moved: pd.Series, limit: int) -> list[str]:
-    """``cases`` that moved most first (by ``moved``), then the rest by name; at most ``limit``."""
-    return sorted(set(cases), key=lambda c: (-moved.get(c, -math.inf), c))[:limit]
+    """``cases`` that moved most first (by ``moved``), then the rest in sweep order; <= ``limit``.
+
+    Sweep order: numbers in the labels by value (:func:`jaxbench.store.record.case_sort_key`).
+    """
+    ranked = sorted(set(cases), key=lambda c: (-moved.get(c, -math.inf), case_sort_key(c)))
+    return ranked[:limit]
 
 
 def _conditions(rows: pd.DataFrame) -> list[str]:

@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import pandas as pd
 
+from jaxbench.analysis import facets
 from jaxbench.analysis import markdown as md
 from jaxbench.analysis.report_context import ReportContext
-from jaxbench.analysis.scaling import exponent_changes, exponents_frame
+from jaxbench.analysis.scaling import exponent_changes, exponents_frame, swept_points
 from jaxbench.inference.scaling import DEFAULT_EXPONENT_THRESHOLD
+from jaxbench.store.record import case_sort_key
 
 
 def _interval(low: float, high: float, value: float) -> str:
@@ -58,4 +60,31 @@ def scaling_section(ctx: ReportContext) -> str:
             f"Changes of exponent between versions: {changed} `changed` of {len(changes)}.\n\n"
             + md.table(shown)
         )
+    parts.append(_figure(ctx, changes))
     return "\n\n".join(parts)
+
+
+#: At most this many families in the figure of latency against the swept parameters.
+MAX_SWEEP_FACETS = 9
+
+
+def _figure(ctx: ReportContext, changes: pd.DataFrame) -> str:
+    """The latency-against-parameter figure: families whose exponent changed first."""
+    points = swept_points(ctx.review.frame)
+    keys = list(facets.SWEEP_KEYS)
+    families = sorted(
+        {tuple(map(str, k)) for k in points[keys].itertuples(index=False)},
+        key=lambda k: case_sort_key(" ".join(map(str, k))),
+    )
+    changed = set()
+    if not changes.empty:
+        moved = changes[changes["verdict"] == "changed"]
+        changed = {tuple(map(str, k)) for k in moved[keys].itertuples(index=False)}
+    families.sort(key=lambda k: k not in changed)  # stable: the changed ones first
+    chosen = families[:MAX_SWEEP_FACETS]
+    path = ctx.save_figure(facets.sweep_grid(points, chosen), "latency-against-parameters")
+    more = len(families) - len(chosen)
+    tail = f" ({more} more in the table only.)" if more else ""
+    return ("Median latency against each swept parameter (log-log; a dot per record, the line "
+            "through the median at each value; families whose exponent changed first):\n\n"
+            + md.image(path, "latency against swept parameters") + tail)  # fmt: skip

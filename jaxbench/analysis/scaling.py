@@ -54,6 +54,33 @@ def swept_params(frame: pd.DataFrame) -> list[str]:
     return out
 
 
+def swept_points(frame: pd.DataFrame, by: str = "jax") -> pd.DataFrame:
+    """One row per ``ok`` record and parameter swept in its family: the value and the latency.
+
+    Args:
+        frame: As :func:`exponents_frame`.
+        by: As :func:`exponents_frame`; its values go to the ``jax`` column.
+
+    Returns:
+        Columns of :data:`FAMILY`, ``params`` (the other parameters, ``k=v`` text),
+        ``swept``, ``x`` (the swept value), ``median_s`` (the record's median latency,
+        seconds), ``jax`` and ``process``. Empty when nothing is swept.
+    """
+    ok = frame[frame["status"] == "ok"] if len(frame) else frame
+    parts = []
+    for swept in swept_params(ok):
+        column = f"param.{swept}"
+        sub = ok[ok[column].notna()]
+        others = [c for c in sub.columns if c.startswith("param.") and c != column]
+        labels = sub[others].apply(_label, axis=1) if others else pd.Series("", index=sub.index)
+        parts.append(pd.DataFrame({
+            **{k: sub[k] for k in FAMILY}, "params": labels, "swept": swept,
+            "x": sub[column].astype(float), "median_s": sub["samples_s"].map(median),
+            "jax": sub[by], "process": sub["process"],
+        }))  # fmt: skip
+    return pd.concat(parts, ignore_index=True) if parts else pd.DataFrame()
+
+
 def exponents_frame(frame: pd.DataFrame, alpha: float = 0.05, by: str = "jax") -> pd.DataFrame:
     """One row per family, swept parameter and JAX version (or ``by`` value): the exponent.
 
@@ -70,30 +97,24 @@ def exponents_frame(frame: pd.DataFrame, alpha: float = 0.05, by: str = "jax") -
         ``se``, ``df``, ``processes``, ``points``, ``basis``, and ``fit`` (the
         :class:`~jaxbench.inference.scaling.Exponent`). Empty when nothing is swept.
     """
-    ok = frame[frame["status"] == "ok"] if len(frame) else frame
+    points = swept_points(frame, by)
+    if points.empty:
+        return pd.DataFrame()
+    keys = [*FAMILY, "params", "swept", "jax"]
     rows = []
-    for swept in swept_params(ok):
-        column = f"param.{swept}"
-        sub = ok[ok[column].notna()]
-        others = [c for c in sub.columns if c.startswith("param.") and c != column]
-        labels = sub[others].apply(_label, axis=1) if others else pd.Series("", index=sub.index)
-        sub = sub.assign(_params=labels, _median=sub["samples_s"].map(median))
-        keys = [*FAMILY, "_params", by]
-        for key, group in sub.groupby(keys, dropna=False, sort=True):
-            by_process = {
-                str(p): (g[column].astype(float).tolist(), g["_median"].tolist())
-                for p, g in group.groupby("process", sort=True)
-            }
-            fit = fit_exponent(by_process, alpha)
-            if fit is None:
-                continue
-            family = dict(zip(keys, key, strict=True))
-            rows.append({
-                **{k: family[k] for k in FAMILY}, "params": family["_params"], "swept": swept,
-                "jax": family[by], "exponent": fit.exponent, "ci_low": fit.ci_low,
-                "ci_high": fit.ci_high, "se": fit.se, "df": fit.df, "processes": fit.processes,
-                "points": fit.points, "basis": fit.basis, "fit": fit,
-            })  # fmt: skip
+    for key, group in points.groupby(keys, dropna=False, sort=True):
+        by_process = {
+            str(p): (g["x"].tolist(), g["median_s"].tolist())
+            for p, g in group.groupby("process", sort=True)
+        }
+        fit = fit_exponent(by_process, alpha)
+        if fit is None:
+            continue
+        rows.append({
+            **dict(zip(keys, key, strict=True)), "exponent": fit.exponent,
+            "ci_low": fit.ci_low, "ci_high": fit.ci_high, "se": fit.se, "df": fit.df,
+            "processes": fit.processes, "points": fit.points, "basis": fit.basis, "fit": fit,
+        })  # fmt: skip
     return pd.DataFrame(rows)
 
 

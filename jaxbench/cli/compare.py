@@ -7,7 +7,11 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from jaxbench.cli.lines import print_exponent_changes, print_live_exponent_changes
+from jaxbench.cli.lines import (
+    PairProgress,
+    print_exponent_changes,
+    print_live_exponent_changes,
+)
 from jaxbench.cli.options import (
     CURRENT,
     DEFAULT_ENV_ROOT,
@@ -271,10 +275,7 @@ def _live(
     a = Variant(_label(baseline, set_a), python_for("baseline", baseline, envs), set_a)
     b = Variant(_label(candidate, set_b), python_for("candidate", candidate, envs), set_b)
 
-    def saved(pairs: int, path: Path) -> None:
-        err_console.print(f"pair {pairs} done (up to {schedule.max_pairs}); saved {path}",
-                          highlight=False)  # fmt: skip
-
+    saved = PairProgress(schedule.max_pairs)
     fail_on_undecided = opts.pop("fail_on_undecided", False)
     mode = "back_to_back" if back_to_back else "interleaved"
     try:

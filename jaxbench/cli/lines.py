@@ -57,3 +57,49 @@ def print_live_exponent_changes(comparisons: list, alpha: float) -> None:
             highlight=False,
             soft_wrap=True,
         )
+
+
+class PairProgress:
+    """The line after each saved pair of a live comparison, with the time it may still take.
+
+    ``pair 4 done (up to 30; 9.8 s a pair, at most about 4 min left); saved <file>``: the mean
+    time of the pairs so far, times the pairs the cap still allows. Decided cases stop earlier,
+    so the estimate is an upper bound, not a forecast.
+
+    Args:
+        max_pairs: The schedule's cap on pairs.
+        prefix: Put before the line (e.g. ``"confirm: "``).
+        done: Pairs already in the file when this run began (a resumed comparison).
+    """
+
+    def __init__(self, max_pairs: int, prefix: str = "", done: int = 0) -> None:
+        import time
+
+        self.max_pairs, self.prefix, self.done = max_pairs, prefix, done
+        self.started = time.monotonic()
+
+    def line(self, pairs: int, path: Any) -> str:
+        """The line after pair ``pairs`` (counted from the file's first) was saved in ``path``."""
+        import time
+
+        ran = max(1, pairs - self.done)
+        each = (time.monotonic() - self.started) / ran
+        left = max(0, self.max_pairs - pairs) * each
+        when = f"at most about {_duration(left)} left" if left else "the last the cap allows"
+        return (f"{self.prefix}pair {pairs} done (up to {self.max_pairs}; {each:.1f} s a pair, "
+                f"{when}); saved {path}")  # fmt: skip
+
+    def __call__(self, pairs: int, path: Any) -> None:
+        """Print :meth:`line` on stderr (``on_saved`` of :func:`~jaxbench.interleave.run_live`)."""
+        from jaxbench.cli.options import err_console
+
+        err_console.print(self.line(pairs, path), highlight=False)
+
+
+def _duration(seconds: float) -> str:
+    """``45 s``, ``4 min``, ``1.5 h``: a rough span for a time-left estimate."""
+    if seconds < 90:
+        return f"{seconds:.0f} s"
+    if seconds < 5400:
+        return f"{seconds / 60:.0f} min"
+    return f"{seconds / 3600:.1f} h"

@@ -8,6 +8,7 @@ from typing import Annotated, Any
 
 import typer
 
+from jaxbench.cli.lines import PairProgress
 from jaxbench.cli.options import (
     DEFAULT_ENV_ROOT,
     Backend,
@@ -319,7 +320,8 @@ def _review(
                 chosen = [(by_label[x].workload, dict(by_label[x].params)) for x in need]
                 run_live(*variants, chosen,
                          live_path(folder), backend, schedule, threshold=rule["threshold"],
-                         alpha=rule["alpha"], on_saved=saved)  # fmt: skip
+                         alpha=rule["alpha"],
+                         on_saved=PairProgress(schedule.max_pairs, "confirm: "))  # fmt: skip
             if drift:
                 checks = _drift_checks(cases, folder)
                 for workload, params, ref in checks:

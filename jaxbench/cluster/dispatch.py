@@ -235,7 +235,9 @@ def _submit_tasks(
                     executor, sweep, manifest, [task], only, submission, exclusive
                 )
                 on_progress(f"{name}: task {task.index} running (job {job.job_id}), in turn")
-                job.wait()
+                prefix = f"task {task.index}: "
+                wait_reporting(job, lambda t=task: _recorded(sweep, t), len(task.cases),
+                               lambda line, p=prefix: on_progress(p + line))  # fmt: skip
             continue
         chunk = array_size or len(group)  # indices 0 .. MaxArraySize - 1
         for start in range(0, len(group), chunk):
@@ -244,6 +246,43 @@ def _submit_tasks(
             on_progress(f"{name}: {len(part)} task(s), jobs {_ids(jobs)}")
     with contextlib.suppress(OSError):  # submitit's staging folder, empty once jobs have ids
         (sweep.submitit_dir / "%j").rmdir()
+
+
+def _recorded(sweep: Sweep, task: TaskSpec) -> int:
+    """The cases of ``task`` with a record so far (of any status)."""
+    return sum(1 for c in task.cases if sweep.read_record(c, task.jax) is not None)
+
+
+def wait_reporting(
+    job: Any,
+    recorded: Callable[[], int],
+    cases: int,
+    say: Callable[[str], None],
+    poll_s: float = 2.0,
+) -> None:
+    """Wait for a local task, saying each time a case is recorded, with the time left.
+
+    ``3 of 8 case(s) recorded, 42 s so far, about 70 s left``: the time left is the mean time
+    of the cases recorded so far, times the cases still to come (an estimate: cases differ).
+
+    Args:
+        job: A ``submitit`` job (``done()``, ``wait()``).
+        recorded: How many of the task's cases have a record now.
+        cases: The task's cases.
+        say: Called with each line.
+        poll_s: Seconds between looks.
+    """
+    start, said = time.monotonic(), 0
+    while not job.done():
+        n = recorded()
+        if n > said:
+            spent = time.monotonic() - start
+            left = spent / n * (cases - n)
+            tail = f", about {left:.0f} s left" if n < cases else ""
+            say(f"{n} of {cases} case(s) recorded, {spent:.0f} s so far{tail}")
+            said = n
+        time.sleep(poll_s)
+    job.wait()
 
 
 def _submit_array(

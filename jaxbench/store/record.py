@@ -365,6 +365,18 @@ def with_implied(benchmark: str, params: dict[str, Any]) -> dict[str, Any]:
     return implied | params if implied.keys() - params.keys() else params
 
 
+def case_sort_key(label: str) -> tuple[tuple[int, int | str], ...]:
+    """A case label's sort key: its runs of digits compare as numbers, the rest as text.
+
+    So a sweep reads in order, ``trip=64``, ``trip=256``, ``trip=1024``, where sorting the text
+    would put ``1024`` first.
+    """
+    import re
+
+    parts = re.split(r"(\d+)", label)
+    return tuple((0, int(p)) if p.isdigit() else (1, p) for p in parts if p)
+
+
 def case_label(benchmark: str, params: dict[str, Any]) -> str:
     """``"<benchmark> name=value ..."`` with parameters sorted by name: a case's identity.
 
