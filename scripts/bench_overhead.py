@@ -44,9 +44,9 @@ def timed_unit(workload, params):
         return jax.jit(lambda x: x + 1), jnp.ones((8,), jnp.float32), "x + 1 on 8 floats"
     (case,) = Selection(workload=[workload], param=params).cases()
     prepared = prepare(case.workload, case.params, "cpu")
-    if prepared.built.next_state is not None:
+    if prepared.step.next_args is not None:
         raise SystemExit(f"{workload}: its outputs feed the next call; pick one whose do not")
-    return prepared.built.call, prepared.state, case.label
+    return prepared.step.call, prepared.state, case.label
 
 
 def main():
