@@ -85,6 +85,8 @@ class Supervised:
             :func:`jaxbench.runner.measure_case`); 0: none.
         environ: The environment workers start from (:func:`spare_the_device`'s); default
             this process's.
+        ignore_signals: Signals the workers ignore (a sweep task's:
+            :class:`jaxbench.interleave.session.Worker`).
 
     Raises:
         jaxbench.interleave.WorkerError: A worker cannot be started, or dies before it has
@@ -101,8 +103,10 @@ class Supervised:
         on_stderr: Callable[[str], None] | None = None,
         trace_calls: int = 0,
         environ: dict[str, str] | None = None,
+        ignore_signals: tuple[str, ...] = (),
     ) -> None:
         self.backend = backend
+        self.ignore_signals = ignore_signals
         self.timing = timing
         self.case_timeout_s = case_timeout_s or None
         self.cache = {"compilation_cache": compilation_cache,
@@ -123,7 +127,7 @@ class Supervised:
             # JAX_PLATFORMS stays as it is ("default"), as in an in-process run: a backend that
             # is not here gives skipped records, where naming it would stop JAX from starting.
             worker = Worker(sys.executable, "default", timeout_s=self.case_timeout_s,
-                            environ=environ)  # fmt: skip
+                            environ=environ, ignore_signals=self.ignore_signals)  # fmt: skip
             self._worker, self._offset = worker, 0
             try:
                 self._facts = worker.request(op="facts", backend=self.backend,
@@ -141,8 +145,14 @@ class Supervised:
         self._start()
         return self._facts["platform"]
 
-    def measure(self, case: Case, run_id: str, programs_dir: Path) -> Record:
-        """Measure ``case`` in the worker; a case that hangs or kills it is recorded ``failed``."""
+    def measure(
+        self, case: Case, run_id: str, programs_dir: Path, sweep: dict[str, Any] | None = None
+    ) -> Record:
+        """Measure ``case`` in the worker; a case that hangs or kills it is recorded ``failed``.
+
+        ``sweep`` is a sweep task's placement, recorded as ``env.sweep``
+        (:func:`jaxbench.runner.measure_case`).
+        """
         from jaxbench.interleave.session import WorkerDied
         from jaxbench.runner import ended_record
         from jaxbench.store import Env, Record
@@ -151,7 +161,7 @@ class Supervised:
         try:
             answer = worker.request(op="record", workload=case.workload, params=dict(case.params),
                                     backend=self.backend, timing=self._timing(), run_id=run_id,
-                                    programs_dir=str(programs_dir),
+                                    programs_dir=str(programs_dir), sweep=sweep,
                                     trace_calls=self.trace_calls)  # fmt: skip
         except KeyboardInterrupt:  # the case is lost; the worker goes at once, not after it
             worker.kill()
@@ -161,8 +171,9 @@ class Supervised:
             phase = self._last_phase()
             self._pass_stderr()
             self._stop()
+            placed = {"sweep": sweep} if sweep is not None else {}
             return ended_record(case, run_id, self._ended(exc, phase),
-                                Env.model_validate(self._facts["env"]),
+                                Env.model_validate(self._facts["env"] | placed),
                                 self._facts["compilation_cache"])  # fmt: skip
         self._pass_stderr()
         return Record.model_validate(answer["record"])

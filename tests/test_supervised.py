@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import sys
 
 import pytest
 from conftest import importable
@@ -220,3 +221,47 @@ def test_a_worker_ends_without_teardown_and_still_removes_its_fresh_cache(module
     (record,) = records(tmp_path / "r")
     assert record.status == "ok" and record.compilation_cache["dir"].startswith(str(scratch))
     assert not list(scratch.glob("jaxbench-xla-cache-*"))  # the worker's and run's, removed
+
+
+@pytest.mark.slow
+def test_a_sweep_task_measures_in_a_watched_worker_so_an_abort_fails_one_case(module, tmp_path):
+    from jaxbench.cluster.sweep import CaseSpec, Sweep
+    from jaxbench.cluster.worker import ShardTask
+    from jaxbench.store import Record, read_model
+
+    sweep = Sweep(tmp_path / "sweep")
+    specs = [CaseSpec(workload=f"{module}:{name}", params={})
+             for name in ("also_fine", "aborts", "also_fine")]  # fmt: skip
+    specs[2] = CaseSpec(workload=f"{module}:fine", params={"n": 4})
+    timing = {"budget_s": 0.0, "min_samples": 5, "max_samples": 5, "warmup_calls": 1}
+    summary = ShardTask(str(sweep.root), 0, specs, None, "cpu", timing)()
+    first, aborted, after = (read_model(sweep.record_path(s, None), Record) for s in specs)
+    assert (first.status, aborted.status, after.status) == ("ok", "failed", "ok")
+    assert aborted.error.startswith("its process was killed by SIGABRT while preparing")
+    assert aborted.env.sweep.task == 0 and after.env.sweep.task == 0  # placement kept
+    assert aborted.env.process_id == first.env.process_id != after.env.process_id
+    assert first.env.process_id != os.getpid()  # not measured in the task's own process
+    assert list(summary["statuses"].values()) == ["ok", "failed", "ok"]
+
+
+@pytest.mark.slow
+def test_a_sweep_tasks_worker_ignores_the_schedulers_stop_signals(module, tmp_path):
+    import signal
+    import time
+
+    from jaxbench.interleave.session import Worker
+
+    with Worker(sys.executable, "cpu", ignore_signals=("SIGTERM", "SIGUSR2")) as worker:
+        worker.request(op="facts", backend="cpu", timing={"budget_s": 0.0}, compilation_cache="off",
+                       cache_min_compile_time_s=None)  # fmt: skip
+        for sig in (signal.SIGTERM, signal.SIGUSR2):
+            os.kill(worker._proc.pid, sig)
+        time.sleep(0.5)
+        assert worker._proc.poll() is None  # still serving: the task decides
+        assert worker.request(
+            op="facts",
+            backend="cpu",
+            timing={"budget_s": 0.0},
+            compilation_cache="off",
+            cache_min_compile_time_s=None,
+        )["platform"]

@@ -103,28 +103,35 @@ class ShardTask:
 
         from jaxbench.cases import Case
         from jaxbench.measure import TimingConfig
-        from jaxbench.runner import measure_case
         from jaxbench.store import write_json
+        from jaxbench.supervised import Supervised
 
         sweep = Sweep(self.sweep_dir)
         timing = TimingConfig(**self.timing)
         run_id = Path(self.sweep_dir).name
         statuses: dict[str, str] = {}
-        for spec in self.cases:
-            case = Case(spec.workload, spec.params)
-            if sweep.has_ok_record(spec, self.jax_version):
-                statuses[case.label] = "ok (earlier)"
-                continue
-            path = sweep.record_path(spec, self.jax_version)
-            # the sweep's copy of the timing settings is the same as env.timing (a condition
-            # field)
-            sweep_facts = {"task": self.task_index, "requested_jax": self.jax_version,
-                           "worker_env": dict(self.env), "timing": timing.recorded(),
-                           **placement}  # fmt: skip
-            record = measure_case(case, self.backend, timing, run_id,
-                                  programs_dir=path.parent, sweep=sweep_facts)  # fmt: skip
-            write_json(path, record)
-            statuses[case.label] = record.status
+        # Each case is measured in a watched worker process, as `jaxbench run` measures: a
+        # case that aborts its process or hangs past the case time-out is recorded `failed`,
+        # and the next case runs in a fresh worker; this process writes every record. The
+        # worker ignores the scheduler's signals to the task (scancel's SIGTERM, the
+        # pre-emption warning): this process handles them, and SIGKILL ends both.
+        stop = ("SIGTERM", "SIGUSR1", "SIGUSR2")
+        with Supervised(self.backend, timing, environ=dict(os.environ),
+                        ignore_signals=stop) as watched:  # fmt: skip
+            for spec in self.cases:
+                case = Case(spec.workload, spec.params)
+                if sweep.has_ok_record(spec, self.jax_version):
+                    statuses[case.label] = "ok (earlier)"
+                    continue
+                path = sweep.record_path(spec, self.jax_version)
+                # the sweep's copy of the timing settings is the same as env.timing (a
+                # condition field)
+                sweep_facts = {"task": self.task_index, "requested_jax": self.jax_version,
+                               "worker_env": dict(self.env), "timing": timing.recorded(),
+                               **placement}  # fmt: skip
+                record = watched.measure(case, run_id, path.parent, sweep=sweep_facts)
+                write_json(path, record)
+                statuses[case.label] = record.status
         return {
             "task": self.task_index,
             "host": socket.gethostname(),

@@ -194,6 +194,9 @@ class Worker:
         environ: The worker's environment; default :func:`live_worker_environ` of this one (a
             pair's share of a GPU, no shared compilation cache). ``jaxbench run``'s lone
             worker passes its own.
+        ignore_signals: Signal names (``"SIGTERM"``) the worker ignores: a sweep task's, whose
+            scheduler signals every process of the task and lets the task decide
+            (:mod:`jaxbench.cluster.worker`); the worker still ends with its parent.
 
     Raises:
         WorkerError: The interpreter cannot be started.
@@ -205,11 +208,14 @@ class Worker:
         backend: str,
         timeout_s: float | None = WORKER_TIMEOUT_S,
         environ: dict[str, str] | None = None,
+        ignore_signals: tuple[str, ...] = (),
     ) -> None:
         self.timeout_s = timeout_s
         self._stderr: IO[bytes] = tempfile.TemporaryFile()  # noqa: SIM115 (closed in close())
         cmd = [python, "-m", "jaxbench.interleave.worker", "--backend", backend,
                "--parent", str(os.getpid())]  # fmt: skip
+        if ignore_signals:
+            cmd += ["--ignore-signals", ",".join(ignore_signals)]
         if environ is None:
             environ = live_worker_environ(dict(os.environ))
         try:

@@ -34,7 +34,8 @@ one JSON request per line on stdin and answers each with one JSON line:
   answer the backend's ``platform`` (``null`` when absent), the ``env`` a record of this
   process carries (:func:`jaxbench.runner.case_env`) and the ``compilation_cache`` settings;
 - ``{"op": "record", "workload": ..., "params": {...}, "backend": ..., "timing": {...},
-  "run_id": ..., "programs_dir": ..., "trace_calls": N}``: measure one case as ``jaxbench run`` does
+  "run_id": ..., "programs_dir": ..., "trace_calls": N, "sweep": {...}}``: measure one case as
+  ``jaxbench run`` and a sweep's task do (``sweep``: the task's placement, or absent)
   (:func:`jaxbench.runner.measure_case`) and answer its ``record``. While it runs, each phase
   it enters is written to stderr as a line ``PHASE_MARK + phase``, so the watcher can say
   where a case hung;
@@ -163,7 +164,8 @@ class _Case:
 
         case = Case(request["workload"], request["params"])
         record = measure_case(case, request["backend"], _timing(request), request["run_id"],
-                              request.get("programs_dir"), on_phase=phase,
+                              request.get("programs_dir"), sweep=request.get("sweep"),
+                              on_phase=phase,
                               trace_calls=int(request.get("trace_calls", 0)))  # fmt: skip
         return {"record": record.model_dump(mode="json")}
 
@@ -197,6 +199,22 @@ def serve(requests: IO[str], answers: IO[str]) -> None:
         answers.flush()
 
 
+def _ignore_signals() -> None:
+    """Ignore the signals named by ``--ignore-signals SIGTERM,SIGUSR2`` (none without it).
+
+    A sweep task's scheduler signals every process of the task (Slurm's ``scancel`` and time
+    limit: SIGTERM, then SIGKILL; a pre-emption warning: SIGUSR2); the task's own process
+    decides what they mean (:mod:`jaxbench.cluster.worker`), so the case it is measuring is
+    not cut short and recorded as a crash. SIGKILL, and the end of the parent, still end it.
+    """
+    if "--ignore-signals" not in sys.argv:
+        return
+    import signal
+
+    for name in sys.argv[sys.argv.index("--ignore-signals") + 1].split(","):
+        signal.signal(getattr(signal, name), signal.SIG_IGN)
+
+
 def _end_with_parent() -> None:
     """On Linux, be killed when the process that started this worker ends (``--parent PID``).
 
@@ -227,6 +245,7 @@ def main() -> None:
     its ``fresh`` cache folder removed: no interpreter teardown.
     """
     _end_with_parent()
+    _ignore_signals()
     backend = sys.argv[sys.argv.index("--backend") + 1] if "--backend" in sys.argv else None
     if backend in JAX_PLATFORMS:
         os.environ["JAX_PLATFORMS"] = JAX_PLATFORMS[backend]
