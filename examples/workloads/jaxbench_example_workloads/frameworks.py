@@ -35,6 +35,12 @@ def _check(width: int, depth: int, batch: int, lr: float) -> None:
         raise ValueError(f"lr must be a finite number > 0, got {lr}")
 
 
+def _check_attention(d_model: int, heads: int, seq: int, batch: int, lr: float) -> None:
+    _check(d_model, seq, batch, lr)
+    if heads < 1 or d_model % heads:
+        raise ValueError(f"heads must be >= 1 and divide d_model={d_model}, got {heads}")
+
+
 def _data(width: int, batch: int) -> tuple[jax.Array, jax.Array]:
     x = jax.random.normal(jax.random.key(7), (batch, width))
     return x, jnp.sin(x)
@@ -148,13 +154,9 @@ def nnx_attention(
         ValueError: A size below 1, ``d_model`` not a multiple of ``heads``, or ``lr`` not
             finite and > 0.
     """
-    from jaxbench.workloads import adam_first_step
-
     nnx = _need("flax.nnx", "flax")
     optax = _need("optax", "flax")
-    _check(d_model, seq, batch, lr)
-    if heads < 1 or d_model % heads:
-        raise ValueError(f"heads must be >= 1 and divide d_model={d_model}, got {heads}")
+    _check_attention(d_model, heads, seq, batch, lr)
 
     class Block(nnx.Module):
         def __init__(self, rngs: Any) -> None:
@@ -167,10 +169,26 @@ def nnx_attention(
             return self.out(x + self.attn(x))
 
     graph, params, rest = nnx.split(Block(nnx.Rngs(0)), nnx.Param, ...)
-    optimizer = optax.adamw(lr)
 
     def loss(params: Any, x: jax.Array, y: jax.Array) -> jax.Array:
         return jnp.mean((nnx.merge(graph, params, rest)(x) - y) ** 2)
+
+    return _adamw_attention(optax, loss, params, d_model, seq, batch, lr)
+
+
+def _adamw_attention(
+    optax: Any, loss: Any, params: Any, d_model: int, seq: int, batch: int, lr: float
+) -> Step:
+    """The AdamW step of an attention block's ``loss(params, x, y)``, and its ``Step``.
+
+    Arguments: ``params`` and AdamW's state (donated, fed to the next call), ``x`` of
+    ``(batch, seq, d_model)`` from N(0, 1) and ``y = sin(x)``. FLOP per call: as
+    :func:`nnx_attention`. The parameters are held to the Adam rule
+    (:func:`jaxbench.workloads.adam_first_step`), the loss and moments to float32's tolerance.
+    """
+    from jaxbench.workloads import adam_first_step
+
+    optimizer = optax.adamw(lr)
 
     def step(params: Any, opt_state: Any, x: jax.Array, y: jax.Array) -> Any:
         value, grads = jax.value_and_grad(loss)(params, x, y)
@@ -210,13 +228,9 @@ def equinox_attention(
         ValueError: A size below 1, ``d_model`` not a multiple of ``heads``, or ``lr`` not
             finite and > 0.
     """
-    from jaxbench.workloads import adam_first_step
-
     eqx = _need("equinox", "equinox")
     optax = _need("optax", "equinox")
-    _check(d_model, seq, batch, lr)
-    if heads < 1 or d_model % heads:
-        raise ValueError(f"heads must be >= 1 and divide d_model={d_model}, got {heads}")
+    _check_attention(d_model, heads, seq, batch, lr)
     k_attn, k_out = jax.random.split(jax.random.key(0))
     attn = eqx.nn.MultiheadAttention(
         heads,
@@ -229,7 +243,6 @@ def equinox_attention(
     )
     model = (attn, eqx.nn.Linear(d_model, d_model, key=k_out))
     arrays, static = eqx.partition(model, eqx.is_array)
-    optimizer = optax.adamw(lr)
 
     def block(arrays: Any, x: jax.Array) -> jax.Array:  # x: (seq, d_model)
         attn, out = eqx.combine(arrays, static)
@@ -238,19 +251,4 @@ def equinox_attention(
     def loss(arrays: Any, x: jax.Array, y: jax.Array) -> jax.Array:
         return jnp.mean((jax.vmap(block, in_axes=(None, 0))(arrays, x) - y) ** 2)
 
-    def step(arrays: Any, opt_state: Any, x: jax.Array, y: jax.Array) -> Any:
-        value, grads = jax.value_and_grad(loss)(arrays, x, y)
-        updates, opt_state = optimizer.update(grads, opt_state, arrays)
-        return optax.apply_updates(arrays, updates), opt_state, value
-
-    x = jax.random.normal(jax.random.key(7), (batch, seq, d_model))
-    return Step(
-        fn=jax.jit(step, donate_argnums=(0, 1)),
-        args=(arrays, optimizer.init(arrays), x, jnp.sin(x)),
-        next_args=lambda args, out: (out[0], out[1], *args[2:]),
-        reference=step,
-        flops=6 * batch * seq * 5 * d_model**2 + 12 * batch * seq**2 * d_model,
-        tokens=batch * seq,
-        reduction_length=max(d_model, seq, batch * seq),
-        tolerances={"0/*": adam_first_step(lr)},
-    )
+    return _adamw_attention(optax, loss, arrays, d_model, seq, batch, lr)
