@@ -203,6 +203,35 @@ def test_condition_labels_do_not_depend_on_the_other_rows(tmp_path):
     assert "env.OMP_NUM_THREADS '1' vs '(not recorded)'" in split.reasons[0]
 
 
+def test_split_series_reuses_the_loaded_labels_and_says_the_same(tmp_path, monkeypatch):
+    from jaxbench.analysis import conditions
+
+    extra = {"env_vars": {**BASE_ENV["env_vars"], "OMP_NUM_THREADS": "1"}}
+    recs = [record("0.4.30"), record("0.4.31"), record("0.4.31", env=extra),
+            record("0.4.31", env={"device_kind": "NVIDIA H100"})]  # fmt: skip
+    frame = load(tmp_path, recs)
+    assert frame.attrs[conditions.LABELLED_WITH] == (conditions.DEFAULT_FIELDS, True)
+    bare = frame.copy()
+    bare.attrs = {}
+    read = []
+    original = conditions.condition_fields
+
+    def counting(rows, *args, **kwargs):
+        read.append(len(rows))
+        return original(rows, *args, **kwargs)
+
+    monkeypatch.setattr(conditions, "condition_fields", counting)
+    reused, fresh = conditions.split_series(frame), conditions.split_series(bare)
+    assert read == [3, 4]  # one row per condition, then every row
+    assert reused.reasons == fresh.reasons and len(reused.reasons) == 2
+    pd.testing.assert_frame_equal(reused.conditions, fresh.conditions)
+    assert list(reused.frame["condition"]) == list(fresh.frame["condition"])
+    # other fields than the labels were made with: every row is read again
+    read.clear()
+    conditions.split_series(frame, [f for f in conditions.DEFAULT_FIELDS if f != "machine"])
+    assert read == [4]
+
+
 def test_unknown_condition_field_is_named(tmp_path):
     frame = load(tmp_path, [record()])
     with pytest.raises(KeyError, match="colour"):

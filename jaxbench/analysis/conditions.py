@@ -218,10 +218,18 @@ def _labels(table: pd.DataFrame) -> list[str]:
     return out
 
 
+#: ``DataFrame.attrs`` key: the ``(fields, env_vars)`` its ``condition`` column was made with.
+LABELLED_WITH = "jaxbench.condition_fields"
+
+
 def add_conditions(
     frame: pd.DataFrame, fields: Sequence[str] = DEFAULT_FIELDS, env_vars: bool = True
 ) -> pd.DataFrame:
     """``frame`` with a ``condition`` column: each row's :func:`condition_label`.
+
+    The fields it was made with are kept in ``frame.attrs`` (:data:`LABELLED_WITH`; pandas
+    carries them through filters and concatenation), so :func:`split_series` with the same
+    fields reuses the labels instead of reading every row again.
 
     Args:
         frame: As :func:`condition_fields`.
@@ -231,7 +239,9 @@ def add_conditions(
     Raises:
         KeyError: As :func:`condition_fields`.
     """
-    return frame.assign(**{CONDITION: _labels(condition_fields(frame, fields, env_vars))})
+    out = frame.assign(**{CONDITION: _labels(condition_fields(frame, fields, env_vars))})
+    out.attrs[LABELLED_WITH] = (tuple(fields), env_vars)
+    return out
 
 
 @dataclass(frozen=True)
@@ -273,10 +283,19 @@ def split_series(
     Raises:
         KeyError: As :func:`condition_fields`.
     """
-    table = condition_fields(frame, fields, env_vars)
-    labels = pd.Series(_labels(table), index=frame.index)
+    if CONDITION in frame and frame.attrs.get(LABELLED_WITH) == (tuple(fields), env_vars):
+        # Labelled with these fields already: one row per condition says its values (rows of
+        # one label recorded the same fields, env.* and flag.* included).
+        labels = frame[CONDITION]
+        firsts = frame[~labels.duplicated()]
+        table = condition_fields(firsts, fields, env_vars)
+        values = table.assign(**{CONDITION: labels[firsts.index]}).set_index(CONDITION)
+    else:
+        table = condition_fields(frame, fields, env_vars)
+        labels = pd.Series(_labels(table), index=frame.index)
+        values = (table.assign(**{CONDITION: labels}).drop_duplicates(CONDITION)
+                  .set_index(CONDITION))  # fmt: skip
     framed = frame.assign(**{CONDITION: labels})
-    values = table.assign(**{CONDITION: labels}).drop_duplicates(CONDITION).set_index(CONDITION)
     counts = labels.value_counts()
     order = sorted(counts.index, key=lambda c: (-counts[c], c))
     cases = {
