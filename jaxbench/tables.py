@@ -184,18 +184,18 @@ def verdict_notes(frame: Any) -> list[str]:
     return out
 
 
-def comparison_model(result: Any, compact: bool = True) -> TextTable:
+def comparison_model(result: Any) -> TextTable:
     """A :class:`jaxbench.analysis.Comparison` as a table model: one row per metric and case.
 
-    The report's columns (:func:`jaxbench.analysis.report_tables.comparison_table`), fewer with
-    ``compact`` (the terminal's); the title gives the thresholds and the interval's level.
+    The terminal's columns (:func:`jaxbench.analysis.report_tables.comparison_table` with
+    ``compact``); the title gives the thresholds and the interval's level.
     """
     level = 1 - result.alpha
     title = (
         f"{result.candidate} vs {result.baseline} (threshold {result.threshold:.0%}, "
         f"compile {result.compile_threshold:.0%}, {level:.0%} intervals over processes)"
     )
-    return report_tables.comparison_table(result.table, compact=compact, title=title)
+    return report_tables.comparison_table(result.table, compact=True, title=title)
 
 
 def comparison_table(result: Any) -> Table:
@@ -203,14 +203,13 @@ def comparison_table(result: Any) -> Table:
     return rich_table(comparison_model(result))
 
 
-def live_comparison_model(frame: Any, compact: bool = True) -> TextTable:
+def live_comparison_model(frame: Any) -> TextTable:
     """Rows of :func:`jaxbench.analysis.live.comparisons_frame` as a table model.
 
-    The report's columns (:func:`jaxbench.analysis.report_live.live_table`), fewer with
-    ``compact`` (the terminal's).
+    The terminal's columns (:func:`jaxbench.analysis.report_live.live_table` with ``compact``).
     """
     title = "live comparison (candidate / baseline), intervals over process pairs"
-    return live_table(frame, compact=compact, title=title)
+    return live_table(frame, compact=True, title=title)
 
 
 def live_comparison_table(frame: Any) -> Table:

@@ -389,12 +389,9 @@ def _say_processes_needed(review: Any, processes: int, rule: dict[str, float]) -
 
 def _summarize(path: Path | None, found: list, versions: Any, code: int, report: Path) -> None:
     """``--markdown``: the review's answer table and lines, appended (a CI job's summary)."""
-    from collections import Counter
+    from jaxbench.upgrade.summary import answer_counts, answers_table
 
-    from jaxbench.upgrade.summary import answers_table
-
-    counts = Counter(a.verdict for a in found)
-    said = ", ".join(f"{n} {v}" for v, n in counts.most_common()) or "none"
+    said = ", ".join(f"{n} {v}" for v, n in answer_counts(found).items() if n) or "none"
     meaning = "a case is slower" if code else "no case is slower"
     lines = [f"**Verdicts:** {said}.", f"Exit status {code}: {meaning}.", f"Report: `{report}`."]
     for a in found:
