@@ -17,6 +17,7 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
+from jaxbench.distributed import facts as distributed_facts
 from jaxbench.measure.noise import cpu_affinity, usable_cpus
 from jaxbench.measure.programs import jax_flags
 
@@ -67,6 +68,8 @@ SLURM_KEYS = (
     "SLURM_CLUSTER_NAME",
     "SLURM_CPUS_PER_TASK",
     "SLURM_GPUS_ON_NODE",
+    "SLURM_NTASKS",
+    "SLURM_PROCID",
 )
 
 
@@ -202,7 +205,9 @@ def collect(device: Any | None = None) -> dict[str, Any]:
         (:func:`process_id`) and ``pid``. ``host`` has :func:`host`'s facts plus this process's
         ``usable_cpus`` (count) and ``affinity`` (sorted CPU ids, ``None`` where unknown), which
         ``taskset`` or Slurm's CPU binding can restrict per process, and the frequency
-        ``governor`` and ``turbo`` state (:func:`cpu_frequency_policy`).
+        ``governor`` and ``turbo`` state (:func:`cpu_frequency_policy`). In a program over
+        several JAX processes, ``processes`` (:func:`jaxbench.distributed.facts`), and
+        ``device_count`` counts every process's devices.
     """
     import jax
     import numpy as np
@@ -213,6 +218,7 @@ def collect(device: Any | None = None) -> dict[str, Any]:
         platform_version = device.client.platform_version
     except AttributeError:
         platform_version = None
+    group = distributed_facts()
     return {
         "jax": jax.__version__,
         "jaxlib": _version("jaxlib"),
@@ -232,4 +238,4 @@ def collect(device: Any | None = None) -> dict[str, Any]:
         "slurm": {k: os.environ[k] for k in SLURM_KEYS if k in os.environ},
         "process_id": process_id(),
         "pid": os.getpid(),
-    }
+    } | ({"processes": group} if group is not None else {})

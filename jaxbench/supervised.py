@@ -34,6 +34,7 @@ from jaxbench.live_defaults import DEFAULT_CASE_TIMEOUT_S
 
 if TYPE_CHECKING:  # imported where used
     from jaxbench.cases import Case
+    from jaxbench.distributed import ProcessGroup
     from jaxbench.interleave.session import Worker, WorkerDied
     from jaxbench.measure.harness import TimingConfig
     from jaxbench.store import Record
@@ -87,6 +88,13 @@ class Supervised:
             this process's.
         ignore_signals: Signals the workers ignore (a sweep task's:
             :class:`jaxbench.interleave.session.Worker`).
+        groups: Measure each case as one program over several JAX processes: one worker per
+            :class:`~jaxbench.distributed.ProcessGroup` given (all of them:
+            :func:`jaxbench.distributed.local_groups`; this task's only, in a Slurm job of
+            several tasks: :func:`jaxbench.distributed.from_slurm`), each joined before its
+            backend starts. Every process then takes exactly ``timing.min_samples`` samples
+            (the budget is set to 0), so all make the same calls. :meth:`measure` returns the
+            first worker's record, ``failed`` if any process's was not ``ok``.
 
     Raises:
         jaxbench.interleave.WorkerError: A worker cannot be started, or dies before it has
@@ -104,6 +112,7 @@ class Supervised:
         trace_calls: int = 0,
         environ: dict[str, str] | None = None,
         ignore_signals: tuple[str, ...] = (),
+        groups: list[ProcessGroup] | tuple[ProcessGroup, ...] = (),
     ) -> None:
         self.backend = backend
         self.ignore_signals = ignore_signals
@@ -114,28 +123,64 @@ class Supervised:
         self.on_stderr = on_stderr or (lambda text: sys.stderr.write(text))
         self.trace_calls = trace_calls
         self.environ = environ
-        self._worker: Worker | None = None
+        self.groups = list(groups)
+        if self.groups:  # every process must make the same calls: a fixed count of samples
+            self.timing = dataclasses.replace(timing, budget_s=0.0)
+        self._workers: list[Worker] = []
         self._facts: dict[str, Any] = {}
         self._offset = 0
 
     def _start(self) -> Worker:
-        """The worker, started (and asked for its facts) if there is none."""
+        """The worker that reports (process 0), started with any others and asked for facts."""
         from jaxbench.interleave.session import Worker
 
-        if self._worker is None:
+        if not self._workers:
             environ = with_import_path(dict(self.environ or os.environ), sys.path)
             # JAX_PLATFORMS stays as it is ("default"), as in an in-process run: a backend that
             # is not here gives skipped records, where naming it would stop JAX from starting.
-            worker = Worker(sys.executable, "default", timeout_s=self.case_timeout_s,
-                            environ=environ, ignore_signals=self.ignore_signals)  # fmt: skip
-            self._worker, self._offset = worker, 0
+            self._workers = [Worker(sys.executable, "default", timeout_s=self.case_timeout_s,
+                                    environ=environ, ignore_signals=self.ignore_signals)
+                             for _ in self.groups or [None]]  # fmt: skip
+            self._offset = 0
             try:
-                self._facts = worker.request(op="facts", backend=self.backend,
-                                             timing=self._timing(), **self.cache)  # fmt: skip
+                if self.groups:
+                    self._ask_all([{"op": "join", **g.as_request()} for g in self.groups],
+                                  joining=True)  # fmt: skip
+                request = {"op": "facts", "backend": self.backend, "timing": self._timing(),
+                           **self.cache}  # fmt: skip
+                self._facts = self._ask_all([request] * len(self._workers))[0]
             except BaseException:
                 self._stop()
                 raise
-        return self._worker
+        return self._workers[0]
+
+    def _ask_all(self, requests: list[dict[str, Any]], joining: bool = False) -> list[Any]:
+        """Send each worker its request, then read every answer (they may wait on each other).
+
+        Raises:
+            jaxbench.interleave.WorkerError: A worker answered an error or died; while
+                ``joining``, the message says which process did not meet the others.
+        """
+        from jaxbench.interleave.session import WorkerDied, WorkerError
+
+        for worker, request in zip(self._workers, requests, strict=True):
+            worker.send(**request)
+        answers = []
+        for index, worker in enumerate(self._workers):
+            try:
+                answers.append(worker.answer())
+            except WorkerError as exc:
+                if not joining:
+                    raise
+                group = self.groups[index]
+                where = group.coordinator or "the coordinator JAX found from Slurm"
+                # JAX ends a process that is not met with a fatal error and a stack: its
+                # ending says enough
+                why = f"its process was {exc.how}" if isinstance(exc, WorkerDied) else str(exc)
+                raise WorkerError(f"JAX process {group.index} of {group.count} did not meet the "
+                                  f"others at {where} within {group.timeout_s:g} s "
+                                  f"(--join-timeout); {why}") from None  # fmt: skip
+        return answers
 
     def _timing(self) -> dict[str, Any]:
         return dataclasses.asdict(self.timing)
@@ -157,15 +202,17 @@ class Supervised:
         from jaxbench.runner import ended_record
         from jaxbench.store import Env, Record
 
-        worker = self._start()
+        self._start()
+        request = {"op": "record", "workload": case.workload, "params": dict(case.params),
+                   "backend": self.backend, "timing": self._timing(), "run_id": run_id,
+                   "programs_dir": str(programs_dir), "sweep": sweep,
+                   "trace_calls": self.trace_calls}  # fmt: skip
         try:
-            answer = worker.request(op="record", workload=case.workload, params=dict(case.params),
-                                    backend=self.backend, timing=self._timing(), run_id=run_id,
-                                    programs_dir=str(programs_dir), sweep=sweep,
-                                    trace_calls=self.trace_calls)  # fmt: skip
-        except KeyboardInterrupt:  # the case is lost; the worker goes at once, not after it
-            worker.kill()
-            self._worker = None
+            answers = self._ask_all([request] * len(self._workers))
+        except KeyboardInterrupt:  # the case is lost; the workers go at once, not after it
+            for worker in self._workers:
+                worker.kill()
+            self._workers = []
             raise
         except WorkerDied as exc:
             phase = self._last_phase()
@@ -176,7 +223,8 @@ class Supervised:
                                 Env.model_validate(self._facts["env"] | placed),
                                 self._facts["compilation_cache"])  # fmt: skip
         self._pass_stderr()
-        return Record.model_validate(answer["record"])
+        records = [Record.model_validate(a["record"]) for a in answers]
+        return _of_all_processes(records)
 
     def _ended(self, exc: WorkerDied, phase: str | None) -> str:
         where = f" while {phase}" if phase else ""
@@ -189,25 +237,37 @@ class Supervised:
                 f"stderr: {tail}")  # fmt: skip
 
     def _last_phase(self) -> str | None:
-        assert self._worker is not None
-        text, _ = self._worker.stderr_from(self._offset)
+        text, _ = self._workers[0].stderr_from(self._offset)
         marks = [ln[len(PHASE_MARK) :] for ln in text.splitlines() if ln.startswith(PHASE_MARK)]
         return marks[-1].strip() if marks else None
 
     def _pass_stderr(self) -> None:
-        assert self._worker is not None
-        text, self._offset = self._worker.stderr_from(self._offset)
+        text, self._offset = self._workers[0].stderr_from(self._offset)
         kept = "".join(ln for ln in text.splitlines(keepends=True) if not ln.startswith(PHASE_MARK))
         if kept:
             self.on_stderr(kept)
 
     def _stop(self) -> None:
-        if self._worker is not None:
-            self._worker.close()
-            self._worker = None
+        for worker in self._workers:
+            worker.close()
+        self._workers = []
 
     def __enter__(self) -> Supervised:
         return self
 
     def __exit__(self, *exc: object) -> None:
         self._stop()
+
+
+def _of_all_processes(records: list[Record]) -> Record:
+    """The first process's record; ``failed`` if another process's case was not ``ok``.
+
+    The reason is that of the first such process, so nothing wrong is recorded ``ok``.
+    """
+    first, others = records[0], records[1:]
+    bad = next((r for r in others if r.status != "ok"), None)
+    if bad is None or first.status != "ok":
+        return first
+    index = records.index(bad)
+    error = f"JAX process {index} of {len(records)}: {bad.status}: {bad.error}"
+    return first.model_copy(update={"status": "failed", "samples_s": [], "error": error})

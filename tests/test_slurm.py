@@ -198,6 +198,24 @@ def test_gpu_partition_tasks_get_one_placeholder_gpu_each(slurm, tmp_path):
     assert {r.env.backend for r in records} == {"cpu"}  # JAX_PLATFORMS=cpu from the profile
 
 
+def test_a_job_of_two_tasks_runs_one_program_over_both_and_task_0_writes_the_record(
+    slurm, tmp_path
+):
+    """Each Slurm task is one JAX process (jax.distributed from the Slurm environment)."""
+    profile = _variant(tmp_path, "cpus_per_task = 1", "cpus_per_task = 1\ntasks_per_node = 2")
+    sweep = _submit(
+        slurm, tmp_path / "sweeps", "-w", "collectives", "--param", "op=all_reduce",
+        "--param", "devices=2", "--param", "bytes=4096", *FAST, profile=str(profile),
+    )  # fmt: skip
+    states = dispatch.wait(sweep, poll_s=2, timeout_s=300)
+    assert [s.state for s in states] == ["completed"]
+    (record,) = sweep.collect(sweep.load()).records  # one record, though two tasks measured
+    assert record.status == "ok", record.error
+    assert (record.env.processes.count, record.env.processes.index) == (2, 0)
+    assert record.env.processes.coordinator  # the address JAX found from the Slurm step
+    assert record.env.device_count == 2 and record.env.slurm["SLURM_NTASKS"] == "2"
+
+
 @pytest.mark.parametrize(
     ("slurm_table", "message"),
     [

@@ -86,6 +86,11 @@ def _workload_dirty(row: Row) -> Any:
     return f"uncommitted changes in the repository of {source.module}"
 
 
+def _processes(row: Row) -> Any:
+    group = _env(row).processes
+    return None if group is None else group.count
+
+
 def _asv(row: Row, value: Any) -> Any:
     return value if row.get("source") == "asv" else None
 
@@ -97,6 +102,7 @@ FIELD_GETTERS: dict[str, Callable[[Row], Any]] = {
     "backend": lambda r: r.get("backend"),
     "device_kind": lambda r: r.get("device_kind"),
     "device_count": lambda r: _env(r).device_count,
+    "processes": _processes,
     "platform_version": lambda r: _env(r).platform_version,
     "machine": lambda r: r.get("machine"),
     "cpu_model": lambda r: _env(r).host.cpu_model,

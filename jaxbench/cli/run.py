@@ -21,10 +21,12 @@ from jaxbench.cli.options import (
     writable_folder,
 )
 from jaxbench.cli.selection import Selection, selects_cases
+from jaxbench.distributed import DEFAULT_JOIN_TIMEOUT_S
 from jaxbench.live_defaults import DEFAULT_CASE_TIMEOUT_S
 
 if TYPE_CHECKING:
     from jaxbench.cases import Case
+    from jaxbench.distributed import ProcessGroup
     from jaxbench.measure import TimingConfig
     from jaxbench.runner import RunResult
     from jaxbench.store import Record
@@ -130,6 +132,22 @@ def run_cmd(
             "record keeps the per-op table, traces/ the trace.",
         ),
     ] = False,
+    jax_processes: Annotated[
+        int,
+        typer.Option(
+            metavar="N",
+            help="Run each case as one program over N JAX processes on this machine "
+            "(jax.distributed; CPU collectives over Gloo): its mesh spans every process's "
+            "devices, each takes exactly --min-samples samples, process 0's record is written.",
+        ),
+    ] = 1,
+    join_timeout: Annotated[
+        float,
+        typer.Option(
+            metavar="SECONDS",
+            help="With --jax-processes: most seconds the processes may take to meet.",
+        ),
+    ] = DEFAULT_JOIN_TIMEOUT_S,
     in_process: Annotated[
         bool,
         typer.Option(
@@ -168,13 +186,14 @@ def run_cmd(
     if not (case_timeout >= 0 and case_timeout != float("inf")):
         raise fail(f"--case-timeout must be a number of seconds >= 0 (0: no limit), got "
                    f"{case_timeout}")  # fmt: skip
+    groups = _process_groups(jax_processes, join_timeout, in_process)
     _check_debug_modes(allow_debug)
     _warn_cpu_clock()
     out_dir = writable_folder(out)
     trace_calls = TRACE_CALLS if trace else 0
     supervised = Supervised(backend, timing, case_timeout, compilation_cache,
                             cache_min_compile_time, trace_calls=trace_calls,
-                            environ=environ)  # fmt: skip
+                            environ=environ, groups=groups)  # fmt: skip
     with supervised:
         try:
             _warn_gpu_sizes_on_cpu(cases, _platform(backend) if in_process else
@@ -184,6 +203,21 @@ def run_cmd(
         except WorkerError as exc:
             raise fail(f"cannot measure: {exc}", code=1) from None
     _report(result, cases)
+
+
+def _process_groups(count: int, timeout_s: float, in_process: bool) -> list[ProcessGroup]:
+    """``--jax-processes``' groups (none for 1); a bad value is one line and exit 2."""
+    from jaxbench.distributed import local_groups
+
+    if count < 1:
+        raise fail(f"--jax-processes must be a whole number >= 1, got {count}")
+    if not (timeout_s > 0 and timeout_s != float("inf")):
+        raise fail(f"--join-timeout must be a number of seconds > 0, got {timeout_s}")
+    if count == 1:
+        return []
+    if in_process:
+        raise fail(f"--jax-processes {count} needs a worker per process; drop --in-process")
+    return local_groups(count, timeout_s)
 
 
 def _run(

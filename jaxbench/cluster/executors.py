@@ -63,7 +63,7 @@ def slurm_parameters(profile: Profile, limit_min: int, job_name: str) -> dict[st
         "partition": s.partition,
         "time": limit_min,
         "nodes": s.nodes,
-        "ntasks_per_node": 1,
+        "ntasks_per_node": s.tasks_per_node,
         "cpus_per_task": s.cpus_per_task,
         "signal_delay_s": s.signal_delay_s,
         "array_parallelism": s.array_parallelism,

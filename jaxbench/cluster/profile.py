@@ -32,7 +32,12 @@ class SlurmSection(_Strict):
 
     Attributes:
         partition: Slurm partition (``--partition``).
-        nodes: Nodes per task (``--nodes``); the worker uses the first.
+        nodes: Nodes per array task (``--nodes``).
+        tasks_per_node: Slurm tasks per node (``--ntasks-per-node``), one JAX process each.
+            With more than one task in all (``nodes * tasks_per_node`` > 1) every case runs as
+            one program over all of them (:mod:`jaxbench.distributed`: ``jax.distributed``
+            from the Slurm environment; each process takes the GPU of its local rank), and
+            task 0 writes the record.
         gpus_per_node: GPUs per node (``--gpus-per-node``); 0 for CPU nodes.
         gres: A raw ``--gres`` string (e.g. ``"gpu:h100:1"``) instead of ``gpus_per_node``.
         cpus_per_task: CPU cores per task (``--cpus-per-task``).
@@ -53,6 +58,7 @@ class SlurmSection(_Strict):
 
     partition: str = Field(min_length=1)
     nodes: int = Field(1, ge=1)
+    tasks_per_node: int = Field(1, ge=1)
     gpus_per_node: int = Field(0, ge=0)
     gres: str | None = None
     cpus_per_task: int = Field(1, ge=1)

@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from jaxbench.cluster.sweep import CaseSpec, Sweep, utc_now
+from jaxbench.distributed import ProcessGroup, from_slurm
 
 
 class JaxImportedTooEarly(RuntimeError):
@@ -82,7 +83,10 @@ class ShardTask:
             )
         started_at = utc_now()
         os.environ.update(self.env)
-        pinned = {} if "CUDA_VISIBLE_DEVICES" in self.env else local_gpu(os.environ)
+        # in a job of several JAX processes, JAX gives each the GPU of its local rank
+        group = from_slurm(os.environ)
+        keep = "CUDA_VISIBLE_DEVICES" in self.env or group is not None
+        pinned = {} if keep else local_gpu(os.environ)
         os.environ.update(pinned)
         placement = {"task_started_at": started_at, "exclusive": self.exclusive,
                      "pinned": pinned or None} | cpu_placement(os.environ)  # fmt: skip
@@ -92,13 +96,13 @@ class ShardTask:
         stopper = _StopOnSignal(usr_sig)
         try:
             with stopper:
-                return self._run_cases(placement)
+                return self._run_cases(placement, group)
         except _Signalled as stop:
             if callable(stopper.submitit_handler):
                 _requeue_or_end(stopper.submitit_handler, stop.signum)
             raise RuntimeError(f"task stopped by signal {stop.signum}") from None
 
-    def _run_cases(self, placement: dict[str, Any]) -> dict[str, Any]:
+    def _run_cases(self, placement: dict[str, Any], group: ProcessGroup | None) -> dict[str, Any]:
         import jax
 
         from jaxbench.cases import Case
@@ -116,11 +120,16 @@ class ShardTask:
         # worker ignores the scheduler's signals to the task (scancel's SIGTERM, the
         # pre-emption warning): this process handles them, and SIGKILL ends both.
         stop = ("SIGTERM", "SIGUSR1", "SIGUSR2")
-        with Supervised(self.backend, timing, environ=dict(os.environ),
-                        ignore_signals=stop) as watched:  # fmt: skip
-            for spec in self.cases:
+        # In a job of several tasks each task is one process of the case's program; all of
+        # them measure, and task 0 writes the record. Which cases are done is read once,
+        # before the processes meet, so all of them measure the same cases.
+        writes = group is None or group.index == 0
+        done = [sweep.has_ok_record(spec, self.jax_version) for spec in self.cases]
+        with Supervised(self.backend, timing, environ=dict(os.environ), ignore_signals=stop,
+                        groups=[group] if group else []) as watched:  # fmt: skip
+            for spec, earlier in zip(self.cases, done, strict=True):
                 case = Case(spec.workload, spec.params)
-                if sweep.has_ok_record(spec, self.jax_version):
+                if earlier:
                     statuses[case.label] = "ok (earlier)"
                     continue
                 path = sweep.record_path(spec, self.jax_version)
@@ -130,7 +139,8 @@ class ShardTask:
                                "worker_env": dict(self.env), "timing": timing.recorded(),
                                **placement}  # fmt: skip
                 record = watched.measure(case, run_id, path.parent, sweep=sweep_facts)
-                write_json(path, record)
+                if writes:
+                    write_json(path, record)
                 statuses[case.label] = record.status
         return {
             "task": self.task_index,

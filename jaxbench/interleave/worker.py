@@ -28,6 +28,10 @@ one JSON request per line on stdin and answers each with one JSON line:
   case (after any timing, never inside it), answered as its per-op table
   (:func:`jaxbench.measure.trace.op_table`) and the trace's size in bytes, for ``jaxbench
   explain --trace``;
+- ``{"op": "join", "coordinator": ..., "count": N, "index": i, "timeout_s": S}``: join a
+  program over ``N`` JAX processes as process ``i`` (:func:`jaxbench.distributed.join`; before
+  any other request, as JAX's backend must not have started), answering ``processes``
+  (:func:`jaxbench.distributed.facts`). It writes the phase ``joining`` first;
 - ``{"op": "facts", "backend": ..., "timing": {...}, "compilation_cache": MODE,
   "cache_min_compile_time_s": S}``: for ``jaxbench run`` (:mod:`jaxbench.supervised`), set the
   persistent compilation cache (:func:`jaxbench.measure.configure_compilation_cache`) and
@@ -137,6 +141,14 @@ class _Case:
         xspace = take_trace(self.prepared.call_once, calls)
         return {"ops": [asdict(r) for r in op_table(xspace, calls)], "bytes": len(xspace)}
 
+    def join(self, request: dict[str, Any]) -> dict[str, Any]:
+        from jaxbench.distributed import ProcessGroup, join
+
+        print(f"{PHASE_MARK}joining", file=sys.stderr, flush=True)
+        group = ProcessGroup(request["coordinator"], int(request["count"]),
+                             int(request["index"]), float(request["timeout_s"]))  # fmt: skip
+        return {"processes": join(group)}
+
     def facts(self, request: dict[str, Any]) -> dict[str, Any]:
         from jaxbench.cases import resolve_device
         from jaxbench.measure.cache import cache_settings, configure_compilation_cache
@@ -176,7 +188,7 @@ def _benchmark(workload: str, params: dict[str, Any]) -> str:
     return get_workload(workload).benchmark(params)
 
 
-OPS = ("prepare", "block", "programs", "trace", "facts", "record")
+OPS = ("prepare", "block", "programs", "trace", "join", "facts", "record")
 
 
 def serve(requests: IO[str], answers: IO[str]) -> None:

@@ -112,6 +112,21 @@ class SweepPlacement(_Recorded):
     timing: dict[str, Any] | None = None
 
 
+class Processes(_Recorded):
+    """The JAX processes of a multi-process program (:mod:`jaxbench.distributed`).
+
+    Attributes:
+        count: How many processes ran the program; a condition, so records of different
+            counts are never pooled.
+        index: The process that wrote the record (0).
+        coordinator: ``host:port`` of the coordinator the processes met at.
+    """
+
+    count: int
+    index: int
+    coordinator: str | None = None
+
+
 class Env(_Recorded):
     """What can change a timing (:func:`jaxbench.env.collect`) and which process took it.
 
@@ -130,6 +145,8 @@ class Env(_Recorded):
         sweep: :class:`SweepPlacement` for records of a sweep.
         asv: asv's environment name and date, for records converted from asv results.
         workload_source: :class:`WorkloadSource`, for a user workload.
+        processes: :class:`Processes`, for a program over several JAX processes (``None``:
+            one process).
     """
 
     jax: str | None = None
@@ -151,6 +168,7 @@ class Env(_Recorded):
     sweep: SweepPlacement | None = None
     workload_source: WorkloadSource | None = None
     asv: dict[str, Any] | None = None
+    processes: Processes | None = None
 
 
 class Noise(_Recorded):

@@ -28,6 +28,10 @@ and kinds) and ``metrics["partition_specs"]`` the argument's and output's specs.
 compares the output with a float64 NumPy reference of the collective and checks that the output
 is still sharded over every device of the mesh.
 
+In a program over several JAX processes (:mod:`jaxbench.distributed`) the mesh spans every
+process's devices: each process places its own rows of the same input, and the gate gathers
+the output from all of them before comparing it.
+
 On a CPU, ``devices`` > 1 needs JAX started with
 ``XLA_FLAGS=--xla_force_host_platform_device_count=N``; a case with more devices than the
 backend has is skipped (:class:`~jaxbench.workloads.base.NotApplicable`). Those are figures of
@@ -122,6 +126,15 @@ def reference(op: str, x: np.ndarray) -> np.ndarray:
     return np.roll(x, 1, axis=0)
 
 
+def gathered(out: jax.Array) -> Any:
+    """``out`` whole on this process: as it is, or gathered from every process holding a part."""
+    if out.is_fully_addressable:
+        return out
+    from jax.experimental import multihost_utils
+
+    return multihost_utils.process_allgather(out, tiled=True)
+
+
 @functools.cache
 def jitted(op: str, mesh: jax.sharding.Mesh) -> Any:
     """The jitted ``shard_map`` of ``op`` over ``mesh`` (cached per op and mesh)."""
@@ -166,7 +179,7 @@ def collectives(
                 f"collectives/{op}: the output is not sharded {spec} over the {devices} "
                 f"devices of the mesh (got {out.sharding})"
             )
-        return check_close(f"collectives/{op} (jit vs float64 NumPy)", out,
+        return check_close(f"collectives/{op} (jit vs float64 NumPy)", gathered(out),
                            reference(op, host), "float32")  # fmt: skip
 
     return Step(

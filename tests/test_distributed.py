@@ -1,0 +1,100 @@
+"""One program over several JAX processes (``jax.distributed``): two local processes, a lone one.
+
+The Slurm job of two tasks is in ``test_slurm.py``. Each process here has one CPU device, so a
+mesh of two devices spans both processes and its all-reduce goes through the CPU collectives.
+"""
+
+from __future__ import annotations
+
+import pytest
+from conftest import run_cli
+
+from jaxbench import analysis
+from jaxbench.distributed import ProcessGroup, free_port, from_slurm, local_groups
+from jaxbench.store import read_file
+from jaxbench.store.scan import store_files
+
+TWO = ["-w", "collectives", "--param", "op=all_reduce", "--param", "devices=2",
+       "--param", "bytes=4096", "--warmup", "1", "--min-samples", "4"]  # fmt: skip
+
+
+@pytest.mark.slow
+def test_two_processes_run_one_all_reduce_and_process_0_writes_its_record(tmp_path):
+    out = run_cli("run", "-o", str(tmp_path), *TWO, "--jax-processes", "2")
+    assert out.returncode == 0, out.stderr
+    (rec,) = read_file(store_files([tmp_path])[0][0], strict=True).models("record")
+    assert rec.status == "ok", rec.error  # the gate gathered the output from both processes
+    group = rec.env.processes
+    assert (group.count, group.index) == (2, 0) and group.coordinator.startswith("127.0.0.1:")
+    assert rec.env.device_count == 2 and rec.metrics.mesh["axes"] == {"x": 2}
+    # every process makes the same calls: exactly --min-samples samples, the budget set to 0
+    assert len(rec.samples_s) == 4 and rec.env.timing["budget_s"] == 0
+
+
+def test_a_process_whose_peer_never_joins_is_one_line_naming_the_coordinator():
+    from jaxbench.interleave import WorkerError
+    from jaxbench.measure import TimingConfig
+    from jaxbench.supervised import Supervised
+
+    lone = ProcessGroup(f"127.0.0.1:{free_port()}", 2, 0, timeout_s=2)
+    # a case time-out far beyond the join time-out: a hang would say "timed out" instead
+    watched = Supervised("cpu", TimingConfig(min_samples=3), case_timeout_s=120, groups=[lone])
+    with watched, pytest.raises(WorkerError) as failed:
+        watched.platform()
+    message = str(failed.value)
+    assert "\n" not in message and "timed out" not in message
+    assert message.startswith(f"JAX process 0 of 2 did not meet the others at {lone.coordinator}")
+    assert "within 2 s (--join-timeout)" in message
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--jax-processes", "0"], "--jax-processes must be a whole number >= 1, got 0"),
+        (["--jax-processes", "2", "--join-timeout", "0"],
+         "--join-timeout must be a number of seconds > 0, got 0.0"),
+        (["--jax-processes", "2", "--in-process"], "--jax-processes 2 needs a worker per process"),
+    ],
+)  # fmt: skip
+def test_bad_process_options_are_one_line_and_exit_2(tmp_path, args, message):
+    out = run_cli("run", "-o", str(tmp_path), *TWO, *args)
+    assert out.returncode == 2 and message in out.stderr
+    assert len(out.stderr.strip().splitlines()) == 1
+
+
+def test_groups_come_from_the_count_or_from_a_slurm_step_of_several_tasks():
+    groups = local_groups(3, timeout_s=5)
+    assert [g.index for g in groups] == [0, 1, 2] and len({g.coordinator for g in groups}) == 1
+    step = {"SLURM_JOB_ID": "7", "SLURM_STEP_NUM_TASKS": "2", "SLURM_PROCID": "1"}
+    assert from_slurm(step) == ProcessGroup(None, 2, 1)
+    assert from_slurm({**step, "SLURM_STEP_NUM_TASKS": "1"}) is None
+    assert from_slurm({"SLURM_STEP_NUM_TASKS": "2", "SLURM_PROCID": "1"}) is None  # no job
+    with pytest.raises(ValueError, match="SLURM_PROCID='x'"):
+        from_slurm({**step, "SLURM_PROCID": "x"})
+    with pytest.raises(ValueError, match="count >= 2"):
+        ProcessGroup("h:1", 1, 0)
+
+
+def test_records_of_different_process_counts_are_never_pooled(tmp_path):
+    from analysis_data import record, write
+
+    group = {"count": 2, "index": 0, "coordinator": "127.0.0.1:1234"}
+    two = record(run_id="two", env={"processes": group})
+    write(tmp_path / "a.jsonl", [record(run_id="one"), two])
+    frame, _ = analysis.load_results(tmp_path)
+    split = analysis.split_series(frame)
+    assert len(split.conditions) == 2
+    assert any("processes" in reason for reason in split.reasons)
+
+
+def test_a_case_that_failed_in_any_process_is_never_recorded_ok():
+    from analysis_data import record
+
+    from jaxbench.supervised import _of_all_processes
+
+    ok, bad = record(), record(status="failed", samples=[], error="GateFailure: leaf 0 differs")
+    assert _of_all_processes([ok, ok]) is ok
+    merged = _of_all_processes([ok, ok, bad])
+    assert merged.status == "failed" and merged.samples_s == []
+    assert merged.error == "JAX process 2 of 3: failed: GateFailure: leaf 0 differs"
+    assert _of_all_processes([bad, ok]) is bad
