@@ -310,3 +310,29 @@ def test_a_side_whose_records_name_several_programs_says_which_it_compared():
     assert (side.digest, side.records, side.distinct, side.total, side.tie) == (
         "aa" * 32, 1, 2, 2, True)  # fmt: skip
     assert pick_artifact([("r/a.jsonl", None, None)]) is None
+
+
+def test_the_report_explains_op_by_op_where_the_records_hold_traces(tmp_path):
+    """Each side's processes traced the case: the op that slowed carries the change's share."""
+    from jaxbench.analysis.report import write_report
+    from tests.analysis_data import write_processes
+
+    folder = tmp_path / "results"
+    folder.mkdir()
+    programs = save_programs(folder, _programs(lambda x, w: x @ w))
+
+    def trace(loop_s, copy_s):
+        ops = [{"name": "call.1", "count": 5, "total_s": 5 * loop_s, "per_call_s": loop_s},
+               {"name": "copy.7", "count": 5, "total_s": 5 * copy_s, "per_call_s": copy_s}]
+        return {"calls": 5, "ops": [op | {"share": 0.5} for op in ops]}  # fmt: skip
+
+    for version, median, loop_s in (("0.11.2", 1e-3, 0.8e-3), ("0.12.0.1", 2e-3, 1.8e-3)):
+        for p, path in enumerate(write_processes(folder, version, median, programs=programs)):
+            lines = path.read_text().splitlines()  # each process's own trace, a little apart
+            record = json.loads(lines[0]) | {"trace": trace(loop_s * (1 + p / 50), 1e-4)}
+            path.write_text(json.dumps(record) + "\n")
+    section = _section(write_report([folder], tmp_path / "report").read_text())
+    assert "identical programs" in section
+    ops = section[section.index("ops (profiler traces): ") :].splitlines()
+    assert ops[1].lstrip().startswith("call.1: ") and "100% of the change" in ops[1]
+    assert "copy.7" not in section  # unchanged: no op line of its own

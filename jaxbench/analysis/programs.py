@@ -4,7 +4,8 @@ Each timed record names its case's artifact (``Record.programs``: :mod:`jaxbench
 :func:`programs_frame` reads every distinct artifact once and gives one row per compiled
 program: the counts derived from its optimized HLO (:func:`jaxbench.explain.hlo_counts`), XLA's
 FLOP and bytes, its memory analysis, and its compile phases. An artifact that does not load is
-a row with ``problem`` set, not an error.
+a row with ``problem`` set, not an error. :func:`traced_op_lines` diffs the per-op tables that
+traced records keep (``run --trace``), for ``explain`` and the report's Explanations.
 """
 
 from __future__ import annotations
@@ -14,7 +15,9 @@ from pathlib import Path
 import pandas as pd
 
 from jaxbench.explain import hlo_counts
+from jaxbench.explain.ops import op_diff, op_lines
 from jaxbench.explain.saved import SavedSide, pick_artifact
+from jaxbench.measure.trace import OpTime
 from jaxbench.store import ArtifactError, Problem, load_programs
 
 #: Derived counts kept as columns (the rest of :func:`hlo_counts`' keys are left out).
@@ -113,3 +116,34 @@ def _program_row(program: dict, phases: dict[str, float]) -> dict:
         "output_bytes": memory.get("output_size_in_bytes"),
         **{f"{k}_s": phases.get(k) for k in ("trace", "lower", "backend_compile")},
     }
+
+
+def traced_op_lines(baseline: pd.DataFrame, candidate: pd.DataFrame) -> list[str]:
+    """The op diff of one case's traced records (``run --trace``), one op table per process.
+
+    Args:
+        baseline: ``ok`` rows of one case on the baseline side (the ``trace`` and ``process``
+            columns of :func:`jaxbench.analysis.load_results`).
+        candidate: The same for the candidate side.
+
+    Returns:
+        :func:`jaxbench.explain.ops.op_lines` over the processes that traced, a line saying
+        which side has no trace when only one has, and nothing when neither has.
+    """
+
+    def tables(rows: pd.DataFrame) -> list[list[OpTime]]:
+        if "trace" not in rows:
+            return []
+        by_process: dict[str, list[OpTime]] = {}
+        for process, trace in zip(rows["process"], rows["trace"], strict=True):
+            if trace is not None and trace.ops:  # the first traced record of each process
+                by_process.setdefault(process, [OpTime(**op) for op in trace.ops])
+        return list(by_process.values())
+
+    a, b = tables(baseline), tables(candidate)
+    if not a and not b:
+        return []
+    if not (a and b):
+        return [f"ops: no trace on the {'baseline' if not a else 'candidate'} side (run it "
+                "with --trace)"]  # fmt: skip
+    return op_lines(op_diff(a, b))

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated
+from typing import Annotated
 
 import typer
 
@@ -27,9 +27,6 @@ from jaxbench.cli.options import (
 )
 from jaxbench.cli.selection import Selection, selects_cases
 
-if TYPE_CHECKING:
-    import pandas as pd
-
 SIDE_HELP = (
     f"Baseline: {CURRENT}, a path to a python, a JAX version (its venv, built once), or a "
     "result set (a folder or file of jaxbench run records, whose saved programs are read)."
@@ -40,39 +37,6 @@ def is_result_set(side: str) -> bool:
     """Whether a side names saved results (a folder, or a ``.jsonl``/``.json`` file)."""
     path = Path(side)
     return path.is_dir() or (path.is_file() and path.suffix in (".jsonl", ".json"))
-
-
-def traced_op_lines(baseline: pd.DataFrame, candidate: pd.DataFrame) -> list[str]:
-    """The op diff of one case's traced records (``run --trace``), one op table per process.
-
-    Args:
-        baseline: ``ok`` rows of one case on the baseline side (the ``trace`` and ``process``
-            columns of :func:`jaxbench.analysis.load_results`).
-        candidate: The same for the candidate side.
-
-    Returns:
-        :func:`jaxbench.explain.ops.op_lines` over the processes that traced, a line saying
-        which side has no trace when only one has, and nothing when neither has.
-    """
-    from jaxbench.explain.ops import op_diff, op_lines
-    from jaxbench.measure.trace import OpTime
-
-    def tables(rows: pd.DataFrame) -> list[list[OpTime]]:
-        if "trace" not in rows:
-            return []
-        by_process: dict[str, list[OpTime]] = {}
-        for process, trace in zip(rows["process"], rows["trace"], strict=True):
-            if trace is not None and trace.ops:  # the first traced record of each process
-                by_process.setdefault(process, [OpTime(**op) for op in trace.ops])
-        return list(by_process.values())
-
-    a, b = tables(baseline), tables(candidate)
-    if not a and not b:
-        return []
-    if not (a and b):
-        return [f"ops: no trace on the {'baseline' if not a else 'candidate'} side (run it "
-                "with --trace)"]  # fmt: skip
-    return op_lines(op_diff(a, b))
 
 
 def explain_result_sets(
@@ -89,7 +53,7 @@ def explain_result_sets(
     import pandas as pd
 
     from jaxbench.analysis import load_results
-    from jaxbench.analysis.programs import artifact_of
+    from jaxbench.analysis.programs import artifact_of, traced_op_lines
     from jaxbench.cli.lines import print_exponent_changes
     from jaxbench.explain.saved import explain_saved
     from jaxbench.store import ArtifactError

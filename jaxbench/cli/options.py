@@ -148,6 +148,15 @@ Backend = Annotated[str, typer.Option("--backend", "-b", help="Backend the worke
 Budget = Annotated[float, typer.Option(parser=_number, help="Timed seconds per case.")]
 MinSamples = Annotated[int, typer.Option(parser=_whole, help="Samples per case, at least.")]
 Warmup = Annotated[int, typer.Option(parser=_whole, help="Warm-up calls per case.")]
+TraceRecords = Annotated[
+    bool,
+    typer.Option(
+        "--trace",
+        metavar="",
+        help="After each case's samples, trace a few steady-state calls (jax.profiler): the "
+        "record keeps the per-op table, traces/ the trace.",
+    ),
+]
 Pipeline = Annotated[
     int,
     typer.Option(

@@ -20,6 +20,7 @@ from jaxbench.cli.options import (
     MarkdownOut,
     MinSamples,
     Requirements,
+    TraceRecords,
     Warmup,
     With,
     check_rule_options,
@@ -48,12 +49,12 @@ from jaxbench.live_defaults import (
 DEFAULT_OUT = "review/{baseline}-{candidate}"
 
 
-def run_options(select: Selection, backend: str, timing: dict) -> list[str]:
-    """The ``jaxbench run`` arguments of a selection, a backend and timing fields."""
+def run_options(select: Selection, backend: str, timing: dict, trace: bool = False) -> list[str]:
+    """The ``jaxbench run`` arguments of a selection, a backend, timing fields and ``--trace``."""
     out = select.argv()
     out += ["-b", backend, "--budget", str(timing["budget_s"]), "--min-samples",
             str(timing["min_samples"]), "--warmup", str(timing["warmup_calls"])]  # fmt: skip
-    return out
+    return out + (["--trace"] if trace else [])
 
 
 def jax_version(python: str) -> str:
@@ -181,6 +182,7 @@ def register(app: typer.Typer) -> None:
         compile_threshold: Annotated[float, typer.Option(help="The same, compile time.")] = 0.10,
         alpha: Annotated[float, typer.Option(help="1 - the confidence level.")] = 0.05,
         drift: Annotated[bool, typer.Option(help="Check numerical drift per side.")] = True,
+        trace: TraceRecords = False,
         reference: Annotated[
             Path | None, typer.Option(help="Drift reference folder (default: drift's own).")
         ] = None,
@@ -207,7 +209,8 @@ def register(app: typer.Typer) -> None:
         1. Screen: every selected case in recorded runs, --processes a side, the sides in
         turn (each `jaxbench run` is one process, saving its programs). 2. Confirm: each case
         the recorded runs call slower, faster, inconclusive or unstable is compared live, in
-        interleaved process pairs. 3. Explain each change that holds from the saved programs.
+        interleaved process pairs. 3. Explain each change that holds from the saved programs
+        (with --trace, also op by op from each screen process's profiler trace).
         4. Check numerical drift per side. 5. Write report/report.md. A second run with the
         same --out reuses what is there. Exit 1 when a case is slower, 2 on bad input.
         """
@@ -231,7 +234,7 @@ def register(app: typer.Typer) -> None:
             raise fail(f"{baseline} twice: a review compares two versions")
         if reference is not None and not reference.is_dir():
             raise fail(f"--reference {reference}: no such folder")
-        _review(baseline, candidate, cases, run_options(select, backend, timing),
+        _review(baseline, candidate, cases, run_options(select, backend, timing, trace),
                 processes, schedule, backend, version_envs(env_root, jax_extra, extra_index_url,
                                          [c.workload for c in cases], with_, requirements),
                 out, drift, reference,

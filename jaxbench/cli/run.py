@@ -13,6 +13,7 @@ from jaxbench.cli.options import (
     Budget,
     MinSamples,
     Pipeline,
+    TraceRecords,
     Warmup,
     console,
     err_console,
@@ -123,15 +124,7 @@ def run_cmd(
             "and recorded failed (timed out). 0: no limit.",
         ),
     ] = DEFAULT_CASE_TIMEOUT_S,
-    trace: Annotated[
-        bool,
-        typer.Option(
-            "--trace",
-            metavar="",
-            help="After each case's samples, trace a few steady-state calls (jax.profiler): the "
-            "record keeps the per-op table, traces/ the trace.",
-        ),
-    ] = False,
+    trace: TraceRecords = False,
     jax_processes: Annotated[
         int,
         typer.Option(

@@ -22,8 +22,9 @@ import pandas as pd
 
 from jaxbench.analysis import markdown as md
 from jaxbench.analysis.compare import COMPILE, STEADY_STATE
+from jaxbench.analysis.programs import traced_op_lines
 from jaxbench.analysis.report_context import ReportContext, Section
-from jaxbench.analysis.report_explain import side_artifact
+from jaxbench.analysis.report_explain import side_artifact, side_rows
 from jaxbench.analysis.report_live import HOLDING
 from jaxbench.analysis.report_tables import (
     header,
@@ -138,7 +139,9 @@ def _explain(frame: pd.DataFrame, label: str, versions: tuple[str, str], verdict
         lines = explain_saved(sides[0], sides[1], verdict)
     except (ArtifactError, ValueError) as exc:
         return [f"not explained: {exc}"]
-    return [line for line in lines if not line.startswith(" ")]
+    ops = traced_op_lines(*(side_rows(frame, label, v) for v in versions))
+    moved = [line.strip() for line in ops[1:2] if ops[0].startswith("ops (")]  # the largest
+    return [line for line in lines + ops[:1] if not line.startswith(" ")] + moved
 
 
 def answer_counts(found: Sequence[CaseAnswer]) -> dict[str, int]:
