@@ -206,14 +206,15 @@ def _trace(step: Callable[[], Any], calls: int, folder: str | Path | None) -> Tr
     from jaxbench.measure.trace import op_table, take_trace
 
     try:
-        xspace = take_trace(step, calls)
-        ops = [asdict(row) for row in op_table(xspace, calls)]
+        taken = take_trace(step, calls)
+        ops = [asdict(row) for row in op_table(taken.xspace, calls)]
     except (RuntimeError, ValueError) as exc:
         return Trace(calls=calls, error=f"no trace: {exc}")
-    trace = Trace(calls=calls, bytes=len(xspace), ops=ops)
+    trace = Trace(calls=calls, bytes=len(taken.xspace), ops=ops, untraced_s=taken.untraced_s,
+                  traced_s=taken.traced_s)  # fmt: skip
     if folder is not None:
         try:
-            trace.file = save_trace(folder, xspace)
+            trace.file = save_trace(folder, taken.xspace)
         except (OSError, ValueError) as exc:
             trace.error = f"trace not saved: {getattr(exc, 'strerror', None) or exc}"
     return trace

@@ -322,8 +322,10 @@ def test_the_report_explains_op_by_op_where_the_records_hold_traces(tmp_path):
     programs = save_programs(folder, _programs(lambda x, w: x @ w))
 
     def trace(loop_s, copy_s):
-        ops = [{"name": "call.1", "count": 5, "total_s": 5 * loop_s, "per_call_s": loop_s},
-               {"name": "copy.7", "count": 5, "total_s": 5 * copy_s, "per_call_s": copy_s}]
+        ops = [
+            {"name": "call.1", "count": 5, "total_s": 5 * loop_s, "per_call_s": loop_s},
+            {"name": "copy.7", "count": 5, "total_s": 5 * copy_s, "per_call_s": copy_s},
+        ]
         return {"calls": 5, "ops": [op | {"share": 0.5} for op in ops]}  # fmt: skip
 
     for version, median, loop_s in (("0.11.2", 1e-3, 0.8e-3), ("0.12.0.1", 2e-3, 1.8e-3)):

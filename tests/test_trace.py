@@ -7,8 +7,8 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from jaxbench.explain.ops import op_diff, op_lines
-from jaxbench.measure.trace import OpTime, op_table, take_trace
+from jaxbench.explain.ops import OpTable, op_diff, op_lines, op_report
+from jaxbench.measure.trace import OpTime, _self_times, op_table, take_trace
 
 X = jnp.ones((64, 64))
 W = jnp.full((64, 64), 0.01)
@@ -33,7 +33,7 @@ def _tables(trip: int, processes: int) -> list[list[OpTime]]:
     def step():
         return jax.block_until_ready(f(X, W))
 
-    return [op_table(take_trace(step, calls=3), 3) for _ in range(processes)]
+    return [op_table(take_trace(step, calls=3).xspace, 3) for _ in range(processes)]
 
 
 def test_a_trace_holds_the_ops_xla_runs_with_their_time_per_call():
@@ -85,3 +85,33 @@ def test_a_damaged_trace_is_a_value_error_naming_it():
         op_table(b"not an xspace", 3)
     with pytest.raises(ValueError, match="at least one process"):
         op_diff([], [[]])
+
+
+def test_an_op_nested_in_another_counts_once_as_its_own_time():
+    """A loop's thunk (0-100 ns) holds two body thunks, one of which holds another."""
+    events = [("while.1", 0, 100), ("fusion.a", 10, 20), ("fusion.b", 40, 30),
+              ("copy.1", 45, 10), ("copy.2", 100, 5)]  # fmt: skip
+    own = dict(_self_times(events))
+    assert own == {"while.1": 50, "fusion.a": 20, "fusion.b": 20, "copy.1": 10, "copy.2": 5}
+    assert sum(own.values()) == 105  # the line's busy time, counted once
+
+
+def test_a_trace_says_what_the_profiler_cost_the_calls():
+    f = _program(5)
+    taken = take_trace(lambda: jax.block_until_ready(f(X, W)), calls=3)
+    assert taken.untraced_s > 0 and taken.traced_s > 0 and taken.xspace
+    table = OpTable(op_table(taken.xspace, 3), taken.untraced_s, taken.traced_s)
+    assert table.slowdown == taken.traced_s / taken.untraced_s
+
+
+def test_a_profiler_that_slowed_one_side_more_is_said_not_passed_as_the_programs():
+    ops = [OpTime("call.1", 3, 3e-3, 1e-3, 1.0)]
+    calm = [OpTable(ops, 1e-3, 1.1e-3), OpTable(ops, 1e-3, 1.2e-3)]
+    slowed = [OpTable(ops, 1e-3, 30e-3), OpTable(ops, 1e-3, 28e-3)]
+    lines = op_report(calm, calm)
+    assert "x1.15 (baseline) and x1.15 (candidate)" in lines[-1]
+    lines = op_report(slowed, calm)
+    assert "x29 (baseline) and x1.15 (candidate)" in lines[-2]
+    assert "not as they run" in lines[-1]
+    old = [OpTable(ops)]  # traces recorded before the cost was measured: nothing said
+    assert op_report(old, old) == op_lines(op_diff([ops], [ops]))

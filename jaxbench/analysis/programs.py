@@ -15,7 +15,7 @@ from pathlib import Path
 import pandas as pd
 
 from jaxbench.explain import hlo_counts
-from jaxbench.explain.ops import op_diff, op_lines
+from jaxbench.explain.ops import OpTable, op_report
 from jaxbench.explain.saved import SavedSide, pick_artifact
 from jaxbench.measure.trace import OpTime
 from jaxbench.store import ArtifactError, Problem, load_programs
@@ -127,17 +127,18 @@ def traced_op_lines(baseline: pd.DataFrame, candidate: pd.DataFrame) -> list[str
         candidate: The same for the candidate side.
 
     Returns:
-        :func:`jaxbench.explain.ops.op_lines` over the processes that traced, a line saying
+        :func:`jaxbench.explain.ops.op_report` over the processes that traced, a line saying
         which side has no trace when only one has, and nothing when neither has.
     """
 
-    def tables(rows: pd.DataFrame) -> list[list[OpTime]]:
+    def tables(rows: pd.DataFrame) -> list[OpTable]:
         if "trace" not in rows:
             return []
-        by_process: dict[str, list[OpTime]] = {}
+        by_process: dict[str, OpTable] = {}
         for process, trace in zip(rows["process"], rows["trace"], strict=True):
             if trace is not None and trace.ops:  # the first traced record of each process
-                by_process.setdefault(process, [OpTime(**op) for op in trace.ops])
+                ops = [OpTime(**op) for op in trace.ops]
+                by_process.setdefault(process, OpTable(ops, trace.untraced_s, trace.traced_s))
         return list(by_process.values())
 
     a, b = tables(baseline), tables(candidate)
@@ -146,4 +147,4 @@ def traced_op_lines(baseline: pd.DataFrame, candidate: pd.DataFrame) -> list[str
     if not (a and b):
         return [f"ops: no trace on the {'baseline' if not a else 'candidate'} side (run it "
                 "with --trace)"]  # fmt: skip
-    return op_lines(op_diff(a, b))
+    return op_report(a, b)

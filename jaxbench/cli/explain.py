@@ -178,7 +178,7 @@ def register(app: typer.Typer) -> None:
         """
         from jaxbench.backends import check_backend
         from jaxbench.explain import diff_programs, explain_lines
-        from jaxbench.explain.ops import op_diff, op_lines
+        from jaxbench.explain.ops import op_report
         from jaxbench.interleave import WorkerError
         from jaxbench.interleave.session import capture_ops, capture_programs
         from jaxbench.measure.trace import TRACE_CALLS
@@ -238,7 +238,7 @@ def register(app: typer.Typer) -> None:
             label = f"{case.label}: {baseline} (JAX {jax_a}) vs {candidate} (JAX {jax_b})"
             lines = explain_lines(diffs, verdict)
             if trace:
-                lines += op_lines(op_diff(*tables))
+                lines += op_report(*tables)
             console.print(label, style="bold", highlight=False, markup=False)
             for line in lines:
                 console.print(line, highlight=False, markup=False, soft_wrap=True)

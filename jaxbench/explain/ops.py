@@ -12,6 +12,12 @@ so.
 Ops are matched by name (the HLO instruction a CPU thunk is named after, or a device op's
 name). Names XLA gives can change between versions for the same instruction, so an op present
 on one side only is listed as such rather than matched by guess.
+
+The profiler has a cost per event, so a program that runs many small ops a call (a loop whose
+body runs as thunks on the CPU) is slowed more under it than one that runs few. Each process's
+table carries the wall time per call of the same calls untraced and traced (:class:`OpTable`),
+and :func:`op_report` says how much the profiler slowed each side: where the slowdowns differ,
+the ops' times compare the programs under the profiler, not as they run.
 """
 
 from __future__ import annotations
@@ -25,6 +31,30 @@ from jaxbench.measure.trace import OpTime
 
 #: Ops listed by :func:`op_lines`, the largest changes first.
 MAX_OP_LINES = 12
+#: A profiler slowdown (traced over untraced time per call) past which :func:`op_report` warns.
+PROFILER_SLOWDOWN_WARN = 1.5
+
+
+@dataclass(frozen=True)
+class OpTable:
+    """One process's trace: its per-op table and the wall time per call untraced and traced.
+
+    Attributes:
+        ops: :func:`jaxbench.measure.trace.op_table`'s rows.
+        untraced_s, traced_s: :class:`jaxbench.measure.trace.TakenTrace`'s; ``None`` in traces
+            recorded before they were measured.
+    """
+
+    ops: list[OpTime]
+    untraced_s: float | None = None
+    traced_s: float | None = None
+
+    @property
+    def slowdown(self) -> float | None:
+        """``traced_s / untraced_s``, the profiler's cost; ``None`` where not measured."""
+        if not self.untraced_s or self.traced_s is None:
+            return None
+        return self.traced_s / self.untraced_s
 
 
 @dataclass(frozen=True)
@@ -139,3 +169,31 @@ def op_lines(changes: Sequence[OpChange], limit: int = MAX_OP_LINES) -> list[str
     if len(shown) > limit:
         out.append(f"  ... {len(shown) - limit} more")
     return out
+
+
+def _slowdown(tables: Sequence[OpTable]) -> float | None:
+    found = [t.slowdown for t in tables if t.slowdown is not None]
+    return float(np.median(found)) if found else None
+
+
+def op_report(baseline: Sequence[OpTable], candidate: Sequence[OpTable]) -> list[str]:
+    """:func:`op_lines` of the two sides' processes, then the profiler's cost on each side.
+
+    The cost is the median over a side's processes of traced over untraced time per call
+    (:attr:`OpTable.slowdown`). When either side's is past :data:`PROFILER_SLOWDOWN_WARN`,
+    a line says that its ops' times are inflated by the profiler.
+
+    Raises:
+        ValueError: A side without any table.
+    """
+    lines = op_lines(op_diff([t.ops for t in baseline], [t.ops for t in candidate]))
+    a, b = _slowdown(baseline), _slowdown(candidate)
+    if a is None or b is None:
+        return lines
+    lines.append(f"  the profiler slowed the traced calls x{a:.3g} (baseline) and x{b:.3g} "
+                 "(candidate) against the same calls untraced")  # fmt: skip
+    if max(a, b) > PROFILER_SLOWDOWN_WARN:
+        lines.append("  so these op times are of the programs under the profiler, not as they "
+                     "run: ops that run many times a call (the thunks of a loop's body) carry "
+                     "its cost per event; read the step's change from the timings")  # fmt: skip
+    return lines

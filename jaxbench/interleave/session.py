@@ -28,7 +28,7 @@ import tempfile
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import IO, Any, NoReturn
+from typing import IO, TYPE_CHECKING, Any, NoReturn
 
 import numpy as np
 
@@ -47,6 +47,9 @@ from jaxbench.live_defaults import (
 )
 from jaxbench.store import case_label
 from jaxbench.store.live import CaseComparison, Mode, PairRun, Round, SideInfo, now
+
+if TYPE_CHECKING:  # imported where used
+    from jaxbench.explain.ops import OpTable
 
 
 class WorkerError(RuntimeError):
@@ -800,19 +803,23 @@ def capture_programs(
 
 def capture_ops(
     python: str, workload: str, params: dict[str, Any], backend: str, calls: int
-) -> list:
+) -> OpTable:
     """Prepare one case in a fresh worker of ``python`` and trace ``calls`` warmed calls.
 
     Returns:
-        The trace's per-op table (:class:`jaxbench.measure.trace.OpTime` rows, the longest
-        first): one process's figures, for :func:`jaxbench.explain.ops.op_diff`.
+        The trace's per-op table and the profiler's cost
+        (:class:`jaxbench.explain.ops.OpTable`): one process's figures, for
+        :func:`jaxbench.explain.ops.op_report`.
 
     Raises:
         WorkerError: The worker could not start, prepare or trace.
     """
+    from jaxbench.explain.ops import OpTable
     from jaxbench.measure.trace import OpTime
 
     with Worker(python, backend) as worker:
         worker.request(op="prepare", workload=workload, params=params, backend=backend,
                        warmup=CAPTURE_WARMUP_CALLS)  # fmt: skip
-        return [OpTime(**row) for row in worker.request(op="trace", calls=calls)["ops"]]
+        answer = worker.request(op="trace", calls=calls)
+        return OpTable([OpTime(**row) for row in answer["ops"]], answer.get("untraced_s"),
+                       answer.get("traced_s"))  # fmt: skip

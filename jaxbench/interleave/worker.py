@@ -26,7 +26,8 @@ one JSON request per line on stdin and answers each with one JSON line:
   ``jaxbench explain``;
 - ``{"op": "trace", "calls": N}``: a profiler trace of ``N`` steady-state calls of the prepared
   case (after any timing, never inside it), answered as its per-op table
-  (:func:`jaxbench.measure.trace.op_table`) and the trace's size in bytes, for ``jaxbench
+  (:func:`jaxbench.measure.trace.op_table`), the trace's size in bytes and the wall seconds
+  per call untraced and traced (:class:`jaxbench.measure.trace.TakenTrace`), for ``jaxbench
   explain --trace``;
 - ``{"op": "join", "coordinator": ..., "count": N, "index": i, "timeout_s": S}``: join a
   program over ``N`` JAX processes as process ``i`` (:func:`jaxbench.distributed.join`; before
@@ -138,8 +139,10 @@ class _Case:
         if self.prepared is None:
             raise RuntimeError("trace before prepare: send a prepare request first")
         calls = int(request.get("calls", 5))
-        xspace = take_trace(self.prepared.call_once, calls)
-        return {"ops": [asdict(r) for r in op_table(xspace, calls)], "bytes": len(xspace)}
+        taken = take_trace(self.prepared.call_once, calls)
+        return {"ops": [asdict(r) for r in op_table(taken.xspace, calls)],
+                "bytes": len(taken.xspace), "untraced_s": taken.untraced_s,
+                "traced_s": taken.traced_s}  # fmt: skip
 
     def join(self, request: dict[str, Any]) -> dict[str, Any]:
         from jaxbench.distributed import ProcessGroup, join

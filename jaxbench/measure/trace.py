@@ -1,9 +1,12 @@
 """Profiler traces of a case's steady state, taken apart from its timing, and their per-op table.
 
-:func:`take_trace` runs a few warmed calls under :func:`jax.profiler.trace` (after the case's
-samples, never inside the timed region) and returns the XSpace the profiler wrote (bytes of its
-``.xplane.pb``). :func:`op_table` reads an XSpace with :class:`jax.profiler.ProfileData` (no
-TensorFlow needed) into one row per executed op:
+:func:`take_trace` runs a few warmed calls untraced, then as many under
+:func:`jax.profiler.trace` (after the case's samples, never inside the timed region), and
+returns the XSpace the profiler wrote (bytes of its ``.xplane.pb``) with the wall time per call
+of both, so the profiler's own cost is known. :func:`op_table` reads an XSpace with
+:class:`jax.profiler.ProfileData` (no TensorFlow needed) into one row per executed op, with its
+own (self) time: an op nested in another (the thunks of a loop's body inside the loop's thunk)
+is not counted again in its parent:
 
 - on the CPU, the thunks XLA's runtime executes, one event each on the host plane (on the
   calling thread's line, or an ``tf_XLAExecute`` line when the run is dispatched), named after
@@ -23,6 +26,7 @@ from __future__ import annotations
 import glob
 import os
 import tempfile
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -55,16 +59,33 @@ class OpTime:
     share: float
 
 
-def take_trace(step: Callable[[], Any], calls: int = TRACE_CALLS) -> bytes:
-    """Run ``calls`` steps of a warmed case under the profiler; the XSpace it wrote.
+@dataclass(frozen=True)
+class TakenTrace:
+    """A trace of a few warmed calls, and what the profiler cost them.
+
+    Attributes:
+        xspace: The bytes of the ``.xplane.pb`` the profiler wrote (a serialized XSpace).
+        untraced_s: Wall seconds per call of the same number of calls just before, untraced.
+        traced_s: Wall seconds per call under the profiler (its start and stop left out).
+    """
+
+    xspace: bytes
+    untraced_s: float
+    traced_s: float
+
+
+def take_trace(step: Callable[[], Any], calls: int = TRACE_CALLS) -> TakenTrace:
+    """Run ``calls`` steps of a warmed case untraced, then ``calls`` under the profiler.
+
+    The untraced calls give the profiler's cost (:attr:`TakenTrace.traced_s` over
+    :attr:`TakenTrace.untraced_s`): on the CPU every thunk the runtime executes is an event, so
+    a loop whose body runs as many small thunks is slowed by a per-event cost that a loop
+    compiled into one thunk is not.
 
     Args:
         step: One call of the case, blocked on its whole output, that advances its state
             (:meth:`jaxbench.prepared.PreparedCase.call_once`: donated state stays valid).
         calls: Steps to trace.
-
-    Returns:
-        The bytes of the ``.xplane.pb`` file (a serialized XSpace).
 
     Raises:
         RuntimeError: The profiler wrote no ``.xplane.pb`` (another trace was running).
@@ -74,19 +95,48 @@ def take_trace(step: Callable[[], Any], calls: int = TRACE_CALLS) -> bytes:
     options = profiler.ProfileOptions()
     options.host_tracer_level = 3  # the runtime's thunks on the CPU
     options.python_tracer_level = 0  # no Python frames: only what JAX and XLA run
+    clock = time.perf_counter
+    t0 = clock()
+    for _ in range(calls):
+        step()
+    untraced_s = (clock() - t0) / calls
     with tempfile.TemporaryDirectory(prefix="jaxbench-trace-") as folder:
         with profiler.trace(folder, profiler_options=options):
+            t0 = clock()
             for _ in range(calls):
                 step()
+            traced_s = (clock() - t0) / calls
         found = glob.glob(os.path.join(folder, "**", "*.xplane.pb"), recursive=True)
         if not found:
             raise RuntimeError("the profiler wrote no .xplane.pb (is another trace running?)")
         with open(found[0], "rb") as f:
-            return f.read()
+            return TakenTrace(f.read(), untraced_s, traced_s)
+
+
+def _self_times(events: list[tuple[str, float, float]]) -> list[tuple[str, float]]:
+    """Each event's own time: its duration less that of the events nested in it (ns).
+
+    ``events`` are ``(name, start, duration)`` on one line; an event that starts and ends
+    inside another (a thunk of a loop's body inside the loop's thunk) is its child.
+    """
+    ordered = sorted(events, key=lambda e: (e[1], -e[2]))
+    own = [duration for _, _, duration in ordered]
+    stack: list[int] = []  # indices of the open events, innermost last
+    for i, (_, start, duration) in enumerate(ordered):
+        while stack and ordered[stack[-1]][1] + ordered[stack[-1]][2] <= start:
+            stack.pop()
+        if stack:
+            own[stack[-1]] -= duration
+        stack.append(i)
+    return [(name, max(t, 0.0)) for (name, _, _), t in zip(ordered, own, strict=True)]
 
 
 def op_table(xspace: bytes, calls: int) -> list[OpTime]:
     """One :class:`OpTime` per op of a trace, the longest total first.
+
+    An op's time is its own (self) time: the time of the ops nested in it (the thunks of a
+    loop's body inside the loop's thunk) is theirs, so the ops' times add up to the traced
+    calls' time once. On a device plane, the first of :data:`DEVICE_OP_LINES` it has is read.
 
     Args:
         xspace: The bytes :func:`take_trace` returned (or a saved ``.xplane.pb``).
@@ -104,22 +154,24 @@ def op_table(xspace: bytes, calls: int) -> list[OpTime]:
     except Exception as exc:  # the parser's own error types vary by version
         raise ValueError(f"not a profiler trace (XSpace): {type(exc).__name__}") from None
     totals: dict[str, list[float]] = {}
-
-    def add(name: str, duration_ns: float) -> None:
-        entry = totals.setdefault(name, [0, 0.0])
-        entry[0] += 1
-        entry[1] += duration_ns * 1e-9
-
     for plane in data.planes:
-        device = plane.name.startswith("/device:")
-        for line in plane.lines:
-            if device and line.name not in DEVICE_OP_LINES:
-                continue
-            events = [(e.name, e.duration_ns) for e in line.events]
-            thunks = {n.removeprefix(END_MARK) for n, _ in events if n.startswith(END_MARK)}
-            for name, duration_ns in events:
-                if device or name in thunks:
-                    add(name, duration_ns)
+        if plane.name.startswith("/device:"):
+            lines = {line.name: line for line in plane.lines}
+            chosen = next((lines[n] for n in DEVICE_OP_LINES if n in lines), None)
+            kept = [] if chosen is None else [
+                (e.name, e.start_ns, e.duration_ns) for e in chosen.events]  # fmt: skip
+            lines_events = [kept]
+        else:
+            lines_events = []
+            for line in plane.lines:
+                events = [(e.name, e.start_ns, e.duration_ns) for e in line.events]
+                thunks = {n.removeprefix(END_MARK) for n, _, _ in events if n.startswith(END_MARK)}
+                lines_events.append([e for e in events if e[0] in thunks])
+        for events in lines_events:
+            for name, own_ns in _self_times(events):
+                entry = totals.setdefault(name, [0, 0.0])
+                entry[0] += 1
+                entry[1] += own_ns * 1e-9
     whole = sum(t for _, t in totals.values()) or 1.0
     rows = [OpTime(name, int(n), t, t / calls, t / whole) for name, (n, t) in totals.items()]
     return sorted(rows, key=lambda r: -r.total_s)

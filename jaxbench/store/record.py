@@ -225,10 +225,13 @@ class Trace(_Recorded):
             file (:mod:`jaxbench.store.traces`); ``None`` where it was not saved.
         bytes: Size of the trace (its XSpace), bytes before compression.
         ops: Its per-op table, the longest total first: one dict per op with ``name``,
-            ``count``, ``total_s``, ``per_call_s`` (seconds) and ``share`` (0-1)
-            (:class:`jaxbench.measure.trace.OpTime`).
+            ``count``, ``total_s``, ``per_call_s`` (seconds, its own time: nested ops' time
+            left out) and ``share`` (0-1) (:class:`jaxbench.measure.trace.OpTime`).
         error: Why no trace, or no saved file, where something failed (never fatal: the
             record's samples stand).
+        untraced_s: Wall seconds per call of as many calls just before, untraced.
+        traced_s: Wall seconds per call under the profiler: over ``untraced_s``, the profiler's
+            cost (:class:`jaxbench.measure.trace.TakenTrace`).
     """
 
     calls: int | None = None
@@ -236,6 +239,8 @@ class Trace(_Recorded):
     bytes: int | None = None
     ops: list[dict[str, Any]] | None = None
     error: str | None = None
+    untraced_s: float | None = None
+    traced_s: float | None = None
 
 
 #: Nested fields the analysis needs, and what it does with a record that lacks one (named on
