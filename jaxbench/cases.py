@@ -133,8 +133,8 @@ def resolve_device(backend: str) -> Any:
 
     check_backend(backend)
     if backend == "default":
-        return jax.devices()[0]
+        return jax.local_devices()[0]
     try:
-        return jax.devices(backend)[0]
+        return jax.local_devices(backend=backend)[0]
     except RuntimeError as exc:
         raise RuntimeError(f"backend {backend!r} is not present: {exc}") from None

@@ -213,7 +213,7 @@ def collect(device: Any | None = None) -> dict[str, Any]:
     import numpy as np
 
     if device is None:
-        device = jax.devices()[0]
+        device = jax.local_devices()[0]
     try:
         platform_version = device.client.platform_version
     except AttributeError:

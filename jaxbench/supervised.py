@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import select
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -128,7 +129,8 @@ class Supervised:
             self.timing = dataclasses.replace(timing, budget_s=0.0)
         self._workers: list[Worker] = []
         self._facts: dict[str, Any] = {}
-        self._offset = 0
+        self._offsets: list[int] = []
+        self._failed = 0  # the worker whose answer was read last (the one that failed)
 
     def _start(self) -> Worker:
         """The worker that reports (process 0), started with any others and asked for facts."""
@@ -141,7 +143,7 @@ class Supervised:
             self._workers = [Worker(sys.executable, "default", timeout_s=self.case_timeout_s,
                                     environ=environ, ignore_signals=self.ignore_signals)
                              for _ in self.groups or [None]]  # fmt: skip
-            self._offset = 0
+            self._offsets = [0] * len(self._workers)
             try:
                 if self.groups:
                     self._ask_all([{"op": "join", **g.as_request()} for g in self.groups],
@@ -155,20 +157,31 @@ class Supervised:
         return self._workers[0]
 
     def _ask_all(self, requests: list[dict[str, Any]], joining: bool = False) -> list[Any]:
-        """Send each worker its request, then read every answer (they may wait on each other).
+        """Send each worker its request, then read the answers as they come.
+
+        The workers of one program wait on each other, so a worker that dies is seen when it
+        dies, not after the others (which may wait for it until JAX gives up on it).
 
         Raises:
-            jaxbench.interleave.WorkerError: A worker answered an error or died; while
-                ``joining``, the message says which process did not meet the others.
+            jaxbench.interleave.WorkerError: A worker answered an error, died, or none answered
+                within the case time-out (the first still waited for is killed). Its index is
+                :attr:`_failed`; while ``joining``, the message says which process did not meet
+                the others.
         """
         from jaxbench.interleave.session import WorkerDied, WorkerError
 
         for worker, request in zip(self._workers, requests, strict=True):
             worker.send(**request)
-        answers = []
-        for index, worker in enumerate(self._workers):
+        answers: dict[int, Any] = {}
+        pending = dict(enumerate(self._workers))
+        while pending:
+            ready, _, _ = select.select([w.answer_fd() for w in pending.values()], [], [],
+                                        self.case_timeout_s)  # fmt: skip
+            index = next((i for i, w in pending.items() if w.answer_fd() in ready),
+                         next(iter(pending)))  # fmt: skip
+            self._failed = index
             try:
-                answers.append(worker.answer())
+                answers[index] = pending.pop(index).answer(wait=bool(ready))
             except WorkerError as exc:
                 if not joining:
                     raise
@@ -180,7 +193,7 @@ class Supervised:
                 raise WorkerError(f"JAX process {group.index} of {group.count} did not meet the "
                                   f"others at {where} within {group.timeout_s:g} s "
                                   f"(--join-timeout); {why}") from None  # fmt: skip
-        return answers
+        return [answers[i] for i in range(len(self._workers))]
 
     def _timing(self) -> dict[str, Any]:
         return dataclasses.asdict(self.timing)
@@ -215,11 +228,11 @@ class Supervised:
             self._workers = []
             raise
         except WorkerDied as exc:
-            phase = self._last_phase()
+            error = self._ended(exc, self._last_phase())
             self._pass_stderr()
-            self._stop()
+            self._stop(abandon=True)  # the other processes of its program cannot go on
             placed = {"sweep": sweep} if sweep is not None else {}
-            return ended_record(case, run_id, self._ended(exc, phase),
+            return ended_record(case, run_id, error,
                                 Env.model_validate(self._facts["env"] | placed),
                                 self._facts["compilation_cache"])  # fmt: skip
         self._pass_stderr()
@@ -230,26 +243,33 @@ class Supervised:
         where = f" while {phase}" if phase else ""
         lines = [ln for ln in exc.stderr_tail.split(" | ") if not ln.startswith(PHASE_MARK)]
         tail = " | ".join(lines) or "nothing on stderr"
+        which = (f"JAX process {self._failed} of {len(self._workers)}: "
+                 if len(self._workers) > 1 else "")  # fmt: skip
         if exc.timed_out:
-            return (f"timed out: no record within {self.case_timeout_s:g} s (--case-timeout); "
-                    f"killed{where}; last stderr: {tail}")  # fmt: skip
-        return (f"its process was {exc.how}{where} (the next case runs in a fresh one); last "
-                f"stderr: {tail}")  # fmt: skip
+            return (f"{which}timed out: no record within {self.case_timeout_s:g} s "
+                    f"(--case-timeout); killed{where}; last stderr: {tail}")  # fmt: skip
+        return (f"{which}its process was {exc.how}{where} (the next case runs in a fresh one); "
+                f"last stderr: {tail}")  # fmt: skip
 
     def _last_phase(self) -> str | None:
-        text, _ = self._workers[0].stderr_from(self._offset)
+        worker = self._workers[self._failed]
+        text, _ = worker.stderr_from(self._offsets[self._failed])
         marks = [ln[len(PHASE_MARK) :] for ln in text.splitlines() if ln.startswith(PHASE_MARK)]
         return marks[-1].strip() if marks else None
 
     def _pass_stderr(self) -> None:
-        text, self._offset = self._workers[0].stderr_from(self._offset)
-        kept = "".join(ln for ln in text.splitlines(keepends=True) if not ln.startswith(PHASE_MARK))
-        if kept:
-            self.on_stderr(kept)
+        """Pass on what each worker wrote since the last time (its phase lines left out)."""
+        for i, worker in enumerate(self._workers):
+            text, self._offsets[i] = worker.stderr_from(self._offsets[i])
+            kept = "".join(ln for ln in text.splitlines(keepends=True)
+                           if not ln.startswith(PHASE_MARK))  # fmt: skip
+            if kept:
+                self.on_stderr(kept)
 
-    def _stop(self) -> None:
+    def _stop(self, abandon: bool = False) -> None:
+        """Close the workers; ``abandon``: kill them first (they may be mid-request)."""
         for worker in self._workers:
-            worker.close()
+            worker.kill() if abandon else worker.close()
         self._workers = []
 
     def __enter__(self) -> Supervised:

@@ -98,3 +98,34 @@ def test_a_case_that_failed_in_any_process_is_never_recorded_ok():
     assert merged.status == "failed" and merged.samples_s == []
     assert merged.error == "JAX process 2 of 3: failed: GateFailure: leaf 0 differs"
     assert _of_all_processes([bad, ok]) is bad
+
+
+CRASHING = """
+import os
+
+import jax
+import jax.numpy as jnp
+
+from jaxbench.workloads import Step
+
+
+def step(crash: int = 0):
+    if crash and jax.process_index() == 1:
+        os.abort()
+    return Step(fn=jax.jit(lambda a: a * 2.0), args=(jnp.ones(4),))
+"""
+
+
+@pytest.mark.slow
+def test_a_process_that_dies_fails_its_case_by_index_and_the_next_case_runs(tmp_path):
+    """Process 1 aborts while building; the next case, on each process's own device, is ok."""
+    (tmp_path / "crashing.py").write_text(CRASHING)
+    out = run_cli("run", "-o", str(tmp_path / "out"), "-w", "crashing:step", "--param", "crash=1",
+                  "--param", "crash=0", "--min-samples", "3", "--jax-processes", "2",
+                  env={"PYTHONPATH": str(tmp_path)})  # fmt: skip
+    assert out.returncode == 1, out.stderr
+    (path,) = (tmp_path / "out").glob("*.jsonl")
+    crashed, calm = read_file(path, strict=True).models("record")
+    assert crashed.status == "failed"
+    assert crashed.error.startswith("JAX process 1 of 2: its process was killed by SIGABRT")
+    assert calm.status == "ok" and calm.env.processes.count == 2

@@ -260,8 +260,17 @@ class Worker:
         except (BrokenPipeError, OSError):
             self._died()
 
-    def answer(self) -> dict[str, Any]:
+    def answer_fd(self) -> int:
+        """The file descriptor its answers arrive on (to wait on several workers at once)."""
+        assert self._proc.stdout
+        return self._proc.stdout.fileno()
+
+    def answer(self, wait: bool = True) -> dict[str, Any]:
         """Wait for the answer to the request :meth:`send` sent.
+
+        Args:
+            wait: Wait up to ``timeout_s``; ``False``: the caller has waited that long already,
+                so no answer now means hung.
 
         Raises:
             WorkerError: The answer is ``ok: false``.
@@ -271,7 +280,8 @@ class Worker:
         assert self._proc.stdout
         case = f", case {self._case}" if self._case else ""
         try:
-            ready, _, _ = select.select([self._proc.stdout], [], [], self.timeout_s)
+            ready, _, _ = select.select([self._proc.stdout], [], [],
+                                        self.timeout_s if wait else 0)  # fmt: skip
             if not ready:
                 self._proc.kill()
                 self._proc.wait()

@@ -158,7 +158,7 @@ def _device_of(args: Any) -> str:
             if isinstance(leaf, jax.Array) and not leaf.is_deleted():
                 return ",".join(sorted(str(d) for d in leaf.devices()))
     default = jax.config.jax_default_device
-    return str(default if default is not None else jax.devices()[0])
+    return str(default if default is not None else jax.local_devices()[0])
 
 
 def _compile_one(target: CompileTarget) -> TargetStats:
