@@ -111,3 +111,31 @@ def test_a_trace_that_cannot_be_taken_leaves_the_samples(monkeypatch):
     trace = runner_module._trace(lambda: None, 5, None)
     assert trace.calls == 5 and trace.ops is None
     assert trace.error == "no trace: the profiler wrote no .xplane.pb (is another trace running?)"
+
+
+@pytest.mark.slow
+def test_a_live_comparison_traces_each_pairs_workers_and_names_the_slower_op(
+    module, tmp_path, monkeypatch
+):
+    """The candidate's loop runs 16 times as many iterations; its op carries the change."""
+    monkeypatch.setenv("PYTHONPATH", str(tmp_path / "src"))  # the live workers find it too
+    result = runner.invoke(app, ["compare", "current", "current", "--interleave", "-w",
+                                 f"{module}:loop", "--set-b", "n=32000", "--pairs", "3",
+                                 "--max-pairs", "3", "--trace", "-o", str(tmp_path)])  # fmt: skip
+    assert result.exit_code == 1, result.output  # slower
+    ops = result.stdout[result.stdout.index("ops (profiler traces): ") :].splitlines()
+    share = re.search(r"(\d+)% of the change\)$", ops[1])
+    assert share and int(share.group(1)) >= 50, ops
+    assert "the profiler slowed the traced calls" in result.stdout
+    (path,) = tmp_path.glob("interleave-*.jsonl")
+    (comparison,) = read_file(path, strict=True).models("live-comparison")
+    assert comparison.schedule["trace_calls"] == 5
+    for pair in comparison.pairs:  # each pair's worker on each side: one trace, its op table
+        assert pair.baseline.trace.ops and pair.candidate.trace.traced_s > 0
+
+
+def test_trace_is_refused_back_to_back_in_one_line(tmp_path):
+    result = runner.invoke(app, ["compare", "current", "current", "--back-to-back", "-w",
+                                 "loop", "--trace", "-o", str(tmp_path)])  # fmt: skip
+    assert result.exit_code == 2
+    assert "--trace applies to --interleave, not --back-to-back" in result.output

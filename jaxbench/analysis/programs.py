@@ -18,7 +18,7 @@ from jaxbench.explain import hlo_counts
 from jaxbench.explain.ops import OpTable, op_report
 from jaxbench.explain.saved import SavedSide, pick_artifact
 from jaxbench.measure.trace import OpTime
-from jaxbench.store import ArtifactError, Problem, load_programs
+from jaxbench.store import ArtifactError, CaseComparison, Problem, Trace, load_programs
 
 #: Derived counts kept as columns (the rest of :func:`hlo_counts`' keys are left out).
 COUNT_COLUMNS = ("instructions", "fusion:kLoop", "fusion:kInput", "fusion:kOutput", "copy",
@@ -118,6 +118,22 @@ def _program_row(program: dict, phases: dict[str, float]) -> dict:
     }
 
 
+def _op_table(trace: Trace | None) -> OpTable | None:
+    """A trace's op table and the profiler's cost; ``None`` without ops."""
+    if trace is None or not trace.ops:
+        return None
+    return OpTable([OpTime(**op) for op in trace.ops], trace.untraced_s, trace.traced_s)
+
+
+def _sides_op_lines(a: list[OpTable], b: list[OpTable]) -> list[str]:
+    if not a and not b:
+        return []
+    if not (a and b):
+        return [f"ops: no trace on the {'baseline' if not a else 'candidate'} side (run it "
+                "with --trace)"]  # fmt: skip
+    return op_report(a, b)
+
+
 def traced_op_lines(baseline: pd.DataFrame, candidate: pd.DataFrame) -> list[str]:
     """The op diff of one case's traced records (``run --trace``), one op table per process.
 
@@ -136,15 +152,27 @@ def traced_op_lines(baseline: pd.DataFrame, candidate: pd.DataFrame) -> list[str
             return []
         by_process: dict[str, OpTable] = {}
         for process, trace in zip(rows["process"], rows["trace"], strict=True):
-            if trace is not None and trace.ops:  # the first traced record of each process
-                ops = [OpTime(**op) for op in trace.ops]
-                by_process.setdefault(process, OpTable(ops, trace.untraced_s, trace.traced_s))
+            table = _op_table(trace)
+            if table is not None:  # the first traced record of each process
+                by_process.setdefault(process, table)
         return list(by_process.values())
 
-    a, b = tables(baseline), tables(candidate)
-    if not a and not b:
-        return []
-    if not (a and b):
-        return [f"ops: no trace on the {'baseline' if not a else 'candidate'} side (run it "
-                "with --trace)"]  # fmt: skip
-    return op_report(a, b)
+    return _sides_op_lines(tables(baseline), tables(candidate))
+
+
+def paired_op_lines(comparison: CaseComparison) -> list[str]:
+    """The op diff of a live comparison's traces (``compare --interleave --trace``).
+
+    Each pair's two workers traced the case after its timed rounds; a pair's worker is a side's
+    process, the unit of the ops' intervals.
+
+    Returns:
+        As :func:`traced_op_lines`, over the pairs whose side traced.
+    """
+    sides: tuple[list[OpTable], list[OpTable]] = ([], [])
+    for pair in comparison.pairs:
+        for info, tables in ((pair.baseline, sides[0]), (pair.candidate, sides[1])):
+            table = _op_table(info.trace if info is not None else None)
+            if table is not None:
+                tables.append(table)
+    return _sides_op_lines(*sides)

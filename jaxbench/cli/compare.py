@@ -42,6 +42,7 @@ from jaxbench.live_defaults import (
     DEFAULT_PAIRS_STEP,
     DEFAULT_ROUNDS,
 )
+from jaxbench.measure.trace import TRACE_CALLS
 
 if TYPE_CHECKING:
     from jaxbench.cluster.pyenvs import VersionEnvs
@@ -257,6 +258,7 @@ def _live(
     markdown: Path | None = None,
 ) -> None:
     from jaxbench.analysis.live import comparisons_frame
+    from jaxbench.analysis.programs import paired_op_lines
     from jaxbench.interleave import (
         LiveStopped,
         Schedule,
@@ -295,6 +297,11 @@ def _live(
                   f"{schedule.looks} look(s) (O'Brien-Fleming type); verdicts: "
                   f"{_counts(frame)}")  # fmt: skip
     print_live_exponent_changes(found, opts["alpha"])
+    if schedule.trace_calls:
+        for c in found:
+            console.print(c.label, style="bold", highlight=False, markup=False)
+            for line in paired_op_lines(c) or ["ops: no pair traced the case"]:
+                console.print(line, highlight=False, markup=False, soft_wrap=True)
     console.print(f"wrote {path}", highlight=False)
     _cite_calibration([out], {c.label for c in found})
     code = 1 if any(c.status != "ok" for c in found) else _exit_code(frame, fail_on_undecided)
@@ -375,6 +382,15 @@ def register(app: typer.Typer) -> None:
         calls_per_block: Annotated[int, typer.Option(help="Live: timed calls per block.")] = 10,
         warmup_rounds: Annotated[int, typer.Option(help="Live: untimed rounds first.")] = 3,
         seed: Annotated[int, typer.Option(help="Live: seed of the block order.")] = 0,
+        trace: Annotated[
+            bool,
+            typer.Option(
+                "--trace",
+                metavar="",
+                help="Live, interleaved: after each pair's timed rounds, each worker traces a "
+                "few steady-state calls (jax.profiler); the op diff over the pairs is printed.",
+            ),
+        ] = False,
         env_root: EnvRoot = DEFAULT_ENV_ROOT,
         jax_extra: JaxExtra = None,
         extra_index_url: ExtraIndexUrl = None,
@@ -435,6 +451,8 @@ def register(app: typer.Typer) -> None:
             return
         if results:
             raise fail("--results applies to recorded comparisons, not --interleave")
+        if trace and back_to_back:
+            raise fail("--trace applies to --interleave, not --back-to-back")
         try:
             cases = select.cases()
             from jaxbench.backends import check_backend
@@ -445,7 +463,8 @@ def register(app: typer.Typer) -> None:
         a, b = side_params(cases, set_a, "--set-a"), side_params(cases, set_b, "--set-b")
         schedule = {"pairs": pairs, "max_pairs": max_pairs, "pairs_step": pairs_step,
                     "max_time_s": max_time, "rounds": rounds, "calls_per_block": calls_per_block,
-                    "warmup_rounds": warmup_rounds, "seed": seed}  # fmt: skip
+                    "warmup_rounds": warmup_rounds, "seed": seed,
+                    "trace_calls": TRACE_CALLS if trace else 0}  # fmt: skip
         envs = version_envs(env_root, jax_extra, extra_index_url,
                             [c.workload for c in cases], with_, requirements)  # fmt: skip
         _live(baseline, candidate, cases, a, b, back_to_back, backend, schedule,

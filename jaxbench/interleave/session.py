@@ -47,6 +47,7 @@ from jaxbench.live_defaults import (
 )
 from jaxbench.store import case_label
 from jaxbench.store.live import CaseComparison, Mode, PairRun, Round, SideInfo, now
+from jaxbench.store.record import Trace
 
 if TYPE_CHECKING:  # imported where used
     from jaxbench.explain.ops import OpTable
@@ -106,6 +107,9 @@ class Schedule:
         warmup_rounds: Untimed rounds after preparation, before the first timed round.
         warmup_calls: Warm-up calls at preparation (:func:`jaxbench.prepared.prepare`).
         seed: Seed of the per-round order.
+        trace_calls: Steady-state calls each worker of an interleaved pair traces after the
+            pair's timed rounds (never inside them); 0: none. Each side's trace is kept in its
+            :class:`~jaxbench.store.live.SideInfo`, one per pair: the unit of the op diff.
     """
 
     pairs: int = DEFAULT_PAIRS
@@ -117,6 +121,7 @@ class Schedule:
     warmup_rounds: int = DEFAULT_WARMUP_ROUNDS
     warmup_calls: int = DEFAULT_WARMUP_CALLS
     seed: int = 0
+    trace_calls: int = 0
     looks: int = field(init=False)
 
     def __post_init__(self) -> None:
@@ -134,7 +139,7 @@ class Schedule:
             raise ValueError(f"--max-time must be > 0 seconds, got {self.max_time_s!r}")
         if self.calls_per_block < 1:
             raise ValueError(f"--calls-per-block must be >= 1, got {self.calls_per_block!r}")
-        for name in ("warmup_rounds", "warmup_calls"):
+        for name in ("warmup_rounds", "warmup_calls", "trace_calls"):
             if getattr(self, name) < 0:
                 option = "--" + name.replace("_", "-")
                 raise ValueError(f"{option} must be >= 0, got {getattr(self, name)!r}")
@@ -687,7 +692,30 @@ def interleave_case(
                     candidate_noise=blocks[1][1],
                 )
             )
+    if s.trace_calls:  # after the timed rounds, one side at a time
+        traced = [side_trace(w, s.trace_calls) for w in workers]
+        run = run.model_copy(update={
+            "baseline": sides[0].model_copy(update={"trace": traced[0]}),
+            "candidate": sides[1].model_copy(update={"trace": traced[1]})})  # fmt: skip
     return run.model_copy(update={"rounds": rounds})
+
+
+def side_trace(worker: Worker, calls: int) -> Trace:
+    """A trace of ``calls`` steady-state calls of the case ``worker`` has prepared.
+
+    A trace that cannot be taken is said in its ``error`` (the timings stand).
+
+    Raises:
+        WorkerDied: The worker ended while tracing.
+    """
+    try:
+        answer = worker.request(op="trace", calls=calls)
+    except WorkerDied:
+        raise
+    except WorkerError as exc:
+        return Trace(calls=calls, error=f"no trace: {exc}")
+    return Trace(calls=calls, bytes=answer["bytes"], ops=answer["ops"],
+                 untraced_s=answer.get("untraced_s"), traced_s=answer.get("traced_s"))  # fmt: skip
 
 
 def run_side(

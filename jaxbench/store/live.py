@@ -15,7 +15,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from jaxbench.store.record import case_label
+from jaxbench.store.record import Trace, case_label
 
 SCHEMA_VERSION = 2
 #: A live comparison's design, stored as its ``mode``: both sides in each pair of processes at
@@ -38,7 +38,9 @@ class SideInfo(BaseModel):
     either was recorded. ``compilation_cache_dir`` is the worker's persistent compilation
     cache folder, ``None`` when off. For a user workload ``env`` holds ``workload_source``
     (:class:`jaxbench.store.record.WorkloadSource`: the module file, distribution and version,
-    git commit and dirty state each side's worker imported).
+    git commit and dirty state each side's worker imported). ``trace`` is the profiler trace
+    this pair's worker took of the case after its timed rounds (``compare --interleave
+    --trace``; :class:`jaxbench.store.record.Trace`, its op table, not saved as a file).
     """
 
     model_config = ConfigDict(extra="forbid")
@@ -57,6 +59,7 @@ class SideInfo(BaseModel):
     gate: Literal["run", "reused"] | None = None
     programs_hash: str | None = None
     compilation_cache_dir: str | None = None
+    trace: Trace | None = None
 
 
 class Round(BaseModel):
