@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -115,3 +117,22 @@ def test_a_profiler_that_slowed_one_side_more_is_said_not_passed_as_the_programs
     assert "not as they run" in lines[-1]
     old = [OpTable(ops)]  # traces recorded before the cost was measured: nothing said
     assert op_report(old, old) == op_lines(op_diff([ops], [ops]))
+
+
+def test_ops_are_matched_by_their_place_in_the_normalised_program_not_their_name():
+    """XLA numbered one instruction differently on each side: it is still the same op."""
+    from jaxbench.explain.normalize import instruction_keys, programs_keys
+
+    text = _program(3).lower(X, W).compile().as_text()
+    (name,) = {m for m in re.findall(r"%(tanh[\w.]*) = ", text)}
+    renamed = re.sub(rf"%{re.escape(name)}\b", "%tanh.99", text)
+    keys_a, keys_b = instruction_keys(text), instruction_keys(renamed)
+    assert keys_a[name] == keys_b["tanh.99"] and "tanh.99" not in keys_a
+    a = [[OpTime(name, 3, 3e-3, 1e-3, 1.0)]] * 2
+    b = [[OpTime("tanh.99", 3, 6e-3, 2e-3, 1.0)]] * 2
+    (matched,) = op_diff(a, b, keys=(keys_a, keys_b))
+    assert matched.side == "both" and matched.name == f"{name} -> tanh.99"
+    assert {c.side for c in op_diff(a, b)} == {"baseline", "candidate"}  # by name: two ops
+    changed = instruction_keys(text.replace("tanh(", "exponential("))  # its computation changed
+    assert changed[name] != keys_a[name]
+    assert programs_keys([{"hlo": text}, {"hlo": renamed}])[name] == keys_a[name]

@@ -15,6 +15,7 @@ from pathlib import Path
 import pandas as pd
 
 from jaxbench.explain import hlo_counts
+from jaxbench.explain.normalize import programs_keys
 from jaxbench.explain.ops import OpTable, op_report
 from jaxbench.explain.saved import SavedSide, pick_artifact
 from jaxbench.measure.trace import OpTime
@@ -125,13 +126,15 @@ def _op_table(trace: Trace | None) -> OpTable | None:
     return OpTable([OpTime(**op) for op in trace.ops], trace.untraced_s, trace.traced_s)
 
 
-def _sides_op_lines(a: list[OpTable], b: list[OpTable]) -> list[str]:
+def _sides_op_lines(
+    a: list[OpTable], b: list[OpTable], keys: tuple[dict[str, str], dict[str, str]] | None = None
+) -> list[str]:
     if not a and not b:
         return []
     if not (a and b):
         return [f"ops: no trace on the {'baseline' if not a else 'candidate'} side (run it "
                 "with --trace)"]  # fmt: skip
-    return op_report(a, b)
+    return op_report(a, b, keys)
 
 
 def traced_op_lines(baseline: pd.DataFrame, candidate: pd.DataFrame) -> list[str]:
@@ -157,7 +160,22 @@ def traced_op_lines(baseline: pd.DataFrame, candidate: pd.DataFrame) -> list[str
                 by_process.setdefault(process, table)
         return list(by_process.values())
 
-    return _sides_op_lines(tables(baseline), tables(candidate))
+    keys = (_side_keys(baseline), _side_keys(candidate))
+    return _sides_op_lines(tables(baseline), tables(candidate), keys)
+
+
+def _side_keys(rows: pd.DataFrame) -> dict[str, str]:
+    """The instruction places of the programs the rows name (``programs_keys``).
+
+    Empty where they name none or it does not load: the ops are then matched by name.
+    """
+    side = artifact_of(rows) if "programs" in rows else None
+    if side is None:
+        return {}
+    try:
+        return programs_keys(load_programs(side.folder, side.digest))
+    except ArtifactError:
+        return {}
 
 
 def paired_op_lines(comparison: CaseComparison) -> list[str]:

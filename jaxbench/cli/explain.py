@@ -178,6 +178,7 @@ def register(app: typer.Typer) -> None:
         """
         from jaxbench.backends import check_backend
         from jaxbench.explain import diff_programs, explain_lines
+        from jaxbench.explain.normalize import programs_keys
         from jaxbench.explain.ops import op_report
         from jaxbench.interleave import WorkerError
         from jaxbench.interleave.session import capture_ops, capture_programs
@@ -238,7 +239,7 @@ def register(app: typer.Typer) -> None:
             label = f"{case.label}: {baseline} (JAX {jax_a}) vs {candidate} (JAX {jax_b})"
             lines = explain_lines(diffs, verdict)
             if trace:
-                lines += op_report(*tables)
+                lines += op_report(*tables, keys=(programs_keys(base), programs_keys(cand)))
             console.print(label, style="bold", highlight=False, markup=False)
             for line in lines:
                 console.print(line, highlight=False, markup=False, soft_wrap=True)

@@ -11,6 +11,7 @@ from __future__ import annotations
 import hashlib
 import re
 from collections import Counter
+from dataclasses import dataclass
 from typing import Any
 
 _QUOTED = r'"(?:[^"\\]|\\.)*"'
@@ -21,6 +22,7 @@ _SIGNATURE_PARAM = re.compile(r"([(,]\s*)[\w.\-]+: ")
 _MLIR_NAME = re.compile(r"[%@][\w.\-$]+")
 _INSTRUCTION = re.compile(r"^\s*(?:ROOT\s+)?%[\w.\-]+\s*=\s*.+?\s([a-z][\w\-]*)\(")
 _COMPUTATION = re.compile(r"^(?:ENTRY\s+)?(%[\w.\-]+)\s*\(.*\{\s*$")
+_DEFINED = re.compile(r"^\s*(?:ROOT\s+)?(%[\w.\-]+)\s*=")
 
 
 def _canonical(text: str, pattern: re.Pattern[str], prefix: str = "%") -> str:
@@ -34,15 +36,10 @@ def _canonical(text: str, pattern: re.Pattern[str], prefix: str = "%") -> str:
     return pattern.sub(rename, text)
 
 
-def normalize_hlo(text: str) -> str:
-    """Optimized HLO (``Compiled.as_text()``) without names, metadata or source locations.
+def _hlo_blocks(text: str) -> tuple[list[str], list[str | None], dict[str, list[str]]]:
+    """Optimized HLO's lines without metadata, each line's computation, each one's lines.
 
-    Drops the stack-frame tables newer XLA prints after the module line, every
-    ``metadata={...}``, the module's name, and the parameter names of computation signatures.
-    Instructions are renamed ``%0, %1, ...`` within each computation. A computation is named by
-    its content, ``%c<8 hex digits>`` (a SHA-256 of its normalised text, in which the
-    computations it calls have their content names), so a computation that XLA inserts or
-    renumbers changes its own lines and the lines that call it, not every later name.
+    See :func:`normalize_hlo` for what is set aside.
     """
     lines, skipping = [], False
     for line in text.splitlines():
@@ -73,7 +70,21 @@ def normalize_hlo(text: str) -> str:
             blocks[current].append(line)
         if line.strip() == "}":
             current = None
-    renamed = _content_named(blocks)
+    return lines, owner, blocks
+
+
+def normalize_hlo(text: str) -> str:
+    """Optimized HLO (``Compiled.as_text()``) without names, metadata or source locations.
+
+    Drops the stack-frame tables newer XLA prints after the module line, every
+    ``metadata={...}``, the module's name, and the parameter names of computation signatures.
+    Instructions are renamed ``%0, %1, ...`` within each computation. A computation is named by
+    its content, ``%c<8 hex digits>`` (a SHA-256 of its normalised text, in which the
+    computations it calls have their content names), so a computation that XLA inserts or
+    renumbers changes its own lines and the lines that call it, not every later name.
+    """
+    lines, owner, blocks = _hlo_blocks(text)
+    renamed = _content_named(blocks).texts
     out, done = [], set()
     for line, computation in zip(lines, owner, strict=True):
         if computation is None:
@@ -84,14 +95,57 @@ def normalize_hlo(text: str) -> str:
     return "\n".join(out)
 
 
-def _content_named(blocks: dict[str, list[str]]) -> dict[str, list[str]]:
-    """Each computation's lines, renamed.
+def instruction_keys(text: str) -> dict[str, str]:
+    """Each instruction of optimized HLO, by name, to its place in the normalised program.
+
+    The place is ``<content name of its computation>/<its number there>`` (:func:`normalize_hlo`),
+    so the same instruction of the same computation has the same place in two programs whatever
+    XLA numbered it (``fusion.3`` in one, ``fusion.4`` in the other), and an instruction of a
+    computation that changed has none in common. Names are without their ``%``, as the
+    profiler's ops are named.
+    """
+    _, _, blocks = _hlo_blocks(text)
+    named = _content_named(blocks)
+    out: dict[str, str] = {}
+    for computation, lines in blocks.items():
+        local = named.locals[computation]
+        for line in lines:
+            if (head := _DEFINED.match(line)) and head.group(1) in local:
+                out[head.group(1)[1:]] = f"{named.names[computation]}/{local[head.group(1)]}"
+    return out
+
+
+def programs_keys(programs: list[dict[str, Any]]) -> dict[str, str]:
+    """:func:`instruction_keys` of every program of a case (each dict's optimized ``hlo``).
+
+    A name two programs use for instructions at different places is left out (its ops are
+    matched by name).
+    """
+    out: dict[str, str] = {}
+    clashes: set[str] = set()
+    for program in programs:
+        for name, key in instruction_keys(program.get("hlo", "")).items():
+            if out.setdefault(name, key) != key:
+                clashes.add(name)
+    return {name: key for name, key in out.items() if name not in clashes}
+
+
+@dataclass(frozen=True)
+class _Named:
+    texts: dict[str, list[str]]  # each computation's lines, renamed
+    names: dict[str, str]  # each computation's content name
+    locals: dict[str, dict[str, str]]  # each computation's instruction names to their numbers
+
+
+def _content_named(blocks: dict[str, list[str]]) -> _Named:
+    """Each computation's lines, renamed, its content name, and its instructions' numbers.
 
     Instructions are numbered in order within their computation, and every computation (itself
     and those it calls) is named by the hash of its own text so renamed.
     """
     names: dict[str, str] = {}
     texts: dict[str, list[str]] = {}
+    numbers: dict[str, dict[str, str]] = {}
 
     def name_of(computation: str) -> str:
         if computation in names:
@@ -110,11 +164,12 @@ def _content_named(blocks: dict[str, list[str]]) -> dict[str, list[str]]:
         text = [_HLO_NAME.sub(rename, line) for line in blocks[computation]]
         names[computation] = "%c" + hashlib.sha256("\n".join(text).encode()).hexdigest()[:8]
         texts[computation] = [line.replace("%<self>", names[computation]) for line in text]
+        numbers[computation] = local
         return names[computation]
 
     for computation in blocks:
         name_of(computation)
-    return texts
+    return _Named(texts, names, numbers)
 
 
 def normalize_stablehlo(text: str) -> str:

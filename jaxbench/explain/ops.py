@@ -9,9 +9,13 @@ varies between processes by a factor, not by an amount: :func:`scipy.stats.ttest
 moved no more than its noise. With one process a side there is no interval, and the diff says
 so.
 
-Ops are matched by name (the HLO instruction a CPU thunk is named after, or a device op's
-name). Names XLA gives can change between versions for the same instruction, so an op present
-on one side only is listed as such rather than matched by guess.
+Where both sides' optimized HLO is at hand, ops are matched by their instruction's place in the
+normalised program (:func:`jaxbench.explain.normalize.instruction_keys`: the instruction inside
+its content-named computation), so the same instruction matches whatever XLA numbered it on
+each side, and instructions of a computation that changed do not match; an op without a place
+is matched by name. Without the programs, ops are matched by name (the HLO instruction a CPU
+thunk is named after, or a device op's name). An op present on one side only is listed as such
+rather than matched by guess.
 
 The profiler has a cost per event, so a program that runs many small ops a call (a loop whose
 body runs as thunks on the CPU) is slowed more under it than one that runs few. Each process's
@@ -22,7 +26,7 @@ the ops' times compare the programs under the profiler, not as they run.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -92,14 +96,31 @@ class OpChange:
         return self.ci_low > 1 or self.ci_high < 1
 
 
-def _per_call(tables: Sequence[Sequence[OpTime]], name: str) -> np.ndarray:
-    return np.array([next((r.per_call_s for r in t if r.name == name), 0.0) for t in tables])
+def _by_place(
+    tables: Sequence[Sequence[OpTime]], keys: Mapping[str, str] | None
+) -> tuple[list[dict[str, float]], dict[str, str]]:
+    """Each table as ``{place: seconds per call}``, and each place's op name.
+
+    An op's place is its instruction's place in the normalised program where ``keys`` has it
+    (:func:`jaxbench.explain.normalize.instruction_keys`), else its name.
+    """
+    names: dict[str, str] = {}
+    out = []
+    for table in tables:
+        row: dict[str, float] = {}
+        for r in table:
+            place = keys.get(r.name, "name:" + r.name) if keys else "name:" + r.name
+            names.setdefault(place, r.name)
+            row[place] = row.get(place, 0.0) + r.per_call_s
+        out.append(row)
+    return out, names
 
 
 def op_diff(
     baseline: Sequence[Sequence[OpTime]],
     candidate: Sequence[Sequence[OpTime]],
     level: float = 0.95,
+    keys: tuple[Mapping[str, str], Mapping[str, str]] | None = None,
 ) -> list[OpChange]:
     """The change of every op's time per call, the largest absolute change first.
 
@@ -107,6 +128,10 @@ def op_diff(
         baseline: One op table per process of the baseline.
         candidate: One op table per process of the candidate.
         level: Confidence level of the intervals.
+        keys: Each side's :func:`jaxbench.explain.normalize.instruction_keys` of its optimized
+            HLO: ops are then matched by their instruction's place in the normalised program
+            (the same instruction of the same computation, whatever XLA numbered it), and by
+            name where an op has no place. ``None`` or an empty side: by name.
 
     Raises:
         ValueError: A side without any table.
@@ -115,18 +140,23 @@ def op_diff(
 
     if not baseline or not candidate:
         raise ValueError("each side needs the op table of at least one process")
-    names_a = {r.name for t in baseline for r in t}
-    names_b = {r.name for t in candidate for r in t}
+    keys_a, keys_b = keys if keys and keys[0] and keys[1] else (None, None)
+    tables_a, names_a = _by_place(baseline, keys_a)
+    tables_b, names_b = _by_place(candidate, keys_b)
     rows = []
-    for name in sorted(names_a | names_b):
-        a, b = _per_call(baseline, name), _per_call(candidate, name)
+    for place in sorted(names_a.keys() | names_b.keys()):
+        a = np.array([t.get(place, 0.0) for t in tables_a])
+        b = np.array([t.get(place, 0.0) for t in tables_b])
         low = high = None
         both = (a > 0).all() and (b > 0).all()
         if both and len(a) >= 2 and len(b) >= 2 and (a.std() > 0 or b.std() > 0):
             ci = stats.ttest_ind(np.log(b), np.log(a), equal_var=False).confidence_interval(level)
             low, high = float(np.exp(ci.low)), float(np.exp(ci.high))
-        side = "both" if name in names_a and name in names_b else (
-            "baseline" if name in names_a else "candidate")  # fmt: skip
+        side = "both" if place in names_a and place in names_b else (
+            "baseline" if place in names_a else "candidate")  # fmt: skip
+        name_a, name_b = names_a.get(place), names_b.get(place)
+        name = name_a if name_b in (None, name_a) else name_b if name_a is None else (
+            f"{name_a} -> {name_b}")  # fmt: skip
         rows.append((name, float(a.mean()), float(b.mean()), low, high, side))
     total = sum(b - a for _, a, b, *_ in rows)
     out = [OpChange(name, a, b, b - a, (b - a) / total if total else None, low, high, side)
@@ -176,8 +206,14 @@ def _slowdown(tables: Sequence[OpTable]) -> float | None:
     return float(np.median(found)) if found else None
 
 
-def op_report(baseline: Sequence[OpTable], candidate: Sequence[OpTable]) -> list[str]:
+def op_report(
+    baseline: Sequence[OpTable],
+    candidate: Sequence[OpTable],
+    keys: tuple[Mapping[str, str], Mapping[str, str]] | None = None,
+) -> list[str]:
     """:func:`op_lines` of the two sides' processes, then the profiler's cost on each side.
+
+    ``keys`` as :func:`op_diff`'s.
 
     The cost is the median over a side's processes of traced over untraced time per call
     (:attr:`OpTable.slowdown`). When either side's is past :data:`PROFILER_SLOWDOWN_WARN`,
@@ -186,7 +222,7 @@ def op_report(baseline: Sequence[OpTable], candidate: Sequence[OpTable]) -> list
     Raises:
         ValueError: A side without any table.
     """
-    lines = op_lines(op_diff([t.ops for t in baseline], [t.ops for t in candidate]))
+    lines = op_lines(op_diff([t.ops for t in baseline], [t.ops for t in candidate], keys=keys))
     a, b = _slowdown(baseline), _slowdown(candidate)
     if a is None or b is None:
         return lines
