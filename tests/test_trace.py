@@ -135,4 +135,6 @@ def test_ops_are_matched_by_their_place_in_the_normalised_program_not_their_name
     assert {c.side for c in op_diff(a, b)} == {"baseline", "candidate"}  # by name: two ops
     changed = instruction_keys(text.replace("tanh(", "exponential("))  # its computation changed
     assert changed[name] != keys_a[name]
+    (kept,) = op_diff(a, [[OpTime(name, 3, 6e-3, 2e-3, 1.0)]] * 2, keys=(keys_a, changed))
+    assert kept.side == "both" and kept.name == f"{name} (its computation changed)"
     assert programs_keys([{"hlo": text}, {"hlo": renamed}])[name] == keys_a[name]

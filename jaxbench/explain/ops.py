@@ -116,6 +116,32 @@ def _by_place(
     return out, names
 
 
+def _pair_by_name(
+    tables_a: list[dict[str, float]],
+    names_a: dict[str, str],
+    tables_b: list[dict[str, float]],
+    names_b: dict[str, str],
+) -> set[str]:
+    """Match, by name, ops whose places are on one side each; returns their new places.
+
+    An instruction of a computation that changed has a new place; where the same name is left
+    unmatched on both sides, it is taken as the same op, in a changed computation.
+    """
+    only_a = {names_a[p]: p for p in names_a if p not in names_b}
+    only_b = {names_b[p]: p for p in names_b if p not in names_a}
+    merged = set()
+    for name in only_a.keys() & only_b.keys():
+        place = "changed:" + name
+        for tables, names, old in ((tables_a, names_a, only_a[name]),
+                                   (tables_b, names_b, only_b[name])):  # fmt: skip
+            names[place] = names.pop(old)
+            for table in tables:
+                if old in table:
+                    table[place] = table.pop(old)
+        merged.add(place)
+    return merged
+
+
 def op_diff(
     baseline: Sequence[Sequence[OpTime]],
     candidate: Sequence[Sequence[OpTime]],
@@ -131,7 +157,8 @@ def op_diff(
         keys: Each side's :func:`jaxbench.explain.normalize.instruction_keys` of its optimized
             HLO: ops are then matched by their instruction's place in the normalised program
             (the same instruction of the same computation, whatever XLA numbered it), and by
-            name where an op has no place. ``None`` or an empty side: by name.
+            name where an op has no place, or where ops of one name are left unmatched on both
+            sides (named "its computation changed"). ``None`` or an empty side: by name.
 
     Raises:
         ValueError: A side without any table.
@@ -143,6 +170,7 @@ def op_diff(
     keys_a, keys_b = keys if keys and keys[0] and keys[1] else (None, None)
     tables_a, names_a = _by_place(baseline, keys_a)
     tables_b, names_b = _by_place(candidate, keys_b)
+    changed = _pair_by_name(tables_a, names_a, tables_b, names_b)
     rows = []
     for place in sorted(names_a.keys() | names_b.keys()):
         a = np.array([t.get(place, 0.0) for t in tables_a])
@@ -157,6 +185,8 @@ def op_diff(
         name_a, name_b = names_a.get(place), names_b.get(place)
         name = name_a if name_b in (None, name_a) else name_b if name_a is None else (
             f"{name_a} -> {name_b}")  # fmt: skip
+        if place in changed:
+            name = f"{name} (its computation changed)"
         rows.append((name, float(a.mean()), float(b.mean()), low, high, side))
     total = sum(b - a for _, a, b, *_ in rows)
     out = [OpChange(name, a, b, b - a, (b - a) / total if total else None, low, high, side)
