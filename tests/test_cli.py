@@ -242,6 +242,8 @@ def test_gpu_check_script_runs_end_to_end_on_the_cpu(tmp_path):
     for bench in ("train_step", "transformer/train_step"):  # its last lines: the MFU of each
         assert f"{bench} size=tiny bfloat16 on cpu: p50" in out.stdout
     assert out.stdout.count("MFU n/a (no listed peak) (XLA's FLOP)") == 2
+    assert "traced on cpu: " in out.stdout and "profiler cost x" in out.stdout
+    assert list((tmp_path / "traced" / "traces").glob("*.xplane.pb.gz"))
 
 
 def test_every_selecting_command_takes_the_same_selection_options_from_one_declaration():

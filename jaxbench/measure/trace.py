@@ -37,6 +37,8 @@ TRACE_CALLS = 5
 END_MARK = "end: "
 #: Device-plane lines that hold ops (GPU, TPU); the kernel line is used where it is all there is.
 DEVICE_OP_LINES = ("XLA Ops", "Ops", "XLA Modules")
+#: A trace event: its name, start and duration (ns).
+Event = tuple[str, float, float]
 
 
 @dataclass(frozen=True)
@@ -113,7 +115,7 @@ def take_trace(step: Callable[[], Any], calls: int = TRACE_CALLS) -> TakenTrace:
             return TakenTrace(f.read(), untraced_s, traced_s)
 
 
-def _self_times(events: list[tuple[str, float, float]]) -> list[tuple[str, float]]:
+def _self_times(events: list[Event]) -> list[tuple[str, float]]:
     """Each event's own time: its duration less that of the events nested in it (ns).
 
     ``events`` are ``(name, start, duration)`` on one line; an event that starts and ends
@@ -131,12 +133,38 @@ def _self_times(events: list[tuple[str, float, float]]) -> list[tuple[str, float
     return [(name, max(t, 0.0)) for (name, _, _), t in zip(ordered, own, strict=True)]
 
 
+def _device_op_events(data: Any) -> list[list[Event]]:
+    """The events of each device plane's op line (the first of :data:`DEVICE_OP_LINES`)."""
+    out = []
+    for plane in data.planes:
+        if plane.name.startswith("/device:"):
+            lines = {line.name: line for line in plane.lines}
+            chosen = next((lines[n] for n in DEVICE_OP_LINES if n in lines), None)
+            if chosen is not None:
+                out.append([(e.name, e.start_ns, e.duration_ns) for e in chosen.events])
+    return [events for events in out if events]
+
+
+def _host_thunk_events(data: Any) -> list[list[Event]]:
+    """The thunks of each host line (the events a ``end: NAME`` marker names)."""
+    out = []
+    for plane in data.planes:
+        if plane.name.startswith("/device:"):
+            continue
+        for line in plane.lines:
+            events = [(e.name, e.start_ns, e.duration_ns) for e in line.events]
+            thunks = {n.removeprefix(END_MARK) for n, _, _ in events if n.startswith(END_MARK)}
+            out.append([e for e in events if e[0] in thunks])
+    return out
+
+
 def op_table(xspace: bytes, calls: int) -> list[OpTime]:
     """One :class:`OpTime` per op of a trace, the longest total first.
 
     An op's time is its own (self) time: the time of the ops nested in it (the thunks of a
     loop's body inside the loop's thunk) is theirs, so the ops' times add up to the traced
-    calls' time once. On a device plane, the first of :data:`DEVICE_OP_LINES` it has is read.
+    calls' time once. Where a device plane has ops (a GPU, a TPU), only device planes are read,
+    each on the first of :data:`DEVICE_OP_LINES` it has; else the host's thunks (the CPU).
 
     Args:
         xspace: The bytes :func:`take_trace` returned (or a saved ``.xplane.pb``).
@@ -154,24 +182,11 @@ def op_table(xspace: bytes, calls: int) -> list[OpTime]:
     except Exception as exc:  # the parser's own error types vary by version
         raise ValueError(f"not a profiler trace (XSpace): {type(exc).__name__}") from None
     totals: dict[str, list[float]] = {}
-    for plane in data.planes:
-        if plane.name.startswith("/device:"):
-            lines = {line.name: line for line in plane.lines}
-            chosen = next((lines[n] for n in DEVICE_OP_LINES if n in lines), None)
-            kept = [] if chosen is None else [
-                (e.name, e.start_ns, e.duration_ns) for e in chosen.events]  # fmt: skip
-            lines_events = [kept]
-        else:
-            lines_events = []
-            for line in plane.lines:
-                events = [(e.name, e.start_ns, e.duration_ns) for e in line.events]
-                thunks = {n.removeprefix(END_MARK) for n, _, _ in events if n.startswith(END_MARK)}
-                lines_events.append([e for e in events if e[0] in thunks])
-        for events in lines_events:
-            for name, own_ns in _self_times(events):
-                entry = totals.setdefault(name, [0, 0.0])
-                entry[0] += 1
-                entry[1] += own_ns * 1e-9
+    for events in _device_op_events(data) or _host_thunk_events(data):
+        for name, own_ns in _self_times(events):
+            entry = totals.setdefault(name, [0, 0.0])
+            entry[0] += 1
+            entry[1] += own_ns * 1e-9
     whole = sum(t for _, t in totals.values()) or 1.0
     rows = [OpTime(name, int(n), t, t / calls, t / whole) for name, (n, t) in totals.items()]
     return sorted(rows, key=lambda r: -r.total_s)
