@@ -138,3 +138,23 @@ def test_ops_are_matched_by_their_place_in_the_normalised_program_not_their_name
     (kept,) = op_diff(a, [[OpTime(name, 3, 6e-3, 2e-3, 1.0)]] * 2, keys=(keys_a, changed))
     assert kept.side == "both" and kept.name == f"{name} (its computation changed)"
     assert programs_keys([{"hlo": text}, {"hlo": renamed}])[name] == keys_a[name]
+
+
+def test_a_gpu_shaped_trace_is_read_from_its_device_planes_op_line_alone():
+    """Device ops win over the host's thunks; the modules line is not counted again."""
+    from xspace_data import xspace
+
+    ops = [("loop_fusion", 0, 10_000), ("gemm_fusion.2", 1_000, 2_000), ("copy.3", 20_000, 5_000)]
+    data = xspace({
+        "/device:GPU:0": {"XLA Modules": [("jit_step", 0, 30_000)], "XLA Ops": ops},
+        "/host:CPU": {"python": [("copy.3", 0, 50_000), ("end: copy.3", 50_000, 10)]},
+    })  # fmt: skip
+    table = {r.name: r for r in op_table(data, calls=2)}
+    assert set(table) == {"loop_fusion", "gemm_fusion.2", "copy.3"}
+    assert table["loop_fusion"].total_s == pytest.approx(8e-6)  # its nested gemm left out
+    assert table["copy.3"].per_call_s == pytest.approx(2.5e-6)  # the device's, not the host's
+    assert sum(r.share for r in table.values()) == pytest.approx(1.0)
+    host_only = xspace(
+        {"/host:CPU": {"python": [("copy.3", 0, 50_000), ("end: copy.3", 50_000, 10)]}}
+    )
+    assert [r.name for r in op_table(host_only, calls=1)] == ["copy.3"]
