@@ -20,6 +20,7 @@ LAYERS: dict[str, int] = {
     "folders": 0,
     "live_defaults": 0,
     "measure": 1,
+    "distributed": 1,
     "env": 2,
     "workloads": 2,
     "cases": 3,
