@@ -16,12 +16,15 @@ from jaxbench.cli.options import (
     CURRENT,
     DEFAULT_ENV_ROOT,
     Backend,
+    Candidate,
     EnvRoot,
     ExtraIndexUrl,
     JaxExtra,
     JsonOut,
     MarkdownOut,
     Requirements,
+    SetA,
+    SetB,
     With,
     check_rule_options,
     console,
@@ -337,7 +340,7 @@ def register(app: typer.Typer) -> None:
     @selects_cases()
     def compare_cmd(
         baseline: Annotated[str, typer.Argument(help=BASELINE_HELP)],
-        candidate: Annotated[str, typer.Argument(help="Candidate, the same kinds.")],
+        candidate: Candidate,
         select: Selection,
         results: Annotated[
             list[Path] | None,
@@ -355,13 +358,8 @@ def register(app: typer.Typer) -> None:
                 "--back-to-back", metavar="", help="Live, but one worker after the other."
             ),
         ] = False,
-        set_a: Annotated[
-            list[str] | None, typer.Option("--set-a", help="Live: NAME=VALUE for the baseline.")
-        ] = None,
-        set_b: Annotated[
-            list[str] | None,
-            typer.Option("--set-b", help="Live: NAME=VALUE for the candidate (size=small*1.05)."),
-        ] = None,
+        set_a: SetA = None,
+        set_b: SetB = None,
         backend: Backend = "cpu",
         pairs: Annotated[
             int, typer.Option(help="Live: process pairs of the first look.")

@@ -12,10 +12,13 @@ from jaxbench.cli.options import (
     CURRENT,
     DEFAULT_ENV_ROOT,
     Backend,
+    Candidate,
     EnvRoot,
     ExtraIndexUrl,
     JaxExtra,
     Requirements,
+    SetA,
+    SetB,
     With,
     console,
     err_console,
@@ -118,15 +121,10 @@ def register(app: typer.Typer) -> None:
     @selects_cases()
     def explain_cmd(
         baseline: Annotated[str, typer.Argument(help=SIDE_HELP)],
-        candidate: Annotated[str, typer.Argument(help="Candidate, the same kinds.")],
+        candidate: Candidate,
         select: Selection,
-        set_a: Annotated[
-            list[str] | None, typer.Option("--set-a", help="NAME=VALUE for the baseline.")
-        ] = None,
-        set_b: Annotated[
-            list[str] | None,
-            typer.Option("--set-b", help="NAME=VALUE for the candidate (size=small*1.05)."),
-        ] = None,
+        set_a: SetA = None,
+        set_b: SetB = None,
         backend: Backend = "cpu",
         verdict: Annotated[
             str | None,

@@ -126,6 +126,18 @@ Requirements = Annotated[
         help="Also install this pip requirements file into the JAX-version venvs.",
     ),
 ]
+#: The second side of ``compare`` and ``explain``.
+Candidate = Annotated[str, typer.Argument(help="Candidate, the same kinds.")]
+#: Parameters of one side's workers (``compare --interleave``, ``explain``): the same parser as
+#: ``--param`` (:func:`side_params`).
+SetA = Annotated[
+    list[str] | None,
+    typer.Option("--set-a", help="NAME=VALUE for the baseline's workers (not result sets)."),
+]
+SetB = Annotated[
+    list[str] | None,
+    typer.Option("--set-b", help="NAME=VALUE for the candidate's workers (size=small*1.05)."),
+]
 JsonOut = Annotated[
     Path | None,
     typer.Option(
