@@ -4,7 +4,9 @@
 runs ``jaxbench``, with this process's environment and import path) and sends it one case at a
 time (its ``record`` request: :func:`jaxbench.runner.measure_case` there, the same code as an
 in-process run). This process writes the records (:func:`jaxbench.runner.run`), so a worker that
-dies cannot cut a record short.
+dies cannot cut a record short. A program over several JAX processes (``run --jax-processes``,
+a Slurm job of several tasks) has one worker per process here, each joined to the program
+before its backend starts (:mod:`jaxbench.distributed`), sent the same requests.
 
 - A case that gives no record within ``case_timeout_s`` (preparation and timing together) is
   killed and recorded ``failed`` with ``timed out`` and the phase it was in (``preparing``:
