@@ -28,7 +28,7 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 #: Seconds a process waits for the others to join, unless told otherwise (``--join-timeout``).
-DEFAULT_JOIN_TIMEOUT_S = 60.0
+DEFAULT_JOIN_TIMEOUT_S = 60
 #: JAX's CPU collectives across processes (``jax_cpu_collectives_implementation``).
 CPU_COLLECTIVES = "gloo"
 
@@ -42,20 +42,22 @@ class ProcessGroup:
             it from the cluster's environment (Slurm).
         count: How many processes the program has (>= 2).
         index: This process's index, ``0 <= index < count``.
-        timeout_s: Seconds to wait for every process to join.
+        timeout_s: Whole seconds to wait for every process to join (JAX's
+            ``initialization_timeout`` is in whole seconds).
     """
 
     coordinator: str | None
     count: int
     index: int
-    timeout_s: float = DEFAULT_JOIN_TIMEOUT_S
+    timeout_s: int = DEFAULT_JOIN_TIMEOUT_S
 
     def __post_init__(self) -> None:
         if self.count < 2 or not 0 <= self.index < self.count:
             raise ValueError(f"a process group needs count >= 2 and 0 <= index < count; got "
                              f"count={self.count}, index={self.index}")  # fmt: skip
-        if not self.timeout_s > 0:
-            raise ValueError(f"timeout_s must be > 0 seconds, got {self.timeout_s!r}")
+        if not (isinstance(self.timeout_s, int) and self.timeout_s >= 1):
+            raise ValueError(f"timeout_s must be a whole number of seconds >= 1, got "
+                             f"{self.timeout_s!r}")  # fmt: skip
 
     def as_request(self) -> dict[str, Any]:
         """The group as the fields of a worker's ``join`` request."""
@@ -69,17 +71,17 @@ def free_port() -> int:
         return int(sock.getsockname()[1])
 
 
-def local_groups(count: int, timeout_s: float = DEFAULT_JOIN_TIMEOUT_S) -> list[ProcessGroup]:
+def local_groups(count: int, timeout_s: int = DEFAULT_JOIN_TIMEOUT_S) -> list[ProcessGroup]:
     """``count`` processes on this machine, one :class:`ProcessGroup` each, index order.
 
     Raises:
-        ValueError: ``count`` < 2 or ``timeout_s`` <= 0.
+        ValueError: ``count`` < 2 or ``timeout_s`` < 1.
     """
     coordinator = f"127.0.0.1:{free_port()}"
     return [ProcessGroup(coordinator, count, i, timeout_s) for i in range(count)]
 
 
-def from_slurm(environ: Mapping[str, str], timeout_s: float = DEFAULT_JOIN_TIMEOUT_S) -> (
+def from_slurm(environ: Mapping[str, str], timeout_s: int = DEFAULT_JOIN_TIMEOUT_S) -> (
     ProcessGroup | None
 ):  # fmt: skip
     """This Slurm task's place in its step (``SLURM_STEP_NUM_TASKS``, ``SLURM_PROCID``).
@@ -121,12 +123,11 @@ def join(group: ProcessGroup) -> dict[str, Any]:
     import jax
 
     jax.config.update("jax_cpu_collectives_implementation", CPU_COLLECTIVES)
-    wait = max(1, round(group.timeout_s))
     if group.coordinator is None:  # JAX reads the cluster (Slurm) from the environment
-        jax.distributed.initialize(initialization_timeout=wait)
+        jax.distributed.initialize(initialization_timeout=group.timeout_s)
     else:
         jax.distributed.initialize(group.coordinator, group.count, group.index,
-                                   initialization_timeout=wait)  # fmt: skip
+                                   initialization_timeout=group.timeout_s)  # fmt: skip
     return facts()
 
 

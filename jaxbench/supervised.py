@@ -43,6 +43,8 @@ if TYPE_CHECKING:  # imported where used
     from jaxbench.store import Record
 
 
+#: The line Gloo writes as each process of a program meets the others (left out of stderr).
+GLOO_CONNECTED = "[Gloo] Rank "
 #: JAX's switch for taking most of a GPU's memory at its first use (``false``: as needed).
 PREALLOCATE_VAR = "XLA_PYTHON_CLIENT_PREALLOCATE"
 
@@ -188,13 +190,15 @@ class Supervised:
                 if not joining:
                     raise
                 group = self.groups[index]
-                where = group.coordinator or "the coordinator JAX found from Slurm"
-                # JAX ends a process that is not met with a fatal error and a stack: its
-                # ending says enough
-                why = f"its process was {exc.how}" if isinstance(exc, WorkerDied) else str(exc)
-                raise WorkerError(f"JAX process {group.index} of {group.count} did not meet the "
-                                  f"others at {where} within {group.timeout_s:g} s "
-                                  f"(--join-timeout); {why}") from None  # fmt: skip
+                where = group.coordinator or "the coordinator JAX found from the Slurm step"
+                limit = "--join-timeout" if group.coordinator else "the sweep's join time-out"
+                # JAX ends a process whose peers do not all arrive with a fatal error and a
+                # stack: its ending says enough. The one that gives up first is named; the one
+                # that never arrived may be another.
+                why = f"was {exc.how}" if isinstance(exc, WorkerDied) else f"failed: {exc}"
+                raise WorkerError(f"the {group.count} JAX processes did not all meet at {where} "
+                                  f"within {group.timeout_s} s ({limit}): process {group.index} "
+                                  f"gave up and {why}") from None  # fmt: skip
         return [answers[i] for i in range(len(self._workers))]
 
     def _timing(self) -> dict[str, Any]:
@@ -206,24 +210,32 @@ class Supervised:
         return self._facts["platform"]
 
     def measure(
-        self, case: Case, run_id: str, programs_dir: Path, sweep: dict[str, Any] | None = None
+        self,
+        case: Case,
+        run_id: str,
+        programs_dir: Path | None,
+        sweep: dict[str, Any] | None = None,
     ) -> Record:
         """Measure ``case`` in the worker; a case that hangs or kills it is recorded ``failed``.
 
-        ``sweep`` is a sweep task's placement, recorded as ``env.sweep``
-        (:func:`jaxbench.runner.measure_case`).
+        ``programs_dir`` is where the case's programs and trace are saved (``None``: nowhere,
+        for a process whose record is not kept). ``sweep`` is a sweep task's placement,
+        recorded as ``env.sweep`` (:func:`jaxbench.runner.measure_case`).
         """
         from jaxbench.interleave.session import WorkerDied
         from jaxbench.runner import ended_record
         from jaxbench.store import Env, Record
 
         self._start()
+        folder = None if programs_dir is None else str(programs_dir)
         request = {"op": "record", "workload": case.workload, "params": dict(case.params),
                    "backend": self.backend, "timing": self._timing(), "run_id": run_id,
-                   "programs_dir": str(programs_dir), "sweep": sweep,
+                   "programs_dir": folder, "sweep": sweep,
                    "trace_calls": self.trace_calls}  # fmt: skip
+        # process 0 saves the programs and the trace its record names; the others save none
+        others = [request | {"programs_dir": None}] * (len(self._workers) - 1)
         try:
-            answers = self._ask_all([request] * len(self._workers))
+            answers = self._ask_all([request, *others])
         except KeyboardInterrupt:  # the case is lost; the workers go at once, not after it
             for worker in self._workers:
                 worker.kill()
@@ -260,11 +272,11 @@ class Supervised:
         return marks[-1].strip() if marks else None
 
     def _pass_stderr(self) -> None:
-        """Pass on what each worker wrote since the last time (its phase lines left out)."""
+        """Pass on what each worker wrote since the last time (phase and Gloo lines left out)."""
         for i, worker in enumerate(self._workers):
             text, self._offsets[i] = worker.stderr_from(self._offsets[i])
             kept = "".join(ln for ln in text.splitlines(keepends=True)
-                           if not ln.startswith(PHASE_MARK))  # fmt: skip
+                           if not ln.startswith((PHASE_MARK, GLOO_CONNECTED)))  # fmt: skip
             if kept:
                 self.on_stderr(kept)
 

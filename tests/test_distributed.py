@@ -20,7 +20,7 @@ TWO = ["-w", "collectives", "--param", "op=all_reduce", "--param", "devices=2",
 
 @pytest.mark.slow
 def test_two_processes_run_one_all_reduce_and_process_0_writes_its_record(tmp_path):
-    out = run_cli("run", "-o", str(tmp_path), *TWO, "--jax-processes", "2")
+    out = run_cli("run", "-o", str(tmp_path), *TWO, "--jax-processes", "2", "--trace")
     assert out.returncode == 0, out.stderr
     (rec,) = read_file(store_files([tmp_path])[0][0], strict=True).models("record")
     assert rec.status == "ok", rec.error  # the gate gathered the output from both processes
@@ -29,6 +29,31 @@ def test_two_processes_run_one_all_reduce_and_process_0_writes_its_record(tmp_pa
     assert rec.env.device_count == 2 and rec.metrics.mesh["axes"] == {"x": 2}
     # every process makes the same calls: exactly --min-samples samples, the budget set to 0
     assert len(rec.samples_s) == 4 and rec.env.timing["budget_s"] == 0
+    assert "every process takes exactly --min-samples 4 samples" in out.stderr
+    assert "[Gloo]" not in out.stderr
+    # only process 0 saves what its record names
+    assert [p.name for p in (tmp_path / "traces").iterdir()] == [f"{rec.trace.file}.xplane.pb.gz"]
+    assert [p.name for p in (tmp_path / "programs").iterdir()] == [f"{rec.programs}.json.gz"]
+
+
+@pytest.mark.slow
+def test_a_mesh_takes_an_equal_share_of_every_processs_devices(tmp_path):
+    """Two processes of two host devices each: a 4-device mesh spans both; 2 over 3 cannot."""
+    forced = {"XLA_FLAGS": "--xla_force_host_platform_device_count=2"}
+    four = [a.replace("devices=2", "devices=4") for a in TWO]
+    out = run_cli("run", "-o", str(tmp_path), *four, "--jax-processes", "2", env=forced)
+    assert out.returncode == 0, out.stderr
+    assert "warning" not in out.stderr  # the workload has a mesh to span the processes
+    (rec,) = read_file(store_files([tmp_path])[0][0], strict=True).models("record")
+    assert rec.status == "ok", rec.error
+    ids = rec.metrics.mesh["device_ids"]
+    assert len(ids) == 4 and rec.env.device_count == 4
+    assert len({i // 1024 for i in ids}) == 2  # JAX numbers each process's CPU devices apart
+    out = run_cli("run", "-o", str(tmp_path / "three"), *TWO, "--jax-processes", "3",
+                  env=forced)  # fmt: skip
+    (rec,) = read_file(store_files([tmp_path / "three"])[0][0], strict=True).models("record")
+    assert rec.status == "skipped"
+    assert "a mesh of 2 devices cannot take an equal share of each of the 3" in rec.error
 
 
 def test_a_process_whose_peer_never_joins_is_one_line_naming_the_coordinator():
@@ -43,8 +68,10 @@ def test_a_process_whose_peer_never_joins_is_one_line_naming_the_coordinator():
         watched.platform()
     message = str(failed.value)
     assert "\n" not in message and "timed out" not in message
-    assert message.startswith(f"JAX process 0 of 2 did not meet the others at {lone.coordinator}")
-    assert "within 2 s (--join-timeout)" in message
+    assert message.startswith(
+        f"the 2 JAX processes did not all meet at {lone.coordinator} "
+        "within 2 s (--join-timeout): process 0 gave up and was killed"
+    )
 
 
 @pytest.mark.parametrize(
@@ -52,7 +79,7 @@ def test_a_process_whose_peer_never_joins_is_one_line_naming_the_coordinator():
     [
         (["--jax-processes", "0"], "--jax-processes must be a whole number >= 1, got 0"),
         (["--jax-processes", "2", "--join-timeout", "0"],
-         "--join-timeout must be a number of seconds > 0, got 0.0"),
+         "--join-timeout must be a whole number of seconds >= 1, got 0"),
         (["--jax-processes", "2", "--in-process"], "--jax-processes 2 needs a worker per process"),
     ],
 )  # fmt: skip
@@ -73,6 +100,8 @@ def test_groups_come_from_the_count_or_from_a_slurm_step_of_several_tasks():
         from_slurm({**step, "SLURM_PROCID": "x"})
     with pytest.raises(ValueError, match="count >= 2"):
         ProcessGroup("h:1", 1, 0)
+    with pytest.raises(ValueError, match="whole number of seconds >= 1"):
+        ProcessGroup("h:1", 2, 0, timeout_s=0.5)
 
 
 def test_records_of_different_process_counts_are_never_pooled(tmp_path):

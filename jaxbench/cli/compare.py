@@ -31,6 +31,7 @@ from jaxbench.cli.options import (
     err_console,
     fail,
     python_for,
+    side_label,
     side_params,
     version_envs,
     writable_folder,
@@ -277,8 +278,8 @@ def _live(
         schedule = Schedule(**schedule_fields)
     except ValueError as exc:
         raise fail(str(exc)) from None
-    a = Variant(_label(baseline, set_a), python_for("baseline", baseline, envs), set_a)
-    b = Variant(_label(candidate, set_b), python_for("candidate", candidate, envs), set_b)
+    a = Variant(side_label(baseline, set_a), python_for("baseline", baseline, envs), set_a)
+    b = Variant(side_label(candidate, set_b), python_for("candidate", candidate, envs), set_b)
 
     saved = PairProgress(schedule.max_pairs)
     fail_on_undecided = opts.pop("fail_on_undecided", False)
@@ -316,21 +317,6 @@ def _live(
                       live_comparison_model(frame),
                       _summary_lines(frame, f"{said}; {BASIS[mode]}", code))  # fmt: skip
     raise typer.Exit(code)
-
-
-def _label(spec: str, overrides: dict[str, Any]) -> str:
-    """A side's name: a version, ``current``, or a path's last part.
-
-    ``ENV/bin/python`` is ``ENV``: two venvs' interpreters are both ``python``.
-    """
-    path = Path(spec)
-    if "/" not in spec:
-        name = spec
-    elif path.parent.name == "bin" and path.parent.parent.name:
-        name = path.parent.parent.name
-    else:
-        name = path.name
-    return " ".join([name, *(f"{k}={v}" for k, v in overrides.items())])
 
 
 def register(app: typer.Typer) -> None:
@@ -440,6 +426,9 @@ def register(app: typer.Typer) -> None:
         live_options = bool(set_a or set_b or select.given)
         if interleave and back_to_back:
             raise fail("--interleave and --back-to-back exclude each other: pick one")
+        if trace and not interleave:
+            raise fail("--trace applies to --interleave (its pairs' workers trace the case); "
+                       "recorded runs keep the traces of `run --trace`")  # fmt: skip
         if not (interleave or back_to_back):
             if live_options:
                 raise fail("case selection and --set-a/--set-b apply to --interleave only")
@@ -449,8 +438,7 @@ def register(app: typer.Typer) -> None:
             return
         if results:
             raise fail("--results applies to recorded comparisons, not --interleave")
-        if trace and back_to_back:
-            raise fail("--trace applies to --interleave, not --back-to-back")
+
         try:
             cases = select.cases()
             from jaxbench.backends import check_backend

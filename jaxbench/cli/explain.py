@@ -24,6 +24,7 @@ from jaxbench.cli.options import (
     err_console,
     fail,
     python_for,
+    side_label,
     side_params,
     version_envs,
     writable_folder,
@@ -81,7 +82,9 @@ def explain_result_sets(
             err_console.print(f"only on the {side} side, not explained: {', '.join(named)}",
                               highlight=False, markup=False)  # fmt: skip
     if not common:
-        raise fail(f"{baseline} and {candidate}: no timed case in common to explain")
+        raise fail(f"{baseline} and {candidate}: no timed case in common to explain (result "
+                   "sets are matched case by case; to explain two parameter values, run both "
+                   "live: explain current current -w NAME --set-b NAME=VALUE)")  # fmt: skip
     explained = 0
     for label in common:
         a, b = (artifact_of(f[f["case"] == label]) for f in frames)
@@ -137,7 +140,9 @@ def register(app: typer.Typer) -> None:
         requirements: Requirements = None,
         out: Annotated[
             str | None,
-            typer.Option("--out", "-o", help="Folder for explain-<id>.md and programs/."),
+            typer.Option(
+                "--out", "-o", help="Live sides: folder for explain-<id>.md and programs/."
+            ),
         ] = None,
         trace: Annotated[
             bool,
@@ -149,8 +154,9 @@ def register(app: typer.Typer) -> None:
             ),
         ] = False,
         processes: Annotated[
-            int, typer.Option(help="With --trace: worker processes a side (the unit).")
-        ] = 3,
+            int | None,
+            typer.Option(help="With --trace: worker processes a side (the unit; default 3)."),
+        ] = None,
     ) -> None:
         """Explain what changed in the compiled program of each selected case.
 
@@ -187,7 +193,10 @@ def register(app: typer.Typer) -> None:
                                                    "unstable"):  # fmt: skip
             raise fail(f"--verdict {verdict!r}: expected slower, faster, same, inconclusive or "
                        "unstable")  # fmt: skip
-        if trace and processes < 1:
+        if processes is not None and not trace:
+            raise fail(f"--processes {processes} applies to --trace (the tracing workers a side)")
+        processes = 3 if processes is None else processes
+        if processes < 1:
             raise fail(f"--processes {processes}: expected at least 1 (2 or more give intervals)")
         try:
             cases = select.cases()
@@ -234,7 +243,8 @@ def register(app: typer.Typer) -> None:
                 kept = f"; the cases before it are in {path}" if sections else ""
                 err_console.print(f"{case.label}: {exc}{kept}", highlight=False)
                 raise typer.Exit(1) from None
-            label = f"{case.label}: {baseline} (JAX {jax_a}) vs {candidate} (JAX {jax_b})"
+            label = (f"{case.label}: {side_label(baseline, a)} (JAX {jax_a}) vs "
+                     f"{side_label(candidate, b)} (JAX {jax_b})")  # fmt: skip
             lines = explain_lines(diffs, verdict)
             if trace:
                 lines += op_report(*tables, keys=(programs_keys(base), programs_keys(cand)))

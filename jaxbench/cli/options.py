@@ -403,3 +403,18 @@ def side_params(cases: list, values: list[str] | None, option: str) -> dict[str,
         except ValueError as exc:
             raise fail(f"{option}: {exc}") from None
     return out
+
+
+def side_label(spec: str, overrides: dict[str, Any]) -> str:
+    """A side's name: a version, ``current``, or a path's last part, then its overrides.
+
+    ``ENV/bin/python`` is ``ENV``: two venvs' interpreters are both ``python``.
+    """
+    path = Path(spec)
+    if "/" not in spec:
+        name = spec
+    elif path.parent.name == "bin" and path.parent.parent.name:
+        name = path.parent.parent.name
+    else:
+        name = path.name
+    return " ".join([name, *(f"{k}={v}" for k, v in overrides.items())])

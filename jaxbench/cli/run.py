@@ -135,10 +135,10 @@ def run_cmd(
         ),
     ] = 1,
     join_timeout: Annotated[
-        float,
+        int,
         typer.Option(
             metavar="SECONDS",
-            help="With --jax-processes: most seconds the processes may take to meet.",
+            help="With --jax-processes: most seconds the processes may take to meet (>= 1).",
         ),
     ] = DEFAULT_JOIN_TIMEOUT_S,
     in_process: Annotated[
@@ -179,7 +179,7 @@ def run_cmd(
     if not (case_timeout >= 0 and case_timeout != float("inf")):
         raise fail(f"--case-timeout must be a number of seconds >= 0 (0: no limit), got "
                    f"{case_timeout}")  # fmt: skip
-    groups = _process_groups(jax_processes, join_timeout, in_process)
+    groups = _process_groups(jax_processes, join_timeout, in_process, min_samples, cases)
     _check_debug_modes(allow_debug)
     _warn_cpu_clock()
     out_dir = writable_folder(out)
@@ -198,18 +198,32 @@ def run_cmd(
     _report(result, cases)
 
 
-def _process_groups(count: int, timeout_s: float, in_process: bool) -> list[ProcessGroup]:
-    """``--jax-processes``' groups (none for 1); a bad value is one line and exit 2."""
+def _process_groups(
+    count: int, timeout_s: int, in_process: bool, min_samples: int, cases: list[Case]
+) -> list[ProcessGroup]:
+    """``--jax-processes``' groups (none for 1); a bad value is one line and exit 2.
+
+    Says once that every process takes exactly ``--min-samples`` samples, and names the
+    selected workloads that have no mesh to span the processes (each process runs a copy).
+    """
     from jaxbench.distributed import local_groups
 
     if count < 1:
         raise fail(f"--jax-processes must be a whole number >= 1, got {count}")
-    if not (timeout_s > 0 and timeout_s != float("inf")):
-        raise fail(f"--join-timeout must be a number of seconds > 0, got {timeout_s}")
+    if timeout_s < 1:
+        raise fail(f"--join-timeout must be a whole number of seconds >= 1, got {timeout_s}")
     if count == 1:
         return []
     if in_process:
         raise fail(f"--jax-processes {count} needs a worker per process; drop --in-process")
+    err_console.print(f"note: --jax-processes {count}: every process takes exactly "
+                      f"--min-samples {min_samples} samples (the processes must make the same "
+                      "calls; --budget is not used)", highlight=False)  # fmt: skip
+    unmeshed = sorted({c.workload for c in cases if not {"mesh", "devices"} & set(c.params)})
+    if unmeshed:
+        err_console.print(f"warning: {', '.join(unmeshed)}: no mesh or devices parameter, so "
+                          f"each of the {count} processes runs its own copy of the program",
+                          highlight=False)  # fmt: skip
     return local_groups(count, timeout_s)
 
 

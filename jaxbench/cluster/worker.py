@@ -138,7 +138,8 @@ class ShardTask:
                 sweep_facts = {"task": self.task_index, "requested_jax": self.jax_version,
                                "worker_env": dict(self.env), "timing": timing.recorded(),
                                **placement}  # fmt: skip
-                record = watched.measure(case, run_id, path.parent, sweep=sweep_facts)
+                record = watched.measure(case, run_id, path.parent if writes else None,
+                                         sweep=sweep_facts)  # fmt: skip
                 if writes:
                     write_json(path, record)
                 statuses[case.label] = record.status

@@ -6,8 +6,8 @@ and the unit of independence of an op's interval is the process: with at least t
 side, the ratio of its per-call times gets Welch's t interval on the log scale (an op's time
 varies between processes by a factor, not by an amount: :func:`scipy.stats.ttest_ind` with
 ``equal_var=False``, its ``confidence_interval``, exponentiated). An op whose interval holds 1
-moved no more than its noise. With one process a side there is no interval, and the diff says
-so.
+moved no more than its noise. With fewer than two processes on a side there is no interval, and
+the diff says so.
 
 Where both sides' optimized HLO is at hand, ops are matched by their instruction's place in the
 normalised program (:func:`jaxbench.explain.normalize.instruction_keys`: the instruction inside
@@ -20,8 +20,8 @@ rather than matched by guess.
 The profiler has a cost per event, so a program that runs many small ops a call (a loop whose
 body runs as thunks on the CPU) is slowed more under it than one that runs few. Each process's
 table carries the wall time per call of the same calls untraced and traced (:class:`OpTable`),
-and :func:`op_report` says how much the profiler slowed each side: where the slowdowns differ,
-the ops' times compare the programs under the profiler, not as they run.
+and :func:`op_report` says how much longer each side's traced calls took: where that is large,
+the ops' times carry the profiler's own cost, not only the programs'.
 """
 
 from __future__ import annotations
@@ -194,27 +194,45 @@ def op_diff(
     return sorted(out, key=lambda c: -abs(c.change_s))
 
 
-def _us(seconds: float) -> str:
-    return f"{seconds * 1e6:,.1f} µs"
+def _us(seconds: float, sign: bool = False) -> str:
+    """Microseconds: whole ones from 100 µs, else three significant digits; ``sign``: +/-."""
+    us = seconds * 1e6
+    text = f"{abs(us):,.0f}" if abs(us) >= 100 else f"{abs(us):.3g}"
+    lead = ("-" if us < 0 else "+" if sign else "") if text.strip("0.") else ""
+    return f"{lead}{text} µs"
 
 
-def op_lines(changes: Sequence[OpChange], limit: int = MAX_OP_LINES) -> list[str]:
+def _share(share: float | None) -> str:
+    if share is None:
+        return ""
+    return ", 0% of the change" if abs(share) < 0.005 else f", {share:.0%} of the change"
+
+
+def op_lines(
+    changes: Sequence[OpChange],
+    limit: int = MAX_OP_LINES,
+    processes: tuple[int, int] | None = None,
+) -> list[str]:
     """Readable lines of :func:`op_diff`: the step's traced change, then the ops that moved.
 
     With intervals, ops whose change stays within their noise are left out and counted; without
-    (one process a side), the largest changes are listed and the lack of an interval said.
+    (fewer than two processes on a side), the largest changes are listed and the lack of an
+    interval said, with each side's ``processes`` where given.
     """
     if not changes:
         return ["ops: the traces hold no op"]
     a = sum(c.baseline_s for c in changes)
     b = sum(c.candidate_s for c in changes)
-    out = [f"ops (profiler traces): {_us(a)} -> {_us(b)} a call in all ops ({_us(b - a)})"]
+    out = [f"ops (profiler traces): {_us(a)} -> {_us(b)} a call in all ops "
+           f"({_us(b - a, sign=True)})"]  # fmt: skip
     intervals = any(c.ci_low is not None for c in changes)
     shown = [c for c in changes if c.beyond_noise] if intervals else list(changes)
     if not intervals:
-        out.append("  one process a side: no interval; the largest changes:")
+        counts = "" if processes is None else (
+            f" (baseline {processes[0]}, candidate {processes[1]})")  # fmt: skip
+        out.append(f"  fewer than two processes on a side{counts}: no interval; the largest "
+                   "changes:")  # fmt: skip
     for c in shown[:limit]:
-        share = "" if c.share is None else f", {c.share:.0%} of the change"
         ci = (
             ""
             if c.ci_low is None
@@ -222,7 +240,7 @@ def op_lines(changes: Sequence[OpChange], limit: int = MAX_OP_LINES) -> list[str
         )
         only = "" if c.side == "both" else f" (only in the {c.side})"
         out.append(f"  {c.name}: {_us(c.baseline_s)} -> {_us(c.candidate_s)} "
-                   f"({_us(c.change_s)}{ci}{share}){only}")  # fmt: skip
+                   f"({_us(c.change_s, sign=True)}{ci}{_share(c.share)}){only}")  # fmt: skip
     quiet = sum(c.beyond_noise is False for c in changes)
     if quiet:
         out.append(f"  {quiet} op(s) moved within their noise")
@@ -252,14 +270,15 @@ def op_report(
     Raises:
         ValueError: A side without any table.
     """
-    lines = op_lines(op_diff([t.ops for t in baseline], [t.ops for t in candidate], keys=keys))
+    changes = op_diff([t.ops for t in baseline], [t.ops for t in candidate], keys=keys)
+    lines = op_lines(changes, processes=(len(baseline), len(candidate)))
     a, b = _slowdown(baseline), _slowdown(candidate)
     if a is None or b is None:
         return lines
-    lines.append(f"  the profiler slowed the traced calls x{a:.3g} (baseline) and x{b:.3g} "
-                 "(candidate) against the same calls untraced")  # fmt: skip
+    lines.append(f"  the traced calls took x{a:.3g} (baseline) and x{b:.3g} (candidate) the time "
+                 "of the same calls untraced")  # fmt: skip
     if max(a, b) > PROFILER_SLOWDOWN_WARN:
-        lines.append("  so these op times are of the programs under the profiler, not as they "
-                     "run: ops that run many times a call (the thunks of a loop's body) carry "
-                     "its cost per event; read the step's change from the timings")  # fmt: skip
+        lines.append("  so the profiler's own cost is in these op times: it is paid per op run, "
+                     "most where a call runs many small ops (a loop body run as thunks); the "
+                     "step's own change is in the timed samples (run, compare)")  # fmt: skip
     return lines

@@ -149,7 +149,7 @@ class _Case:
 
         print(f"{PHASE_MARK}joining", file=sys.stderr, flush=True)
         group = ProcessGroup(request["coordinator"], int(request["count"]),
-                             int(request["index"]), float(request["timeout_s"]))  # fmt: skip
+                             int(request["index"]), int(request["timeout_s"]))  # fmt: skip
         return {"processes": join(group)}
 
     def facts(self, request: dict[str, Any]) -> dict[str, Any]:

@@ -53,11 +53,16 @@ def device_count(text: str) -> int:
 
 
 def mesh_devices(n: int) -> list[Any]:
-    """The first ``n`` devices of the platform of JAX's default device in force.
+    """``n`` devices of the platform of JAX's default device in force, for a mesh.
+
+    In one process, its first ``n``. In a program over several JAX processes
+    (:mod:`jaxbench.distributed`), an equal share of each process's devices, process by
+    process, so the mesh spans them all (every process holds part of every sharded array).
 
     Raises:
         jaxbench.workloads.base.NotApplicable: The platform has fewer than ``n`` devices (the
-            message names the ``XLA_FLAGS`` setting that gives a CPU more).
+            message names the ``XLA_FLAGS`` setting that gives a CPU more), or ``n`` is not a
+            multiple of the number of processes.
     """
     import jax
 
@@ -66,16 +71,28 @@ def mesh_devices(n: int) -> list[Any]:
     default = jax.config.jax_default_device
     platform = getattr(default, "platform", None)
     devices = jax.devices(platform) if platform else jax.devices()
+    processes = jax.process_count()
+    kind = devices[0].platform
+    if n % processes:
+        raise NotApplicable(f"a mesh of {n} devices cannot take an equal share of each of the "
+                            f"{processes} JAX processes' devices")  # fmt: skip
     if len(devices) < n:
-        kind = devices[0].platform
-        hint = (f"; start with XLA_FLAGS=--xla_force_host_platform_device_count={n}"
+        each = n // processes
+        per = f" ({processes} processes)" if processes > 1 else ""
+        hint = (f"; start with XLA_FLAGS=--xla_force_host_platform_device_count={each}"
                 if kind == "cpu" else "")  # fmt: skip
-        raise NotApplicable(f"needs {n} {kind} devices, {len(devices)} here{hint}")
-    return devices[:n]
+        raise NotApplicable(f"needs {n} {kind} devices, {len(devices)} here{per}{hint}")
+    share = n // processes
+    chosen = [d for p in range(processes) for d in
+              [d for d in devices if d.process_index == p][:share]]  # fmt: skip
+    if len(chosen) < n:
+        raise NotApplicable(f"needs {share} {kind} devices in each of the {processes} JAX "
+                            f"processes; some have fewer")  # fmt: skip
+    return chosen
 
 
 def make_mesh(sizes: Mapping[str, int]) -> Any:
-    """A ``jax.sharding.Mesh`` of the first devices (:func:`mesh_devices`), axes as given.
+    """A ``jax.sharding.Mesh`` of :func:`mesh_devices`, axes as given.
 
     Raises:
         jaxbench.workloads.base.NotApplicable: Too few devices.
