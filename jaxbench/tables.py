@@ -74,7 +74,8 @@ def records_table(records: list[Record], title: str) -> Table:
     ``device_peak_scope``); the caption says so. A pipelined record's benchmark reads
     ``name (pipelined xN)``: its p50 is per call of N dispatched together, not a blocked latency;
     ``(GPU throttled)`` and ``(GPU shared)`` mark records whose GPU was slowed or shared while
-    timed (:mod:`jaxbench.measure.gpu`).
+    timed (:mod:`jaxbench.measure.gpu`); ``(N JAX processes)`` a program over several processes
+    (:mod:`jaxbench.distributed`).
     """
     figures = [record_figures(rec) for rec in records]
     rows = []
@@ -119,11 +120,15 @@ def records_table(records: list[Record], title: str) -> Table:
 
 
 def _marks(rec: Record) -> str:
-    """`` (pipelined xN)``, `` (GPU throttled)``, `` (GPU shared)``: what makes a p50 not alike."""
+    """What makes a p50 not alike, as marks after the benchmark's name.
+
+    `` (pipelined xN)``, `` (GPU throttled)``, `` (GPU shared)``, `` (N JAX processes)``.
+    """
     pipeline = (rec.env.timing or {}).get("pipeline")
     marks = [f"pipelined x{pipeline}"] if pipeline else []
     marks += ["GPU throttled"] if rec.noise.gpu_throttled else []
     marks += ["GPU shared"] if rec.noise.gpu_shared else []
+    marks += [f"{rec.env.processes.count} JAX processes"] if rec.env.processes else []
     return "".join(f" ({m})" for m in marks)
 
 
