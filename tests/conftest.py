@@ -46,6 +46,24 @@ def importable(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, name: str, sourc
     return name
 
 
+def editable_dist_info(site: Path, name: str, project: Path, entry_points: str = "") -> Path:
+    """``site/<name>-0.3.dist-info`` as pip leaves an editable install of ``project``.
+
+    PEP 610's ``direct_url.json`` names the folder, so the project is found as a local project
+    (:func:`jaxbench.workloads.source.source_of`); ``entry_points`` is the file's text, if any.
+    """
+    info = site / f"{name}-0.3.dist-info"
+    info.mkdir(parents=True)
+    (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {name}\nVersion: 0.3\n")
+    (info / "top_level.txt").write_text(f"{name}\n")
+    (info / "direct_url.json").write_text(
+        json.dumps({"url": project.as_uri(), "dir_info": {"editable": True}})
+    )
+    if entry_points:
+        (info / "entry_points.txt").write_text(entry_points)
+    return info
+
+
 def fake_pip(monkeypatch: pytest.MonkeyPatch, imported: str, offered: str = "") -> list:
     """Stand in for the commands that build JAX-version environments (``pyenvs._run``).
 

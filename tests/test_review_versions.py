@@ -9,14 +9,13 @@ one test that builds a JAX-version environment from the package index: about a m
 
 from __future__ import annotations
 
-import json
 import os
 import subprocess
 from importlib import metadata
 from pathlib import Path
 
 import pytest
-from conftest import run_cli
+from conftest import editable_dist_info, run_cli
 
 BASELINE = "0.11.2"
 PACKAGE = "reviewed_pkg"
@@ -42,13 +41,7 @@ def _project(tmp_path: Path) -> tuple[Path, Path]:
         f'[project]\nname = "{PACKAGE}"\nversion = "0.3"\n'
         '[build-system]\nrequires = ["setuptools>=64"]\nbuild-backend = "setuptools.build_meta"\n'
     )
-    info = tmp_path / "site" / f"{PACKAGE}-0.3.dist-info"
-    info.mkdir(parents=True)
-    (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {PACKAGE}\nVersion: 0.3\n")
-    (info / "top_level.txt").write_text(f"{PACKAGE}\n")
-    (info / "direct_url.json").write_text(
-        json.dumps({"url": project.as_uri(), "dir_info": {"editable": True}})
-    )
+    editable_dist_info(tmp_path / "site", PACKAGE, project)
     return project, tmp_path / "site"
 
 

@@ -13,7 +13,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import fake_pip
+from conftest import editable_dist_info, fake_pip
 from typer.testing import CliRunner
 
 from jaxbench.cli import app
@@ -54,16 +54,8 @@ def installed_project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, name: str
     _git(project, "init", "-q")
     _git(project, "add", ".")
     _git(project, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "first")
-    info = tmp_path / "site" / f"{name}-0.3.dist-info"
-    info.mkdir(parents=True)
-    (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {name}\nVersion: 0.3\n")
-    (info / "top_level.txt").write_text(f"{name}\n")
-    (info / "direct_url.json").write_text(
-        json.dumps({"url": project.as_uri(), "dir_info": {"editable": True}})
-    )
-    (info / "entry_points.txt").write_text(
-        f"[jaxbench.workloads]\n{name}_step = {name}.bench:step\n"
-    )
+    editable_dist_info(tmp_path / "site", name, project,
+                       f"[jaxbench.workloads]\n{name}_step = {name}.bench:step\n")  # fmt: skip
     monkeypatch.syspath_prepend(str(tmp_path / "site"))
     monkeypatch.syspath_prepend(str(project))
     source_of.cache_clear()

@@ -84,7 +84,7 @@ def explain_result_sets(
     if not common:
         raise fail(f"{baseline} and {candidate}: no timed case in common to explain (result "
                    "sets are matched case by case; to explain two parameter values, run both "
-                   "live: explain current current -w NAME --set-b NAME=VALUE)")  # fmt: skip
+                   "live: explain current current -w WORKLOAD --set-b PARAM=VALUE)")  # fmt: skip
     explained = 0
     for label in common:
         a, b = (artifact_of(f[f["case"] == label]) for f in frames)

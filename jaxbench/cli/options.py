@@ -50,7 +50,8 @@ def check_rule_options(alpha: float, thresholds: dict[str, float]) -> None:
             raise ValueError(f"{what}: {exc}") from None
 
 
-def _whole(value: str) -> int:
+def whole_number(value: str) -> int:
+    """An option's whole number (typer's ``parser``); anything else names the value."""
     try:
         return int(value)
     except ValueError:
@@ -70,7 +71,7 @@ Workloads = Annotated[
 Sizes = Annotated[list[str] | None, typer.Option("--size", "-s", help="Model size(s): see `list`.")]
 Dtypes = Annotated[list[str] | None, typer.Option("--dtype", "-d", help="float32 and/or bfloat16.")]
 Ks = Annotated[
-    list[int] | None, typer.Option("--k", "-k", parser=_whole, help="Tangents (forward).")
+    list[int] | None, typer.Option("--k", "-k", parser=whole_number, help="Tangents (forward).")
 ]
 Strategies = Annotated[
     list[str] | None, typer.Option("--strategy", help="Forward strategy(ies): see `list`.")
@@ -158,8 +159,8 @@ MarkdownOut = Annotated[
 #: ``--backend`` of the commands whose workers run the cases (live pairs, bisect, explain).
 Backend = Annotated[str, typer.Option("--backend", "-b", help="Backend the workers use.")]
 Budget = Annotated[float, typer.Option(parser=_number, help="Timed seconds per case.")]
-MinSamples = Annotated[int, typer.Option(parser=_whole, help="Samples per case, at least.")]
-Warmup = Annotated[int, typer.Option(parser=_whole, help="Warm-up calls per case.")]
+MinSamples = Annotated[int, typer.Option(parser=whole_number, help="Samples per case, at least.")]
+Warmup = Annotated[int, typer.Option(parser=whole_number, help="Warm-up calls per case.")]
 TraceRecords = Annotated[
     bool,
     typer.Option(
@@ -172,7 +173,7 @@ TraceRecords = Annotated[
 Pipeline = Annotated[
     int,
     typer.Option(
-        parser=_whole,
+        parser=whole_number,
         help="Calls per sample: 1 times each call blocked (latency); N > 1 dispatches N calls "
         "and blocks once (pipelined throughput, per-call time = total / N).",
     ),

@@ -19,6 +19,7 @@ from jaxbench.cli.options import (
     err_console,
     fail,
     timing_fields,
+    whole_number,
     writable_folder,
 )
 from jaxbench.cli.selection import Selection, selects_cases
@@ -129,6 +130,7 @@ def run_cmd(
         int,
         typer.Option(
             metavar="N",
+            parser=whole_number,
             help="Run each case as one program over N JAX processes on this machine "
             "(jax.distributed; CPU collectives over Gloo): its mesh spans every process's "
             "devices, each takes exactly --min-samples samples, process 0's record is written.",
@@ -138,6 +140,7 @@ def run_cmd(
         int,
         typer.Option(
             metavar="SECONDS",
+            parser=whole_number,
             help="With --jax-processes: most seconds the processes may take to meet (>= 1).",
         ),
     ] = DEFAULT_JOIN_TIMEOUT_S,
