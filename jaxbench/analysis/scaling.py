@@ -72,7 +72,7 @@ def swept_points(frame: pd.DataFrame, by: str = "jax") -> pd.DataFrame:
         column = f"param.{swept}"
         sub = ok[ok[column].notna()]
         others = [c for c in sub.columns if c.startswith("param.") and c != column]
-        labels = sub[others].apply(_label, axis=1) if others else pd.Series("", index=sub.index)
+        labels = _labels(sub, others)
         parts.append(pd.DataFrame({
             **{k: sub[k] for k in FAMILY}, "params": labels, "swept": swept,
             "x": sub[column].astype(float), "median_s": sub["samples_s"].map(median),
@@ -118,8 +118,22 @@ def exponents_frame(frame: pd.DataFrame, alpha: float = 0.05, by: str = "jax") -
     return pd.DataFrame(rows)
 
 
-def _label(row: pd.Series) -> str:
-    return " ".join(f"{c.removeprefix('param.')}={v}" for c, v in row.items() if pd.notna(v))
+def _labels(rows: pd.DataFrame, columns: list[str]) -> pd.Series:
+    """Each row's ``k=v`` text of ``columns``, missing values left out.
+
+    The text is made once per distinct combination of values, not once per row.
+    """
+    names = [c.removeprefix("param.") for c in columns]
+    cells = [[None if pd.isna(v) else v for v in rows[c].tolist()] for c in columns]
+    combos = list(zip(*cells, strict=True)) if columns else [()] * len(rows)
+    made: dict[tuple, str] = {}
+    out = []
+    for combo in combos:
+        if combo not in made:
+            made[combo] = " ".join(f"{n}={v}" for n, v in zip(names, combo, strict=True)
+                                   if v is not None)  # fmt: skip
+        out.append(made[combo])
+    return pd.Series(out, index=rows.index, dtype=object)
 
 
 def exponent_changes(
