@@ -109,9 +109,8 @@ def explanations_section(ctx: ReportContext) -> str:
             else:
                 files = ", ".join(f"`{side.path}`" for side in sides if side is not None)
                 parts.append(f"Programs (baseline, candidate): {files}.")
-        lines += ops
-        if lines:
-            cut = len(lines) - MAX_LINES
-            kept = lines[:MAX_LINES] + ([f"... {cut} more lines"] if cut > 0 else [])
+        cut = len(lines) - MAX_LINES  # the program diff is cut; the op diff is bounded itself
+        kept = lines[:MAX_LINES] + ([f"... {cut} more lines"] if cut > 0 else []) + ops
+        if kept:
             parts.append("```\n" + "\n".join(kept) + "\n```")
     return "\n\n".join(parts)

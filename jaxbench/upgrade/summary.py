@@ -140,7 +140,7 @@ def _explain(frame: pd.DataFrame, label: str, versions: tuple[str, str], verdict
     except (ArtifactError, ValueError) as exc:
         return [f"not explained: {exc}"]
     ops = traced_op_lines(*(side_rows(frame, label, v) for v in versions))
-    moved = [line.strip() for line in ops[1:2] if ops[0].startswith("ops (")]  # the largest
+    moved = [line.strip() for line in ops[1:] if " -> " in line][:1]  # the op that moved most
     return [line for line in lines + ops[:1] if not line.startswith(" ")] + moved
 
 
