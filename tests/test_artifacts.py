@@ -338,3 +338,10 @@ def test_the_report_explains_op_by_op_where_the_records_hold_traces(tmp_path):
     ops = section[section.index("ops (profiler traces): ") :].splitlines()
     assert ops[1].lstrip().startswith("call.1: ") and "100% of the change" in ops[1]
     assert "copy.7" not in section  # unchanged: no op line of its own
+    from jaxbench.analysis.frames import load_results
+    from jaxbench.upgrade.summary import _explain
+
+    frame = load_results(folder)[0]
+    (case,) = set(frame["case"])
+    said = _explain(frame, case, ("0.11.2", "0.12.0.1"), "slower")  # the terminal's answer
+    assert said[-2].startswith("ops (profiler traces): ") and said[-1].startswith("call.1: ")
