@@ -222,9 +222,10 @@ def _process_groups(
     err_console.print(f"note: --jax-processes {count}: every process takes exactly "
                       f"--min-samples {min_samples} samples (the processes must make the same "
                       "calls; --budget is not used)", highlight=False)  # fmt: skip
-    unmeshed = sorted({c.workload for c in cases if not {"mesh", "devices"} & set(c.params)})
+    unmeshed = sorted({c.workload for c in cases if "devices" not in c.params
+                       and str(c.params.get("mesh", "none")) == "none"})  # fmt: skip
     if unmeshed:
-        err_console.print(f"warning: {', '.join(unmeshed)}: no mesh or devices parameter, so "
+        err_console.print(f"warning: {', '.join(unmeshed)}: no mesh (mesh= or devices=), so "
                           f"each of the {count} processes runs its own copy of the program",
                           highlight=False)  # fmt: skip
     return local_groups(count, timeout_s)
