@@ -206,7 +206,7 @@ def collect(device: Any | None = None) -> dict[str, Any]:
         ``usable_cpus`` (count) and ``affinity`` (sorted CPU ids, ``None`` where unknown), which
         ``taskset`` or Slurm's CPU binding can restrict per process, and the frequency
         ``governor`` and ``turbo`` state (:func:`cpu_frequency_policy`). In a program over
-        several JAX processes, ``processes`` (:func:`jaxbench.distributed.facts`), and
+        several JAX processes, ``jax_processes`` (:func:`jaxbench.distributed.facts`), and
         ``device_count`` counts every process's devices.
     """
     import jax
@@ -238,4 +238,4 @@ def collect(device: Any | None = None) -> dict[str, Any]:
         "slurm": {k: os.environ[k] for k in SLURM_KEYS if k in os.environ},
         "process_id": process_id(),
         "pid": os.getpid(),
-    } | ({"processes": group} if group is not None else {})
+    } | ({"jax_processes": group} if group is not None else {})

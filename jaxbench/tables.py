@@ -128,7 +128,8 @@ def _marks(rec: Record) -> str:
     marks = [f"pipelined x{pipeline}"] if pipeline else []
     marks += ["GPU throttled"] if rec.noise.gpu_throttled else []
     marks += ["GPU shared"] if rec.noise.gpu_shared else []
-    marks += [f"{rec.env.processes.count} JAX processes"] if rec.env.processes else []
+    group = rec.env.jax_processes
+    marks += [f"{group.count} JAX processes"] if group else []
     return "".join(f" ({m})" for m in marks)
 
 

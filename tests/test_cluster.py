@@ -702,9 +702,9 @@ def test_a_sweep_record_and_a_run_record_validate_against_one_schema(tmp_path):
     (by_run,) = ran.path.read_text().splitlines()
     a, b = Record.model_validate_json(by_sweep), Record.model_validate_json(by_run)
     assert a.status == b.status == "ok"
-    # asv: records converted from asv only; workload_source: user workloads only; processes:
+    # asv: records converted from asv only; workload_source: user workloads only; jax_processes:
     # programs over several JAX processes only
-    typed = set(Env.model_fields) - {"sweep", "asv", "workload_source", "processes"}
+    typed = set(Env.model_fields) - {"sweep", "asv", "workload_source", "jax_processes"}
     assert a.env.model_fields_set & set(Env.model_fields) == typed | {"sweep"}
     assert b.env.model_fields_set & set(Env.model_fields) == typed
     assert a.env.model_extra.keys() == b.env.model_extra.keys()  # numpy, gpu, ...

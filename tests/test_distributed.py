@@ -24,7 +24,7 @@ def test_two_processes_run_one_all_reduce_and_process_0_writes_its_record(tmp_pa
     assert out.returncode == 0, out.stderr
     (rec,) = read_file(store_files([tmp_path])[0][0], strict=True).models("record")
     assert rec.status == "ok", rec.error  # the gate gathered the output from both processes
-    group = rec.env.processes
+    group = rec.env.jax_processes
     assert (group.count, group.index) == (2, 0) and group.coordinator.startswith("127.0.0.1:")
     assert rec.env.device_count == 2 and rec.metrics.mesh["axes"] == {"x": 2}
     # every process makes the same calls: exactly --min-samples samples, the budget set to 0
@@ -109,12 +109,12 @@ def test_records_of_different_process_counts_are_never_pooled(tmp_path):
     from analysis_data import record, write
 
     group = {"count": 2, "index": 0, "coordinator": "127.0.0.1:1234"}
-    two = record(run_id="two", env={"processes": group})
+    two = record(run_id="two", env={"jax_processes": group})
     write(tmp_path / "a.jsonl", [record(run_id="one"), two])
     frame, _ = analysis.load_results(tmp_path)
     split = analysis.split_series(frame)
     assert len(split.conditions) == 2
-    assert any("processes" in reason for reason in split.reasons)
+    assert any("jax_processes" in reason for reason in split.reasons)
 
 
 def test_a_case_that_failed_in_any_process_is_never_recorded_ok():
@@ -158,4 +158,4 @@ def test_a_process_that_dies_fails_its_case_by_index_and_the_next_case_runs(tmp_
     crashed, calm = read_file(path, strict=True).models("record")
     assert crashed.status == "failed"
     assert crashed.error.startswith("JAX process 1 of 2: its process was killed by SIGABRT")
-    assert calm.status == "ok" and calm.env.processes.count == 2
+    assert calm.status == "ok" and calm.env.jax_processes.count == 2

@@ -211,8 +211,8 @@ def test_a_job_of_two_tasks_runs_one_program_over_both_and_task_0_writes_the_rec
     assert [s.state for s in states] == ["completed"]
     (record,) = sweep.collect(sweep.load()).records  # one record, though two tasks measured
     assert record.status == "ok", record.error
-    assert (record.env.processes.count, record.env.processes.index) == (2, 0)
-    assert record.env.processes.coordinator  # the address JAX found from the Slurm step
+    assert (record.env.jax_processes.count, record.env.jax_processes.index) == (2, 0)
+    assert record.env.jax_processes.coordinator  # the address JAX found from the Slurm step
     assert record.env.device_count == 2 and record.env.slurm["SLURM_NTASKS"] == "2"
 
 

@@ -86,8 +86,8 @@ def _workload_dirty(row: Row) -> Any:
     return f"uncommitted changes in the repository of {source.module}"
 
 
-def _processes(row: Row) -> Any:
-    group = _env(row).processes
+def _jax_processes(row: Row) -> Any:
+    group = _env(row).jax_processes
     return None if group is None else group.count
 
 
@@ -102,7 +102,7 @@ FIELD_GETTERS: dict[str, Callable[[Row], Any]] = {
     "backend": lambda r: r.get("backend"),
     "device_kind": lambda r: r.get("device_kind"),
     "device_count": lambda r: _env(r).device_count,
-    "processes": _processes,
+    "jax_processes": _jax_processes,
     "platform_version": lambda r: _env(r).platform_version,
     "machine": lambda r: r.get("machine"),
     "cpu_model": lambda r: _env(r).host.cpu_model,

@@ -31,7 +31,7 @@ one JSON request per line on stdin and answers each with one JSON line:
   explain --trace``;
 - ``{"op": "join", "coordinator": ..., "count": N, "index": i, "timeout_s": S}``: join a
   program over ``N`` JAX processes as process ``i`` (:func:`jaxbench.distributed.join`; before
-  any other request, as JAX's backend must not have started), answering ``processes``
+  any other request, as JAX's backend must not have started), answering ``jax_processes``
   (:func:`jaxbench.distributed.facts`). It writes the phase ``joining`` first;
 - ``{"op": "facts", "backend": ..., "timing": {...}, "compilation_cache": MODE,
   "cache_min_compile_time_s": S}``: for ``jaxbench run`` (:mod:`jaxbench.supervised`), set the
@@ -150,7 +150,7 @@ class _Case:
         print(f"{PHASE_MARK}joining", file=sys.stderr, flush=True)
         group = ProcessGroup(request["coordinator"], int(request["count"]),
                              int(request["index"]), int(request["timeout_s"]))  # fmt: skip
-        return {"processes": join(group)}
+        return {"jax_processes": join(group)}
 
     def facts(self, request: dict[str, Any]) -> dict[str, Any]:
         from jaxbench.cases import resolve_device

@@ -112,7 +112,7 @@ class SweepPlacement(_Recorded):
     timing: dict[str, Any] | None = None
 
 
-class Processes(_Recorded):
+class JaxProcesses(_Recorded):
     """The JAX processes of a multi-process program (:mod:`jaxbench.distributed`).
 
     Attributes:
@@ -145,7 +145,7 @@ class Env(_Recorded):
         sweep: :class:`SweepPlacement` for records of a sweep.
         asv: asv's environment name and date, for records converted from asv results.
         workload_source: :class:`WorkloadSource`, for a user workload.
-        processes: :class:`Processes`, for a program over several JAX processes (``None``:
+        jax_processes: :class:`JaxProcesses`, for a program over several JAX processes (``None``:
             one process).
     """
 
@@ -168,7 +168,7 @@ class Env(_Recorded):
     sweep: SweepPlacement | None = None
     workload_source: WorkloadSource | None = None
     asv: dict[str, Any] | None = None
-    processes: Processes | None = None
+    jax_processes: JaxProcesses | None = None
 
 
 class Noise(_Recorded):
