@@ -445,3 +445,71 @@ def test_forward_records_without_wrt_are_tabled_not_a_key_error(tmp_path):
         r.params.pop("wrt")
     table = analysis.forward_table(load(tmp_path, recs))
     assert len(table) == 8 and set(table["param.wrt"]) == {"n/a"}
+
+
+def test_records_sharing_an_environment_keep_their_own_per_record_conditions(tmp_path):
+    from jaxbench.analysis.conditions import FIELD_GETTERS, PER_RECORD, condition_fields
+
+    recs = [record("0.4.30"), record("0.4.30", noise={"gpu_throttled": True}),
+            record("0.4.30", metrics={"mesh": {"data": 2}}),
+            record("0.4.30", compilation_cache={"dir": "/cache"})]  # fmt: skip
+    frame, _ = analysis.load_results(write(tmp_path / "run.jsonl", recs))
+    assert frame["env"].map(id).nunique() == 1  # one environment model, read once
+    fields = condition_fields(frame)
+    assert fields["gpu_throttled"].tolist()[:2] == ["(not recorded)", "GPU clocks held down"]
+    assert fields["mesh"].nunique() == 2 and fields["cache_dir"].nunique() == 2
+    assert frame["condition"].nunique() == 4
+    # every other field reads the environment alone: one value for all four records
+    for name in set(FIELD_GETTERS) - PER_RECORD:
+        assert [FIELD_GETTERS[name](row) for _, row in frame.iterrows()].count(
+            FIELD_GETTERS[name](frame.iloc[0])) == 4, name  # fmt: skip
+
+
+def test_a_comparison_of_many_processes_is_each_cases_estimate_over_its_processes():
+    """The comparison takes every process's median at once; each row must be what the
+    estimate over that case's processes gives, with nan, inf, empty and not-ok records, two
+    records of one case in one process, and rows in any order."""
+    from jaxbench.analysis.compare import compare_versions
+    from jaxbench.analysis.frames import records_frame
+    from jaxbench.inference import verdicts
+    from jaxbench.store import Item
+
+    rng = np.random.default_rng(7)
+    items = []
+    for version, slower in (("0.4.30", 1.0), ("0.4.31", 1.04)):
+        for p in range(6):
+            for k in (1, 2, 3):
+                samples = lognormal(1e-3 * k * slower, 30, seed=int(rng.integers(1 << 20)))
+                if (p, k) == (1, 2):
+                    samples[4] = math.nan  # left out
+                if (p, k) == (2, 3):
+                    samples[0] = math.inf  # not a latency: left out of the estimate
+                status = "recompiled" if (p, k) == (3, 1) else "ok"
+                params = {"size": "tiny", "dtype": "float32", "k": k}
+                for again in range(2 if (p, k) == (4, 2) else 1):  # twice in one process
+                    rec = record(version, samples if not again else samples[:10], params=params,
+                                 run_id=f"{version}-{p}", status=status,
+                                 compile_s=0.1 * (1 + p) if k != 1 else None)  # fmt: skip
+                    items.append(Item(rec, Path(f"{version}-{p}.jsonl"), None))
+    frame = records_frame(items).sample(frac=1.0, random_state=1)
+    table = compare_versions(frame, "0.4.30", "0.4.31").table
+    assert len(table) == 5  # three cases in steady state, two with a compile time
+    for row in table.itertuples():
+        sides = []
+        for version in ("0.4.30", "0.4.31"):
+            rows = frame[(frame["case"] == row.case) & (frame["version"] == version)]
+            if row.metric == STEADY_STATE:
+                rows = rows[rows["status"] == "ok"]
+                per = {p: [x for s in g["samples_s"] for x in s if not math.isnan(x)]
+                       for p, g in rows.groupby("process")}  # fmt: skip
+            else:
+                per = {p: g["compile_s"].dropna().tolist() for p, g in rows.groupby("process")}
+            sides.append([np.asarray(v, dtype=float) for v in per.values() if v])
+        want = verdicts.estimate_independent(*sides)
+        assert (row.ratio, row.ci_low, row.ci_high, row.n_baseline, row.calls_candidate) == (
+            want.ratio,
+            want.ci_low,
+            want.ci_high,
+            want.units_baseline,
+            want.calls_candidate,
+        )

@@ -6,7 +6,7 @@ import json
 import os
 
 import pytest
-from analysis_data import record, write_versions
+from analysis_data import record, write, write_versions
 from conftest import ROOT
 from test_calibrate import record as calibration_record
 from typer.testing import CliRunner
@@ -385,3 +385,12 @@ def test_the_store_scale_script_writes_records_the_loader_accepts(tmp_path):
     (tmp_path / "store-scale-x.json").write_text(json.dumps({"kind": "store-scale", "rows": []}))
     again = load(tmp_path)
     assert again.problems == [] and "store-scale" in again.passed_over
+
+
+def test_records_of_one_file_that_recorded_one_environment_share_its_model(tmp_path):
+    path = write(tmp_path / "run.jsonl", [record("0.4.30"), record("0.4.30"),
+                                          record("0.4.31"), record("0.4.30")])  # fmt: skip
+    envs = [item.model.env for item in load(path).of("record")]
+    assert envs[0] is envs[1]  # the same environment: one model
+    assert envs[2] is not envs[1] and envs[2].jax == "0.4.31"  # another: its own
+    assert envs[3] == envs[0] and envs[3].jax == "0.4.30"

@@ -212,3 +212,44 @@ def test_a_compile_shared_by_three_k_values_counts_once():
     )  # fmt: skip
     kept = compile_times(frame)
     assert [p["k"] for p in kept["params"]] == [1]
+
+
+def test_segment_medians_are_each_series_median_with_its_nan_and_empty_cases():
+    rng = np.random.default_rng(3)
+    series = [rng.lognormal(size=n) for n in (1, 2, 5, 6, 0, 7)]
+    series[3][2] = math.nan  # a nan makes its series' median nan, as median does
+    segment = np.repeat(np.arange(len(series)), [s.size for s in series])
+    values = np.concatenate(series)
+    shuffled = rng.permutation(values.size)  # the order of the values does not matter
+    got = verdicts.segment_medians(segment[shuffled], values[shuffled], len(series) + 1)
+    want = [verdicts.median(s) for s in series] + [math.nan]  # a last series with no value
+    np.testing.assert_array_equal(got, want)
+
+
+def test_the_estimate_from_log_medians_is_the_estimate_from_the_processes():
+    rng = np.random.default_rng(4)
+    a, b = _side(rng, 4), _side(rng, 5, effect=1.05)
+    b[1][3] = -1.0  # dropped by both: not a latency
+    logs = [np.log([verdicts.median(x[x > 0]) for x in side]) for side in (a, b)]
+    calls = (sum(int((x > 0).sum()) for x in a), sum(int((x > 0).sum()) for x in b))
+    assert verdicts.estimate_log_medians(*logs, calls) == verdicts.estimate_independent(a, b)
+
+
+def test_the_drift_check_of_many_processes_finds_what_one_by_one_finds():
+    rng = np.random.default_rng(5)
+    calls = [60] * 40 + [45] * 3 + [6]  # several lengths, one too short to test
+    side = [list(2e-3 * np.exp(rng.normal(0, 0.01, n))) for n in calls]
+    side[7] = side[7][:40] + [x * 1.3 for x in side[7][40:]]  # drifts in its second half
+    side[41] = [*side[41][:-1], math.inf]  # a non-finite value: checked on its own
+    found = stability.processes_disturbances([None] * 44, [None] * 44, side, side)
+    alpha = stability.DRIFT_ALPHA / (2 * len(side))
+    one_by_one = []
+    for name in ("baseline", "candidate"):
+        for i, samples in enumerate(side):
+            logs = np.log(np.asarray(samples).clip(min=1e-12))
+            logs = logs[int(len(logs) * stability.SETTLE_SHARE) :]
+            what = f"{name} process {i}: latency"
+            one_by_one.append(stability.drift(logs, stability.LATENCY_SHIFT, alpha, what, 1 / 44))
+    assert found == [d for d in one_by_one if d]
+    assert [d.reason.split(":")[0] for d in found] == ["baseline process 7",
+                                                        "candidate process 7"]  # fmt: skip

@@ -19,6 +19,7 @@ names it and :attr:`Comparison.kept_apart` says which fields differ.
 
 from __future__ import annotations
 
+import itertools
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -28,7 +29,7 @@ import numpy as np
 import pandas as pd
 
 from jaxbench.analysis.conditions import CONDITION, DEFAULT_FIELDS, split_series
-from jaxbench.analysis.frames import case_sort_key, compile_times, steady_state_samples
+from jaxbench.analysis.frames import case_sort_key, compile_times
 from jaxbench.analysis.versions import previous_version, version_categorical
 from jaxbench.inference import stability, verdicts
 from jaxbench.store import Noise
@@ -92,37 +93,124 @@ class Comparison:
     alpha: float
 
 
-def _processes(rows: pd.DataFrame, column: str) -> tuple[list[np.ndarray], list[Any]]:
-    """Per process: its values in call order, and its noise dict (``None`` if not recorded)."""
-    if rows.empty:
-        return [], []
-    process = rows["process"].to_numpy(dtype=object)
-    by_process = np.argsort(process, kind="stable")  # rows of a process in their frame order
-    keys = process[by_process]
-    starts = np.flatnonzero(np.r_[True, keys[1:] != keys[:-1]])
-    # values in call order: by process, then sample (frame order where there is no sample)
-    order = np.lexsort((rows["sample"].to_numpy(), process)) if "sample" in rows else by_process
-    values = np.split(rows[column].to_numpy(dtype=float)[order], starts[1:])
-    firsts = np.full(starts.size, None)
-    if "noise" in rows:
-        firsts = rows["noise"].to_numpy()[by_process[starts]]
-    noise = [n.model_dump() if isinstance(n, Noise) else None for n in firsts]
-    return values, noise
+@dataclass(frozen=True)
+class _Processes:
+    """The rows of a comparison's values, per process, for every case, condition and side.
+
+    Made in one pass over the values (:func:`_by_process`), not one per case: a long history
+    has hundreds of cases and thousands of processes. Segment ``i`` is one process of one
+    ``(case, condition, side)`` group; the groups' segments are contiguous, processes in the
+    order of their names, as :func:`_processes` of one group would give them.
+
+    Attributes:
+        groups: ``(case, condition, side)`` -> the ``slice`` of its segments.
+        values: Per segment, its values in call order (by ``sample``; in frame order where
+            there is none).
+        noise: Per segment, the noise dict of its first row in frame order (``None`` where not
+            recorded).
+        medians: Per segment, the median of its values (``nan`` where one is ``nan``).
+        log_medians: Per segment, the log of the median of its finite, positive values
+            (``nan`` where it has none).
+        calls: Per segment, how many finite, positive values it has.
+    """
+
+    groups: dict[tuple[str, str, str], slice]
+    values: list[np.ndarray]
+    noise: list[Any]
+    medians: np.ndarray
+    log_medians: np.ndarray
+    calls: np.ndarray
+
+    def side(self, key: tuple[str, str, str]) -> tuple[list[np.ndarray], list[Any]]:
+        """One group's values and noise, per process."""
+        part = self.groups[key]
+        return self.values[part], self.noise[part]
+
+
+def _values(cells: list[Any]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Each record's values laid end to end: ``(values, their record, their call number)``.
+
+    ``cells`` holds one sequence of values a record (its samples) or one value a record.
+    """
+    if cells and isinstance(cells[0], list | tuple | np.ndarray):
+        counts = np.fromiter(map(len, cells), dtype=np.int64, count=len(cells))
+        row = np.repeat(np.arange(len(cells)), counts)
+        x = np.concatenate([np.asarray(c, dtype=float) for c in cells]) if row.size else row
+        call = np.arange(row.size) - np.repeat(np.cumsum(counts) - counts, counts)
+        return np.asarray(x, dtype=float), row, call
+    n = len(cells)
+    return np.asarray(cells, dtype=float), np.arange(n), np.zeros(n, dtype=np.int64)
+
+
+def _by_process(records: pd.DataFrame, keys: list[str], column: str) -> _Processes:
+    """:class:`_Processes` of ``records`` (rows with ``keys``, ``process``, ``column``).
+
+    ``column`` holds each record's values in call order (its samples) or one value a record
+    (its compile time); missing values are left out.
+    """
+    group = records.groupby(keys, sort=False, dropna=False).ngroup().to_numpy()
+    names = list(records.drop_duplicates(keys)[keys].itertuples(index=False, name=None))
+    process = pd.factorize(records["process"].astype(str), sort=True)[0]
+    x, row, call = _values(records[column].tolist())
+    kept = ~np.isnan(x)
+    x, row, call = x[kept], row[kept], call[kept]
+    g, p = group[row], process[row]
+    # by group, then process (in name order), then call: ties in frame order (a stable sort)
+    order = np.lexsort((call, p, g))
+    g, p = g[order], p[order]
+    first = np.r_[True, (g[1:] != g[:-1]) | (p[1:] != p[:-1])] if x.size else np.zeros(0, bool)
+    starts = np.flatnonzero(first)
+    segment = np.empty(x.size, dtype=np.int64)
+    segment[order] = np.cumsum(first) - 1
+    noise = np.full(starts.size, None)
+    if "noise" in records and x.size:
+        noise = records["noise"].to_numpy()[np.minimum.reduceat(row[order], starts)]
+    valid = np.isfinite(x) & (x > 0)
+    medians = verdicts.segment_medians(segment, x, starts.size)
+    with np.errstate(divide="ignore", invalid="ignore"):  # the log of a median of no value
+        logs = np.log(medians if valid.all() else
+                      verdicts.segment_medians(segment[valid], x[valid], starts.size))  # fmt: skip
+    present = g[starts]  # each segment's group: runs of one value
+    bounds = np.flatnonzero(np.r_[True, present[1:] != present[:-1], True]) if x.size else [0]
+    return _Processes(
+        groups={names[present[a]]: slice(a, b) for a, b in itertools.pairwise(bounds)},
+        values=np.split(x[order], starts[1:]) if x.size else [],
+        noise=[_noise_dict(v) for v in noise],
+        medians=medians,
+        log_medians=logs,
+        calls=np.bincount(segment[valid], minlength=starts.size),
+    )
+
+
+def _noise_dict(noise: Any) -> dict[str, Any] | None:
+    """A record's noise as the disturbance checks read it (``None`` where not recorded)."""
+    if not isinstance(noise, Noise):
+        return None
+    return {**noise.__dict__, **(noise.__pydantic_extra__ or {})}
 
 
 def _compare_values(
-    a: pd.DataFrame, b: pd.DataFrame, column: str, threshold: float, alpha: float, strict: bool
+    found: _Processes,
+    keys: tuple[tuple[str, str, str], tuple[str, str, str]],
+    column: str,
+    threshold: float,
+    alpha: float,
+    strict: bool,
 ) -> dict[str, object]:
-    va, na = _processes(a, column)
-    vb, nb = _processes(b, column)
-    est = verdicts.estimate_independent(va, vb, threshold, alpha, strict)
-    drift = column == "latency_s"
-    found = stability.processes_disturbances(na, nb, va if drift else (), vb if drift else ())
-    est = stability.veto(est, found)
+    """One row's figures: the estimate over processes, vetoed by what could explain it."""
+    (va, na), (vb, nb) = found.side(keys[0]), found.side(keys[1])
+    a, b = found.groups[keys[0]], found.groups[keys[1]]
+    la, lb = found.log_medians[a], found.log_medians[b]
+    est = verdicts.estimate_log_medians(
+        la[np.isfinite(la)], lb[np.isfinite(lb)],
+        (int(found.calls[a].sum()), int(found.calls[b].sum())), threshold, alpha, strict,
+    )  # fmt: skip
+    drift = column == "samples_s"
+    disturbed = stability.processes_disturbances(na, nb, va if drift else (), vb if drift else ())
     return {
-        "baseline_median_s": verdicts.median([verdicts.median(v) for v in va]),
-        "candidate_median_s": verdicts.median([verdicts.median(v) for v in vb]),
-        **est.row(),
+        "baseline_median_s": verdicts.median(found.medians[a]),
+        "candidate_median_s": verdicts.median(found.medians[b]),
+        **stability.veto(est, disturbed).row(),
         "basis": BASIS,
     }
 
@@ -144,8 +232,7 @@ def _metric_rows(
     found: dict[str, dict[str, set[str]]] = {}  # case -> side -> conditions, values or not
     for case, cond, s in keyed[keys].drop_duplicates().itertuples(index=False):
         found.setdefault(case, {}).setdefault(s, set()).add(cond)
-    measured = keyed.dropna(subset=[column])
-    parts = dict(iter(measured.groupby(keys, sort=False, observed=True)))
+    processes = _by_process(keyed, keys, column)
     first = values.drop_duplicates("case")
     benchmark = dict(zip(first["case"], first["benchmark"], strict=True))
     cases = first["case"]
@@ -153,8 +240,8 @@ def _metric_rows(
         conds = {s: found[case].get(s, set()) for s in sides}
         both = sorted(conds[sides[0]] & conds[sides[1]])
         for cond in both:
-            a, b = parts.get((case, cond, sides[0])), parts.get((case, cond, sides[1]))
-            if a is None or b is None:
+            pair = (case, cond, sides[0]), (case, cond, sides[1])
+            if not all(k in processes.groups for k in pair):
                 continue
             rows.append(
                 {
@@ -163,7 +250,7 @@ def _metric_rows(
                     "benchmark": benchmark[case],
                     CONDITION: cond,
                 }
-                | _compare_values(a, b, column, threshold, alpha, strict)
+                | _compare_values(processes, pair, column, threshold, alpha, strict)
             )
         alone = {s: sorted(conds[s] - set(both)) for s in sides}
         for s, other in (sides, sides[::-1]):
@@ -238,8 +325,9 @@ def compare_versions(
     split = split_series(sub, fields)
     # only the columns the comparison reads: exploding and grouping copy every column they hold
     narrow = split.frame[[c for c in dict.fromkeys((*_READ, by)) if c in split.frame]]
-    steady, un1 = _metric_rows(steady_state_samples(narrow), "latency_s", STEADY_STATE,
-                               by, sides, threshold, alpha, strict)  # fmt: skip
+    timed = narrow[(narrow["status"] == "ok") & (narrow["samples_s"].map(len) > 0)]
+    steady, un1 = _metric_rows(timed, "samples_s", STEADY_STATE, by, sides, threshold, alpha,
+                               strict)  # fmt: skip
     comp, un2 = _metric_rows(compile_times(narrow), "compile_s", COMPILE, by, sides,
                              compile_threshold, alpha, strict)  # fmt: skip
     table = pd.DataFrame([*steady, *comp], columns=list(COLUMNS))

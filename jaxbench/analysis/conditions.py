@@ -121,9 +121,14 @@ FIELD_GETTERS: dict[str, Callable[[Row], Any]] = {
     "asv_benchmark_version": lambda r: _asv(r, _metrics(r).benchmark_version),
     "commit": lambda r: r.get("commit"),
 }
+#: Fields that read more than the record's environment (``env`` and the columns made from it):
+#: the compilation cache, ``noise`` or ``metrics``.
+PER_RECORD = frozenset({"cache_dir", "cache_min_compile_time_s", "shared", "gpu_throttled",
+                        "mesh", "asv_number", "asv_benchmark_version"})  # fmt: skip
+#: Columns of the results frame made from ``env`` (:func:`jaxbench.analysis.frames.record_row`).
+_FROM_ENV = ("source", "backend", "device_kind", "machine", "jax", "jaxlib", "commit")
 #: Columns of the results frame that the getters read.
-_READ = ("source", "backend", "device_kind", "machine", "jax", "jaxlib", "compilation_cache",
-         "env", "noise", "metrics", "commit")  # fmt: skip
+_READ = (*_FROM_ENV, "compilation_cache", "env", "noise", "metrics")
 #: Fields used unless told otherwise; ``env.<VAR>`` and ``flag.<name>`` are added per frame.
 DEFAULT_FIELDS: tuple[str, ...] = tuple(f for f in FIELD_GETTERS if f != "commit")
 
@@ -174,19 +179,31 @@ def condition_fields(
         raise KeyError(f"unknown condition fields {unknown}; known: {list(FIELD_GETTERS)}")
     out: dict[str, list[str]] = {f: [] for f in fields}
     extra: list[dict[str, Any]] = []
-    getters = [(f, FIELD_GETTERS[f]) for f in fields]
+    per_env = [(f, FIELD_GETTERS[f]) for f in fields if f not in PER_RECORD]
+    per_record = [(f, FIELD_GETTERS[f]) for f in fields if f in PER_RECORD]
+    # A history's records share a few environments (one model per file and process, as the
+    # store loads them): what depends on the environment alone is read once per environment.
+    seen: dict[tuple[Any, ...], tuple[list[str], dict[str, Any]]] = {}
     for row in _rows(frame, _READ):
-        for f, getter in getters:
+        key = (id(row.get("env")), *(row.get(c) for c in _FROM_ENV))
+        if key not in seen:
+            more: dict[str, Any] = {}
+            if env_vars:
+                env = _env(row)
+                more |= {f"env.{k}": v for k, v in env.env_vars.items()}
+                more |= {f"flag.{k}": v for k, v in env.jax_flags.items()}
+            seen[key] = ([_text(getter(row)) for _, getter in per_env], more)
+        texts, more = seen[key]
+        for (f, _), text in zip(per_env, texts, strict=True):
+            out[f].append(text)
+        for f, getter in per_record:
             out[f].append(_text(getter(row)))
-        more: dict[str, Any] = {}
-        if env_vars:
-            env = _env(row)
-            more |= {f"env.{k}": v for k, v in env.env_vars.items()}
-            more |= {f"flag.{k}": v for k, v in env.jax_flags.items()}
         extra.append(more)
-    names = sorted({k for more in extra for k in more})
-    for name in names:
-        out[name] = [_text(more.get(name)) for more in extra]
+    distinct = {id(more): more for more in extra}  # one dict per environment (``seen``)
+    names = sorted({k for more in distinct.values() for k in more})
+    texts = {i: [_text(more.get(name)) for name in names] for i, more in distinct.items()}
+    for j, name in enumerate(names):
+        out[name] = [texts[id(more)][j] for more in extra]
     return pd.DataFrame(out, index=frame.index, dtype=object)
 
 

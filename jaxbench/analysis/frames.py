@@ -25,14 +25,13 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pandas as pd
 
 from jaxbench.analysis.conditions import DEFAULT_FIELDS, add_conditions
 from jaxbench.analysis.versions import version_categorical
 from jaxbench.store import Env, Loaded, Problem, Record, case_label, load
 from jaxbench.store.record import NEEDED, missing_needed, with_implied
-
-RECORD_FIELDS = tuple(Record.model_fields)
 
 __all__ = [
     "Problem",
@@ -70,7 +69,7 @@ def record_row(rec: Record, file: str | os.PathLike[str]) -> dict[str, Any]:
     for records converted from asv's result files, which carry ``env.asv``; ``jaxbench``
     otherwise).
     """
-    row = {name: getattr(rec, name) for name in RECORD_FIELDS}
+    row = dict(rec.__dict__)  # the record's fields (a Record has no others)
     for key, value in with_implied(rec.benchmark, rec.params).items():
         row[f"param.{key}"] = value
     env = rec.env
@@ -87,10 +86,18 @@ def samples_frame(records: pd.DataFrame) -> pd.DataFrame:
     The sample column is renamed ``latency_s`` (seconds) and ``sample`` numbers calls from 0.
     Records without samples (failed, skipped) are dropped.
     """
-    frame = records[records["samples_s"].map(len) > 0].drop(columns=["env"], errors="ignore")
-    frame = frame.assign(sample=frame["samples_s"].map(lambda s: list(range(len(s)))))
-    frame = frame.explode(["samples_s", "sample"], ignore_index=True)
-    return frame.rename(columns={"samples_s": "latency_s"}).astype({"latency_s": float})
+    counts = records["samples_s"].map(len).to_numpy(dtype=np.int64)
+    timed = records[counts > 0]
+    counts = counts[counts > 0]
+    # one row per sample: each record's row repeated, its samples laid end to end
+    rows = np.repeat(np.arange(len(timed)), counts)
+    out = timed.drop(columns=["env", "samples_s"], errors="ignore").iloc[rows]
+    latency = [np.asarray(s, dtype=float) for s in timed["samples_s"]]
+    first = np.repeat(np.cumsum(counts) - counts, counts)  # each row's record's first sample
+    return out.reset_index(drop=True).assign(
+        latency_s=np.concatenate(latency) if latency else np.empty(0),
+        sample=np.arange(rows.size) - first,
+    )
 
 
 def load_results(
@@ -151,9 +158,17 @@ def records_frame(
         return frame
     _keep_int_params(frame, rows)
     frame["version"] = version_categorical(frame["jax"])
-    frame["case"] = [
-        case_label(b, p) for b, p in zip(frame["benchmark"], frame["params"], strict=True)
-    ]
+    labels: dict[tuple[Any, ...], str] = {}  # a history repeats a few hundred cases
+    cases = []
+    for benchmark, params in zip(frame["benchmark"], frame["params"], strict=True):
+        key = (benchmark, *params.items())
+        try:
+            cases.append(labels[key])
+        except KeyError:
+            cases.append(labels.setdefault(key, case_label(benchmark, params)))
+        except TypeError:  # a value that is not hashable: labelled on its own
+            cases.append(case_label(benchmark, params))
+    frame["case"] = cases
     return add_conditions(frame, condition_fields)
 
 

@@ -30,7 +30,7 @@ from jaxbench.inference.scaling import (
     compare_pair_exponents,
     fit_exponent,
 )
-from jaxbench.inference.verdicts import median
+from jaxbench.inference.verdicts import segment_medians
 from jaxbench.interleave.verdict import look_level
 from jaxbench.store.live import CaseComparison, PairRun
 
@@ -38,10 +38,14 @@ from jaxbench.store.live import CaseComparison, PairRun
 FAMILY = ("benchmark", "backend", "device_kind", "machine")
 
 
-def _is_number(value: object) -> bool:
-    return isinstance(value, int | float | np.integer | np.floating) and not isinstance(
-        value, bool | np.bool_
+def _is_number_type(kind: type) -> bool:
+    return issubclass(kind, int | float | np.integer | np.floating) and not issubclass(
+        kind, bool | np.bool_
     )
+
+
+def _is_number(value: object) -> bool:
+    return _is_number_type(type(value))
 
 
 def swept_params(frame: pd.DataFrame) -> list[str]:
@@ -49,7 +53,8 @@ def swept_params(frame: pd.DataFrame) -> list[str]:
     out = []
     for column in (c for c in frame.columns if c.startswith("param.")):
         values = frame[column].dropna()
-        if len(values) and values.map(_is_number).all() and values.nunique() >= MIN_POINTS:
+        kinds = {type(v) for v in values.tolist()}  # each type once, not each value
+        if kinds and all(map(_is_number_type, kinds)) and values.nunique() >= MIN_POINTS:
             out.append(column.removeprefix("param."))
     return out
 
@@ -68,14 +73,17 @@ def swept_points(frame: pd.DataFrame, by: str = "jax") -> pd.DataFrame:
     """
     ok = frame[frame["status"] == "ok"] if len(frame) else frame
     parts = []
-    for swept in swept_params(ok):
+    swept_names = swept_params(ok)
+    if swept_names:
+        ok = ok.assign(_median_s=record_medians(ok["samples_s"]))
+    for swept in swept_names:
         column = f"param.{swept}"
         sub = ok[ok[column].notna()]
         others = [c for c in sub.columns if c.startswith("param.") and c != column]
         labels = _labels(sub, others)
         parts.append(pd.DataFrame({
             **{k: sub[k] for k in FAMILY}, "params": labels, "swept": swept,
-            "x": sub[column].astype(float), "median_s": sub["samples_s"].map(median),
+            "x": sub[column].astype(float), "median_s": sub["_median_s"],
             "jax": sub[by], "process": sub["process"],
         }))  # fmt: skip
     return pd.concat(parts, ignore_index=True) if parts else pd.DataFrame()
@@ -103,9 +111,13 @@ def exponents_frame(frame: pd.DataFrame, alpha: float = 0.05, by: str = "jax") -
     keys = [*FAMILY, "params", "swept", "jax"]
     rows = []
     for key, group in points.groupby(keys, dropna=False, sort=True):
+        process = group["process"].astype(str).to_numpy()
+        order = np.argsort(process, kind="stable")  # by process, each in its rows' order
+        names, starts = np.unique(process[order], return_index=True)
+        xs = np.split(group["x"].to_numpy(dtype=float)[order], starts[1:])
+        ys = np.split(group["median_s"].to_numpy(dtype=float)[order], starts[1:])
         by_process = {
-            str(p): (g["x"].tolist(), g["median_s"].tolist())
-            for p, g in group.groupby("process", sort=True)
+            str(p): (x.tolist(), y.tolist()) for p, x, y in zip(names, xs, ys, strict=True)
         }
         fit = fit_exponent(by_process, alpha)
         if fit is None:
@@ -116,6 +128,21 @@ def exponents_frame(frame: pd.DataFrame, alpha: float = 0.05, by: str = "jax") -
             "processes": fit.processes, "points": fit.points, "basis": fit.basis, "fit": fit,
         })  # fmt: skip
     return pd.DataFrame(rows)
+
+
+def record_medians(samples: pd.Series) -> np.ndarray:
+    """Each record's median latency (:func:`~jaxbench.inference.verdicts.median`), all at once.
+
+    Args:
+        samples: One list of samples (seconds) a record.
+
+    Returns:
+        Shape ``(records,)``, seconds; ``nan`` for a record without samples or with a ``nan``.
+    """
+    cells = samples.tolist()
+    counts = np.fromiter(map(len, cells), dtype=np.int64, count=len(cells))
+    values = np.concatenate([np.asarray(c, dtype=float) for c in cells]) if counts.sum() else []
+    return segment_medians(np.repeat(np.arange(len(cells)), counts), values, len(cells))
 
 
 def _labels(rows: pd.DataFrame, columns: list[str]) -> pd.Series:

@@ -62,6 +62,14 @@ EXIT_UNDECIDED = 3
 def _offline(baseline: str, candidate: str, results: list[Path], opts: dict[str, Any],
              json_out: Path | None = None, markdown: Path | None = None) -> None:  # fmt: skip
     """Compare recorded results; every file is read once: records and calibrations together."""
+    from jaxbench.store import collector_paused
+
+    with collector_paused():
+        _compare_recorded(baseline, candidate, results, opts, json_out, markdown)
+
+
+def _compare_recorded(baseline: str, candidate: str, results: list[Path], opts: dict[str, Any],
+                      json_out: Path | None, markdown: Path | None) -> None:  # fmt: skip
     from jaxbench.analysis import compare_versions
     from jaxbench.analysis.compare import BASIS
     from jaxbench.analysis.frames import results_of
@@ -187,7 +195,7 @@ def _cite_calibration(folders: list[Path], cases: set[str], read: Any = None) ->
 
     read = read if read is not None else Loaded()
     here = host()["hostname"]
-    roots = [f for f in {*folders, Path("results")} if f.exists()]
+    roots = [f for f in dict.fromkeys([*folders, Path("results")]) if f.exists()]
     more = load(roots, kinds={"calibration"}, skip=read.files)
     found = [*read.models("calibration"), *more.models("calibration")]
     by_case: dict[str, list] = {}  # one pass over the calibrations, not one per case

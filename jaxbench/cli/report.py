@@ -53,6 +53,7 @@ def report_cmd(
         from jaxbench.analysis.report_context import REPORT_NAME
         from jaxbench.analysis.review import Settings
         from jaxbench.folders import FolderBusy, remove_if_only_lock, sole_writer
+        from jaxbench.store import collector_paused
     except KeyboardInterrupt:
         message = f"report interrupted while starting; nothing in {out} changed"
         raise fail(message, code=130) from None
@@ -67,10 +68,12 @@ def report_cmd(
     made = not Path(out).exists()
     try:
         settings = Settings(threshold=threshold, compile_threshold=compile_threshold, alpha=alpha)
-        review = load_review(paths, baseline=baseline, candidate=candidate, settings=settings)
-        out_dir = writable_folder(out)
-        with sole_writer(out_dir, "--out"):
-            path = render_report(review, out_dir)
+        with collector_paused():  # a long history: see jaxbench.store.collector_paused
+            review = load_review(paths, baseline=baseline, candidate=candidate,
+                                 settings=settings)  # fmt: skip
+            out_dir = writable_folder(out)
+            with sole_writer(out_dir, "--out"):
+                path = render_report(review, out_dir)
     except (FileNotFoundError, ReviewInputError, FolderBusy) as exc:
         raise fail(str(exc)) from None
     except KeyboardInterrupt:

@@ -377,6 +377,13 @@ def show_cmd(
     history of thousands of records is cut to the last ``--limit`` ones, and stderr says how
     many were left out.
     """
+    from jaxbench.store import collector_paused
+
+    with collector_paused():  # a long history: see jaxbench.store.collector_paused
+        _show(paths, strict, limit)
+
+
+def _show(paths: list[Path], strict: bool, limit: int) -> None:
     from jaxbench.store import StoreFormatError, load
     from jaxbench.tables import records_table
 

@@ -176,7 +176,12 @@ def share_change(
         weight: Share of the comparison's mean log ratio the series stands for; the bound is
             ``weight * log(max / min)`` (time scales at most as the CPU share taken away).
     """
-    span = _parts_span(_shares(noise))
+    return _span_change(_shares(noise), what, factor, weight)
+
+
+def _span_change(shares: np.ndarray, what: str, factor: float, weight: float) -> Disturbance | None:
+    """:func:`share_change` of the CPU shares already read from the noise dicts."""
+    span = _parts_span(shares)
     if span is None or span[1] / span[0] <= factor:
         return None
     reason = (f"{what}: CPU share of the timed region moved between {span[0]:.2f} and "
@@ -296,13 +301,15 @@ def processes_disturbances(
         candidate_samples: The candidate's.
     """
     na, nb = max(1, len(baseline)), max(1, len(candidate))
-    out: list[Disturbance | None] = [
-        share_change(baseline, "baseline processes"),
-        share_change(candidate, "candidate processes"),
-        *(steal([n], f"baseline process {i}", 1 / na) for i, n in enumerate(baseline)),
-        *(steal([n], f"candidate process {i}", 1 / nb) for i, n in enumerate(candidate)),
-    ]
     sa, sb = _shares(baseline), _shares(candidate)
+    out: list[Disturbance | None] = [
+        _span_change(sa, "baseline processes", CPU_SHARE_FACTOR, 1.0),
+        _span_change(sb, "candidate processes", CPU_SHARE_FACTOR, 1.0),
+        *(steal([n], f"baseline process {i}", 1 / na)
+          for i, n in enumerate(baseline) if _steals(n)),
+        *(steal([n], f"candidate process {i}", 1 / nb)
+          for i, n in enumerate(candidate) if _steals(n)),
+    ]  # fmt: skip
     if sa.size and sb.size:
         med = sorted((float(np.median(sa)), float(np.median(sb))))
         if med[1] / med[0] > CPU_SHARE_FACTOR_SIDES:
@@ -312,12 +319,49 @@ def processes_disturbances(
                 "use the CPUs differently; compare live (--interleave) to tell"
             )
             out.append(Disturbance(reason, math.log(med[1] / med[0])))
-    series = [("baseline", s, 1 / max(1, len(baseline_samples))) for s in baseline_samples] + [
-        ("candidate", s, 1 / max(1, len(candidate_samples))) for s in candidate_samples
-    ]
+    series = [
+        (f"{side} process {i}", s, 1 / max(1, len(samples)))
+        for side, samples in (("baseline", baseline_samples), ("candidate", candidate_samples))
+        for i, s in enumerate(samples)
+    ]  # each side's processes numbered from 0, as the steal and share reasons number them
     alpha = DRIFT_ALPHA / max(1, len(series))
-    for i, (side, samples, weight) in enumerate(series):
+    moved = _may_drift([s for _, s, _ in series], math.log1p(LATENCY_SHIFT))
+    for (what, samples, weight), check in zip(series, moved, strict=True):
+        if not check:
+            continue
         logs = np.log(np.asarray(samples, dtype=float).clip(min=1e-12))
         logs = logs[int(len(logs) * SETTLE_SHARE) :]
-        out.append(drift(logs, LATENCY_SHIFT, alpha, f"{side} process {i}: latency", weight))
+        out.append(drift(logs, LATENCY_SHIFT, alpha, f"{what}: latency", weight))
     return [d for d in out if d]
+
+
+def _steals(noise: Mapping[str, Any] | None) -> bool:
+    """Whether :func:`steal` of this one noise dict finds a disturbance."""
+    value = noise.get("steal_share") if isinstance(noise, Mapping) else None
+    return isinstance(value, int | float) and value > MAX_STEAL
+
+
+def _may_drift(series: Sequence[Sequence[float]], least: float) -> np.ndarray:
+    """Per series, ``False`` where :func:`drift` of its settled log latencies cannot fire.
+
+    The halves' medians of every series of one length without a non-finite value are taken at
+    once (a history has thousands of processes a comparison): a series whose halves differ by
+    clearly less than ``least`` cannot drift (:func:`halves_shift` does not test it). Every
+    other series is ``True`` and is checked one by one.
+    """
+    flags = np.ones(len(series), dtype=bool)
+    by_length: dict[int, list[int]] = {}
+    for i, s in enumerate(series):
+        by_length.setdefault(len(s), []).append(i)
+    for n, which in by_length.items():
+        logs = np.log(np.asarray([series[i] for i in which], dtype=float).clip(min=1e-12))
+        logs = logs[:, int(n * SETTLE_SHARE) :]
+        half = logs.shape[1] // 2
+        finite = np.isfinite(logs).all(axis=1)
+        if half < MIN_HALF:
+            flags[np.asarray(which)[finite]] = False  # too short to test
+            continue
+        shift = np.abs(np.median(logs[:, -half:], axis=1) - np.median(logs[:, :half], axis=1))
+        # a margin, so that rounding in the medians never spares a series at the boundary
+        flags[np.asarray(which)[finite & (shift < least * (1 - 1e-9))]] = False
+    return flags

@@ -225,6 +225,30 @@ def median(values: Sequence[float] | np.ndarray) -> float:
     return float(x[m]) if n % 2 else float((x[m - 1] + x[m]) / 2)
 
 
+def segment_medians(segment: np.ndarray, values: np.ndarray, n: int) -> np.ndarray:
+    """The :func:`median` of each of ``n`` series laid end to end, by one sort of them all.
+
+    Args:
+        segment: Shape ``(m,)``, integers in ``[0, n)``: the series each value belongs to.
+        values: Shape ``(m,)``, the values (any order).
+        n: The number of series.
+
+    Returns:
+        Shape ``(n,)``: each series' median, as :func:`median` takes it (``nan`` for a series
+        that is empty or holds a ``nan``).
+    """
+    values = np.asarray(values, dtype=float)
+    order = np.lexsort((values, segment))  # by series, then value (nan last)
+    x, counts = values[order], np.bincount(segment, minlength=n)
+    if x.size == 0:
+        return np.full(n, np.nan)
+    ends = np.cumsum(counts)
+    middle = np.minimum(ends - counts + counts // 2, x.size - 1)
+    upper, lower = x[middle], x[np.maximum(middle - 1, 0)]
+    out = np.where(counts % 2 == 1, upper, (lower + upper) / 2)
+    return np.where((counts == 0) | np.isnan(x[np.maximum(ends - 1, 0)]), np.nan, out)
+
+
 def _log_medians(groups: Sequence[Sequence[float] | np.ndarray]) -> tuple[np.ndarray, int]:
     logs, calls = [], 0
     for g in groups:
@@ -429,11 +453,41 @@ def estimate_independent(
     Raises:
         ValueError: A bad ``threshold`` or ``alpha``, or a side without any value.
     """
+    a, calls_a = _log_medians(baseline)
+    b, calls_b = _log_medians(candidate)
+    return estimate_log_medians(a, b, (calls_a, calls_b), threshold, alpha, strict)
+
+
+def estimate_log_medians(
+    a: np.ndarray,
+    b: np.ndarray,
+    calls: tuple[int, int],
+    threshold: float = DEFAULT_THRESHOLD,
+    alpha: float = DEFAULT_ALPHA,
+    strict: bool = False,
+) -> Estimate:
+    """:func:`estimate_independent` from each process's log median, already taken.
+
+    For a caller that takes the medians of many processes at once (a recorded comparison of a
+    long history, :mod:`jaxbench.analysis.compare`).
+
+    Args:
+        a: Shape ``(processes,)``: the natural log of each baseline process's median of its
+            finite, positive values (seconds); processes without such values left out.
+        b: The candidate's, the same way.
+        calls: The values behind ``a`` and ``b`` (finite, positive), for the estimate's
+            ``calls``.
+        threshold: As :func:`estimate_independent`.
+        alpha: As :func:`estimate_independent`.
+        strict: As :func:`estimate_independent`.
+
+    Raises:
+        ValueError: As :func:`estimate_independent`.
+    """
     from scipy import stats as sps  # not at the top: a live worker never needs it
 
     check_rule(threshold, alpha)
-    a, calls_a = _log_medians(baseline)
-    b, calls_b = _log_medians(candidate)
+    a, b = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
     if a.size == 0 or b.size == 0:
         raise ValueError(f"each side needs a value: {a.size} and {b.size} processes with data")
     diff = float(b.mean() - a.mean())
@@ -450,7 +504,7 @@ def estimate_independent(
         se = sd * math.sqrt(1 / a.size + 1 / b.size)
         df = float(a.size + b.size - 2)
         p = float(2 * sps.t.sf(abs(diff) / se, df))
-    return _finish(diff, se, df, p, sd, (int(a.size), int(b.size)), (calls_a, calls_b),
+    return _finish(diff, se, df, p, sd, (int(a.size), int(b.size)), calls,
                    "independent", alpha, threshold, strict)  # fmt: skip
 
 
