@@ -43,17 +43,19 @@ def forward_table(frame: pd.DataFrame) -> pd.DataFrame:
         Empty when there are no forward-mode ``ok`` records.
     """
     fwd = frame[frame["benchmark"].astype(str).str.startswith(FORWARD_PREFIX)]
-    samples = steady_state_samples(fwd)
     cols = [*GROUP, "benchmark", "k", "p50_s", "n", "held_bytes"]
+    if fwd.empty:
+        return pd.DataFrame(columns=cols)
+    # only the columns read here: every column is repeated once per sample
+    fwd = fwd[[c for c in (*GROUP, "benchmark", "param.k", "status", "samples_s") if c in fwd]]
+    fwd = fwd.assign(held_bytes=frame.loc[fwd.index, "metrics"].map(_held_bytes))
+    samples = steady_state_samples(fwd)
     if samples.empty:
         return pd.DataFrame(columns=cols)
     for column in [c for c in GROUP if c.startswith("param.")]:  # older records lack wrt
         given = samples[column].astype(object) if column in samples else None
         samples[column] = "n/a" if given is None else given.where(given.notna(), "n/a")
-    samples = samples.assign(
-        k=samples["param.k"].astype(int),
-        held_bytes=samples["metrics"].map(_held_bytes),
-    )
+    samples = samples.assign(k=samples["param.k"].astype(int))
     keys = [*GROUP, "benchmark", "k"]
     out = samples.groupby(keys, observed=True).agg(
         p50_s=("latency_s", "median"), n=("latency_s", "size"), held_bytes=("held_bytes", "max")
