@@ -160,11 +160,11 @@ def _by_process(records: pd.DataFrame, keys: list[str], column: str) -> _Process
     g, p = g[order], p[order]
     first = np.r_[True, (g[1:] != g[:-1]) | (p[1:] != p[:-1])] if x.size else np.zeros(0, bool)
     starts = np.flatnonzero(first)
-    segment = np.empty(x.size, dtype=np.int64)
-    segment[order] = np.cumsum(first) - 1
+    segment = np.cumsum(first) - 1  # of each value in that order
     noise = np.full(starts.size, None)
     if "noise" in records and x.size:
         noise = records["noise"].to_numpy()[np.minimum.reduceat(row[order], starts)]
+    x = x[order]
     valid = np.isfinite(x) & (x > 0)
     medians = verdicts.segment_medians(segment, x, starts.size)
     with np.errstate(divide="ignore", invalid="ignore"):  # the log of a median of no value
@@ -174,7 +174,7 @@ def _by_process(records: pd.DataFrame, keys: list[str], column: str) -> _Process
     bounds = np.flatnonzero(np.r_[True, present[1:] != present[:-1], True]) if x.size else [0]
     return _Processes(
         groups={names[present[a]]: slice(a, b) for a, b in itertools.pairwise(bounds)},
-        values=np.split(x[order], starts[1:]) if x.size else [],
+        values=np.split(x, starts[1:]) if x.size else [],
         noise=[_noise_dict(v) for v in noise],
         medians=medians,
         log_medians=logs,

@@ -238,10 +238,14 @@ def segment_medians(segment: np.ndarray, values: np.ndarray, n: int) -> np.ndarr
         that is empty or holds a ``nan``).
     """
     values = np.asarray(values, dtype=float)
-    order = np.lexsort((values, segment))  # by series, then value (nan last)
-    x, counts = values[order], np.bincount(segment, minlength=n)
-    if x.size == 0:
+    counts = np.bincount(segment, minlength=n)
+    if values.size == 0:
         return np.full(n, np.nan)
+    if counts.min() == counts.max() and np.all(segment[1:] >= segment[:-1]):
+        # series of one length laid end to end (a history's records, its processes): by rows
+        x = np.sort(values.reshape(n, -1), axis=1).ravel()
+    else:
+        x = values[np.lexsort((values, segment))]  # by series, then value (nan last)
     ends = np.cumsum(counts)
     middle = np.minimum(ends - counts + counts // 2, x.size - 1)
     upper, lower = x[middle], x[np.maximum(middle - 1, 0)]
