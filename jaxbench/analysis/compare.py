@@ -99,8 +99,8 @@ class _Processes:
 
     Made in one pass over the values (:func:`_by_process`), not one per case: a long history
     has hundreds of cases and thousands of processes. Segment ``i`` is one process of one
-    ``(case, condition, side)`` group; the groups' segments are contiguous, processes in the
-    order of their names, as :func:`_processes` of one group would give them.
+    ``(case, condition, side)`` group; a group's segments are contiguous, its processes in the
+    order of their names.
 
     Attributes:
         groups: ``(case, condition, side)`` -> the ``slice`` of its segments.
