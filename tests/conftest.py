@@ -105,7 +105,8 @@ def forced_json(script: str, timeout: int = 300) -> dict:
 # A test file runs on one worker, in file order (test_slurm.py's module fixture starts one real
 # Slurm cluster and checks its one queue). Files are handed out longest first, so that no worker
 # is left with a long one at the end: seconds each on the 2-core VM (``--durations=0``, serial).
-# The ``alone`` tests' file goes before them all: its tests run while nothing else has started.
+# The ``alone`` tests' files go before them all (``pytest_collection_modifyitems``), those tests
+# first in each: they run while nothing else has started.
 LONGEST_FIRST = (
     "test_quiet_machine.py",
     "test_run_traces.py",  # its op diff test runs alone too
@@ -134,7 +135,16 @@ def _file_rank(item: pytest.Item) -> int:
 
 
 def pytest_collection_modifyitems(config, items):
-    items.sort(key=_file_rank)  # stable: tests keep their order within a file
+    """Files with ``alone`` tests first, then longest first (:data:`LONGEST_FIRST`); in each
+    file its ``alone`` tests first.
+
+    A file's tests run on one worker in this order, and every other test waits for the last
+    ``alone`` one: a test of the same file placed before it would wait for a test queued behind
+    itself (until :data:`ALONE_FIRST_WAIT_S`). The sort is stable otherwise.
+    """
+    alone = {item.path for item in items if item.get_closest_marker("alone")}
+    items.sort(key=lambda item: (item.path not in alone, _file_rank(item),
+                                 not item.get_closest_marker("alone")))  # fmt: skip
 
 
 def pytest_collection_finish(session):
@@ -155,6 +165,7 @@ def _shared_folder(config: pytest.Config) -> Path:
 
 
 _LAST_ALONE = pytest.StashKey[str | None]()
+_GAVE_UP = pytest.StashKey[bool]()
 # How long any other test waits for the ``alone`` tests before it starts anyway (seconds).
 ALONE_FIRST_WAIT_S = 600.0
 
@@ -208,8 +219,11 @@ def pytest_runtest_protocol(item, nextitem):
         finally:
             if item.nodeid == last_alone:
                 done.touch()
-    if last_alone is not None:
+    alone_elsewhere = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1")) > 1
+    if last_alone is not None and alone_elsewhere and not item.config.stash.get(_GAVE_UP, False):
         _wait_until(done.exists, ALONE_FIRST_WAIT_S, item, "the alone tests are still running")
+        # a worker waits at most once: should the wait time out, its next tests do not wait
+        item.config.stash[_GAVE_UP] = not done.exists()
     with _flock(gate, fcntl.LOCK_EX):
         pass
     with _flock(run, fcntl.LOCK_SH):

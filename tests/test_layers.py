@@ -1,6 +1,8 @@
 """Imports flow one way through the package (docs/architecture.md); a test fails on any other."""
 
 import ast
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -156,3 +158,26 @@ def test_the_command_line_starts_without_jax_scipy_or_pandas():
     probe = f"import sys, jaxbench.cli; print(sorted(m for m in {heavy} if m in sys.modules))"
     out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]", out.stdout
+
+
+@pytest.mark.slow
+def test_the_alone_tests_come_first_in_the_order_the_suite_runs():
+    """Every other test waits for the last ``alone`` one (tests/conftest.py): a test that runs
+    before it on the same worker, in its file, would wait for a test queued behind itself."""
+
+    def collected(*args: str) -> list[str]:
+        done = subprocess.run([sys.executable, "-m", "pytest", "--collect-only", "-q", "-n", "0",
+                               "-p", "no:cacheprovider", *args], cwd=ROOT, capture_output=True,
+                              text=True, timeout=300)  # fmt: skip
+        assert done.returncode == 0, done.stdout + done.stderr
+        return [line for line in done.stdout.splitlines() if "::" in line]
+
+    order, alone = collected(), set(collected("-m", "alone"))
+    assert alone, "no alone test collected"
+    files = list(dict.fromkeys(test.split("::")[0] for test in order))
+    alone_files = {test.split("::")[0] for test in alone}
+    assert set(files[: len(alone_files)]) == alone_files  # their files first
+    for file in alone_files:  # and in each, its alone tests before its others
+        tests = [test for test in order if test.startswith(f"{file}::")]
+        flags = [test in alone for test in tests]
+        assert flags == sorted(flags, reverse=True), tests
