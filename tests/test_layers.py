@@ -1,6 +1,7 @@
 """Imports flow one way through the package (docs/architecture.md); a test fails on any other."""
 
 import ast
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -165,10 +166,13 @@ def test_the_alone_tests_come_first_in_the_order_the_suite_runs():
     """Every other test waits for the last ``alone`` one (tests/conftest.py): a test that runs
     before it on the same worker, in its file, would wait for a test queued behind itself."""
 
+    # a session of its own, not taken for one of this run's xdist workers
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PYTEST_")}
+
     def collected(*args: str) -> list[str]:
         done = subprocess.run([sys.executable, "-m", "pytest", "--collect-only", "-q", "-n", "0",
                                "-p", "no:cacheprovider", *args], cwd=ROOT, capture_output=True,
-                              text=True, timeout=300)  # fmt: skip
+                              text=True, timeout=300, env=env)  # fmt: skip
         assert done.returncode == 0, done.stdout + done.stderr
         return [line for line in done.stdout.splitlines() if "::" in line]
 
