@@ -89,7 +89,10 @@ def _picks(review: Review, samples: pd.DataFrame) -> list[tuple[str, list[str], 
 def latency_section(ctx: ReportContext) -> str:
     """Violins (log space) per group and condition, then one ECDF figure per condition."""
     review = ctx.review
-    samples = steady_state_samples(review.frame)
+    # only the columns the figures read: every column is repeated once per call
+    read = [c for c in (CONDITION, "case", "benchmark", "version", "status", "samples_s")
+            if c in review.frame]  # fmt: skip
+    samples = steady_state_samples(review.frame[read])
     parts = [
         "## Latency distributions",
         "Steady-state latency per call for each version, log scale (violin densities estimated "
