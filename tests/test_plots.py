@@ -179,3 +179,21 @@ def test_forward_crossover_refuses_two_versions(tmp_path):
     frame = frame_of(tmp_path, forward_records("0.4.30") + forward_records("0.4.31"))
     with pytest.raises(ValueError, match="version"):
         plots.forward_crossover(frame)
+
+
+def test_the_compile_figure_is_the_same_each_time_and_leaves_numpys_generator_alone(tmp_path):
+    runs = (("0.4.9", 1.0), ("0.4.9", 3.0), ("0.4.10", 2.0))
+    recs = [record(v, compile_s=c, run_id=f"{v}-{i}") for i, (v, c) in enumerate(runs)]
+    compiles = analysis.compile_times(frame_of(tmp_path, recs))
+
+    def dots() -> list[list[float]]:
+        ax = plots.compile_bars(compiles)
+        return [c.get_offsets().tolist() for c in ax.collections]
+
+    np.random.seed(1)
+    untouched = np.random.random()
+    np.random.seed(1)
+    first = dots()
+    assert np.random.random() == untouched  # the generator goes on as if nothing was drawn
+    np.random.seed(2)
+    assert dots() == first  # and the dots' jitter does not depend on its state
