@@ -513,3 +513,18 @@ def test_a_comparison_of_many_processes_is_each_cases_estimate_over_its_processe
             want.units_baseline,
             want.calls_candidate,
         )
+
+
+def test_cases_whose_parameters_differ_only_in_type_keep_their_own_labels(tmp_path):
+    params = ({"flag": 1}, {"flag": True}, {"scale": 2}, {"scale": 2.0})
+    recs = [record(benchmark="mywl:step", params=p) for p in params]
+    frame, _ = analysis.load_results(write(tmp_path / "run.jsonl", recs))
+    assert frame["case"].tolist() == ["mywl:step flag=1", "mywl:step flag=True",
+                                      "mywl:step scale=2", "mywl:step scale=2.0"]  # fmt: skip
+
+
+def test_the_forward_table_takes_a_frame_whose_index_repeats(tmp_path):
+    frame, _ = analysis.load_results(write(tmp_path / "run.jsonl", forward_records(ks=(1, 2))))
+    doubled = pd.concat([frame, frame])  # the index repeats: 0, 1, ..., 0, 1, ...
+    table = analysis.forward_table(doubled)
+    assert (table["n"] == 2 * analysis.forward_table(frame)["n"]).all()

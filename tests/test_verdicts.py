@@ -253,3 +253,9 @@ def test_the_drift_check_of_many_processes_finds_what_one_by_one_finds():
     assert found == [d for d in one_by_one if d]
     assert [d.reason.split(":")[0] for d in found] == ["baseline process 7",
                                                         "candidate process 7"]  # fmt: skip
+
+
+def test_a_steal_share_that_is_not_a_number_is_a_disturbance_as_before():
+    found = stability.processes_disturbances([{"steal_share": math.nan}, None], [None, None])
+    assert [d.reason for d in found] == ["baseline process 0: the hypervisor stole nan% of the "
+                                         "CPU time"]  # fmt: skip

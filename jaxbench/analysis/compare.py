@@ -150,7 +150,7 @@ def _by_process(records: pd.DataFrame, keys: list[str], column: str) -> _Process
     """
     group = records.groupby(keys, sort=False, dropna=False).ngroup().to_numpy()
     names = list(records.drop_duplicates(keys)[keys].itertuples(index=False, name=None))
-    process = pd.factorize(records["process"].astype(str), sort=True)[0]
+    process = pd.factorize(records["process"], sort=True)[0]  # in the order of the ids
     x, row, call = _values(records[column].tolist())
     kept = ~np.isnan(x)
     x, row, call = x[kept], row[kept], call[kept]
@@ -167,9 +167,12 @@ def _by_process(records: pd.DataFrame, keys: list[str], column: str) -> _Process
     x = x[order]
     valid = np.isfinite(x) & (x > 0)
     medians = verdicts.segment_medians(segment, x, starts.size)
-    with np.errstate(divide="ignore", invalid="ignore"):  # the log of a median of no value
-        logs = np.log(medians if valid.all() else
-                      verdicts.segment_medians(segment[valid], x[valid], starts.size))  # fmt: skip
+    positive = medians if valid.all() else verdicts.segment_medians(segment[valid], x[valid],
+                                                                    starts.size)  # fmt: skip
+    # math.log, as the estimate of one group takes it (NumPy's differs in the last bit at times);
+    # nan where a process has no finite, positive value
+    logs = np.fromiter((math.log(m) if m > 0 else math.nan for m in positive.tolist()),
+                       dtype=float, count=positive.size)  # fmt: skip
     present = g[starts]  # each segment's group: runs of one value
     bounds = np.flatnonzero(np.r_[True, present[1:] != present[:-1], True]) if x.size else [0]
     return _Processes(

@@ -47,8 +47,9 @@ def forward_table(frame: pd.DataFrame) -> pd.DataFrame:
     if fwd.empty:
         return pd.DataFrame(columns=cols)
     # only the columns read here: every column is repeated once per sample
+    held = fwd["metrics"].map(_held_bytes) if "metrics" in fwd else math.nan
     fwd = fwd[[c for c in (*GROUP, "benchmark", "param.k", "status", "samples_s") if c in fwd]]
-    fwd = fwd.assign(held_bytes=frame.loc[fwd.index, "metrics"].map(_held_bytes))
+    fwd = fwd.assign(held_bytes=held)
     samples = steady_state_samples(fwd)
     if samples.empty:
         return pd.DataFrame(columns=cols)

@@ -161,7 +161,7 @@ def records_frame(
     labels: dict[tuple[Any, ...], str] = {}  # a history repeats a few hundred cases
     cases = []
     for benchmark, params in zip(frame["benchmark"], frame["params"], strict=True):
-        key = (benchmark, *params.items())
+        key = (benchmark, *((k, type(v), v) for k, v in params.items()))  # 1, 1.0, True apart
         try:
             cases.append(labels[key])
         except KeyError:

@@ -111,6 +111,7 @@ def exponents_frame(frame: pd.DataFrame, alpha: float = 0.05, by: str = "jax") -
     keys = [*FAMILY, "params", "swept", "jax"]
     rows = []
     for key, group in points.groupby(keys, dropna=False, sort=True):
+        group = group[group["process"].notna()]  # a row without its process is no process's
         process = group["process"].astype(str).to_numpy()
         order = np.argsort(process, kind="stable")  # by process, each in its rows' order
         names, starts = np.unique(process[order], return_index=True)

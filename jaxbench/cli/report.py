@@ -68,12 +68,14 @@ def report_cmd(
     made = not Path(out).exists()
     try:
         settings = Settings(threshold=threshold, compile_threshold=compile_threshold, alpha=alpha)
-        with collector_paused():  # a long history: see jaxbench.store.collector_paused
+        # a long history: see jaxbench.store.collector_paused (not while drawing: figures
+        # hold reference cycles that only the collector frees)
+        with collector_paused():
             review = load_review(paths, baseline=baseline, candidate=candidate,
                                  settings=settings)  # fmt: skip
-            out_dir = writable_folder(out)
-            with sole_writer(out_dir, "--out"):
-                path = render_report(review, out_dir)
+        out_dir = writable_folder(out)
+        with sole_writer(out_dir, "--out"):
+            path = render_report(review, out_dir)
     except (FileNotFoundError, ReviewInputError, FolderBusy) as exc:
         raise fail(str(exc)) from None
     except KeyboardInterrupt:

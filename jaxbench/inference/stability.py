@@ -338,7 +338,7 @@ def processes_disturbances(
 def _steals(noise: Mapping[str, Any] | None) -> bool:
     """Whether :func:`steal` of this one noise dict finds a disturbance."""
     value = noise.get("steal_share") if isinstance(noise, Mapping) else None
-    return isinstance(value, int | float) and value > MAX_STEAL
+    return isinstance(value, int | float) and not value <= MAX_STEAL  # nan too, as steal has it
 
 
 def _may_drift(series: Sequence[Sequence[float]], least: float) -> np.ndarray:

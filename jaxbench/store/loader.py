@@ -177,7 +177,9 @@ class _SharedEnv:
     analysis read a history's environments once each (its condition labels are made per
     environment object, :func:`jaxbench.analysis.conditions.condition_fields`), not once per
     record. Records are not modified after loading, so the shared model is never changed
-    through one of them.
+    through one of them. "The same" is equality of the models' values, so an environment that
+    wrote a flag as ``1`` and the next that wrote it as ``true`` share the first's model (and
+    its condition); jaxbench writes a process's environment the same way on every record.
     """
 
     def __init__(self) -> None:
@@ -287,15 +289,16 @@ def collector_paused() -> Iterator[None]:
     none of them cyclic garbage, and the collector would walk all those already made again and
     again as they pile up (about 40 % of the time of loading 50,000 records). Reference
     counting still frees what is dropped. :func:`load` pauses it; a command that analyses what
-    it loaded (``show``, ``compare`` of records, ``report``) pauses it for the whole analysis.
+    it loaded pauses it for the analysis (``show``, ``compare`` of records, ``report`` until it
+    draws its figures, which hold reference cycles).
     Never around timed calls: a user's program runs with the collector as Python sets it.
     """
-    paused = gc.isenabled()
+    was_enabled = gc.isenabled()
     gc.disable()
     try:
         yield
     finally:
-        if paused:
+        if was_enabled:
             gc.enable()
 
 
