@@ -249,7 +249,7 @@ def segment_medians(segment: np.ndarray, values: np.ndarray, n: int) -> np.ndarr
     ends = np.cumsum(counts)
     middle = np.minimum(ends - counts + counts // 2, x.size - 1)
     upper, lower = x[middle], x[np.maximum(middle - 1, 0)]
-    with np.errstate(invalid="ignore", over="ignore"):  # inf - inf of neighbours not used
+    with np.errstate(invalid="ignore", over="ignore"):  # -inf + inf across series: not used
         out = np.where(counts % 2 == 1, upper, (lower + upper) / 2)
     return np.where((counts == 0) | np.isnan(x[np.maximum(ends - 1, 0)]), np.nan, out)
 
