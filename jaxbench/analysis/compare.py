@@ -29,7 +29,7 @@ import numpy as np
 import pandas as pd
 
 from jaxbench.analysis.conditions import CONDITION, DEFAULT_FIELDS, split_series
-from jaxbench.analysis.frames import case_sort_key, compile_times
+from jaxbench.analysis.frames import case_sort_key, compile_times, laid_out
 from jaxbench.analysis.versions import previous_version, version_categorical
 from jaxbench.inference import stability, verdicts
 from jaxbench.store import Noise
@@ -127,21 +127,6 @@ class _Processes:
         return self.values[part], self.noise[part]
 
 
-def _values(cells: list[Any]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Each record's values laid end to end: ``(values, their record, their call number)``.
-
-    ``cells`` holds one sequence of values a record (its samples) or one value a record.
-    """
-    if cells and isinstance(cells[0], list | tuple | np.ndarray):
-        counts = np.fromiter(map(len, cells), dtype=np.int64, count=len(cells))
-        row = np.repeat(np.arange(len(cells)), counts)
-        x = np.concatenate([np.asarray(c, dtype=float) for c in cells]) if row.size else row
-        call = np.arange(row.size) - np.repeat(np.cumsum(counts) - counts, counts)
-        return np.asarray(x, dtype=float), row, call
-    n = len(cells)
-    return np.asarray(cells, dtype=float), np.arange(n), np.zeros(n, dtype=np.int64)
-
-
 def _by_process(records: pd.DataFrame, keys: list[str], column: str) -> _Processes:
     """:class:`_Processes` of ``records`` (rows with ``keys``, ``process``, ``column``).
 
@@ -151,7 +136,7 @@ def _by_process(records: pd.DataFrame, keys: list[str], column: str) -> _Process
     group = records.groupby(keys, sort=False, dropna=False).ngroup().to_numpy()
     names = list(records.drop_duplicates(keys)[keys].itertuples(index=False, name=None))
     process = pd.factorize(records["process"], sort=True)[0]  # in the order of the ids
-    x, row, call = _values(records[column].tolist())
+    x, row, call = laid_out(records[column].tolist())
     kept = ~np.isnan(x)
     x, row, call = x[kept], row[kept], call[kept]
     g, p = group[row], process[row]

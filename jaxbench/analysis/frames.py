@@ -37,6 +37,7 @@ __all__ = [
     "Problem",
     "case_label",
     "compile_times",
+    "laid_out",
     "load_results",
     "needed_problems",
     "process_unit",
@@ -86,17 +87,34 @@ def samples_frame(records: pd.DataFrame) -> pd.DataFrame:
     The sample column is renamed ``latency_s`` (seconds) and ``sample`` numbers calls from 0.
     Records without samples (failed, skipped) are dropped.
     """
-    counts = records["samples_s"].map(len).to_numpy(dtype=np.int64)
-    timed = records[counts > 0]
-    counts = counts[counts > 0]
-    # one row per sample: each record's row repeated, its samples laid end to end
-    rows = np.repeat(np.arange(len(timed)), counts)
-    out = timed.drop(columns=["env", "samples_s"], errors="ignore").iloc[rows]
-    latency = [np.asarray(s, dtype=float) for s in timed["samples_s"]]
-    first = np.repeat(np.cumsum(counts) - counts, counts)  # each row's record's first sample
-    return out.reset_index(drop=True).assign(
-        latency_s=np.concatenate(latency) if latency else np.empty(0),
-        sample=np.arange(rows.size) - first,
+    latency, rows, sample = laid_out(records["samples_s"].tolist())
+    out = records.drop(columns=["env", "samples_s"], errors="ignore").iloc[rows]
+    return out.reset_index(drop=True).assign(latency_s=latency, sample=sample)
+
+
+def laid_out(cells: list[Any]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Each record's values laid end to end, as one array: what :func:`samples_frame` rows hold.
+
+    Args:
+        cells: One sequence of values a record (its samples, seconds), or one value a record
+            (e.g. its compile time).
+
+    Returns:
+        ``(values, record, call)``, each of shape ``(values,)``: the values as floats, the
+        position in ``cells`` of the record each came from, and its place in that record's
+        sequence (0 for a single value). A record without values has no entry.
+    """
+    if not cells or not isinstance(cells[0], list | tuple | np.ndarray):
+        n = len(cells)
+        return np.asarray(cells, dtype=float), np.arange(n), np.zeros(n, dtype=np.int64)
+    counts = np.fromiter(map(len, cells), dtype=np.int64, count=len(cells))
+    record = np.repeat(np.arange(len(cells)), counts)
+    values = [np.asarray(c, dtype=float) for c in cells]
+    first = np.repeat(np.cumsum(counts) - counts, counts)  # each value's record's first value
+    return (
+        np.concatenate(values) if record.size else np.empty(0),
+        record,
+        np.arange(record.size) - first,
     )
 
 

@@ -23,6 +23,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from jaxbench.analysis.frames import laid_out
 from jaxbench.inference.scaling import (
     DEFAULT_EXPONENT_THRESHOLD,
     MIN_POINTS,
@@ -140,10 +141,8 @@ def record_medians(samples: pd.Series) -> np.ndarray:
     Returns:
         Shape ``(records,)``, seconds; ``nan`` for a record without samples or with a ``nan``.
     """
-    cells = samples.tolist()
-    counts = np.fromiter(map(len, cells), dtype=np.int64, count=len(cells))
-    values = np.concatenate([np.asarray(c, dtype=float) for c in cells]) if counts.sum() else []
-    return segment_medians(np.repeat(np.arange(len(cells)), counts), values, len(cells))
+    values, record, _ = laid_out(samples.tolist())
+    return segment_medians(record, values, len(samples))
 
 
 def _labels(rows: pd.DataFrame, columns: list[str]) -> pd.Series:
