@@ -2,7 +2,7 @@
 
 ``jaxbench calibrate`` (:mod:`jaxbench.cli.calibrate`) runs ``C`` live comparisons of one case
 with the very same interpreter on both sides (A/A), each over ``P`` pairs of fresh worker
-processes with one look (:func:`jaxbench.interleave.run_interleaved`, ``max_pairs = pairs``).
+processes with one look (:func:`jaxbench.interleave.run_pairs`, ``max_pairs = pairs``).
 Every verdict other than ``slower`` or ``faster`` is right for an A/A comparison, so
 
 - the **false-alarm rate** is the share of the ``C`` comparisons called ``slower`` or ``faster``,

@@ -272,6 +272,31 @@ def test_every_selecting_command_takes_the_same_selection_options_from_one_decla
                             "Params")), path  # fmt: skip
 
 
+def test_version_environment_and_rule_options_are_declared_once():
+    """compare, explain, review and bisect build venvs from one group of options; the commands
+    that judge share one declaration of --threshold and --alpha."""
+    import typer
+
+    from jaxbench.cli import app
+
+    group = typer.main.get_command(app)
+    venv_opts = {"--env-root", "--jax-extra", "--extra-index-url", "--with", "--requirements"}
+    building = {name: {o for p in command.params for o in p.opts} & venv_opts
+                for name, command in group.commands.items()}  # fmt: skip
+    building = {name: opts for name, opts in building.items() if "--env-root" in opts}
+    assert set(building) == {"compare", "explain", "review", "bisect"}
+    assert all(opts == venv_opts for opts in building.values()), building
+    helps = {}
+    for command in group.commands.values():
+        for p in command.params:
+            if p.name in ("env_root", "jax_extra", "threshold", "alpha"):
+                helps.setdefault(p.name, set()).add(p.help)
+    assert all(len(texts) == 1 for texts in helps.values()), helps
+    for path in (ROOT / "jaxbench" / "cli").glob("*.py"):
+        if path.stem != "options":
+            assert "EnvRoot" not in path.read_text(), path
+
+
 def test_an_own_option_is_an_alias_of_param():
     """``--size tiny -k 4`` and ``--param size=tiny --param k=4`` select the same cases."""
     from jaxbench.cli.selection import Selection

@@ -21,9 +21,9 @@ from jaxbench.interleave import (
     Variant,
     WorkerError,
     estimate,
-    run_interleaved,
+    run_pairs,
 )
-from jaxbench.interleave.session import _run_pairs, interleave_case, live_worker_environ
+from jaxbench.interleave.session import interleave_case, live_worker_environ
 from jaxbench.interleave.worker import serve
 from jaxbench.store import load, write_jsonl
 from jaxbench.store.live import CaseComparison, PairRun, Round, now
@@ -286,7 +286,7 @@ def test_a_compile_inside_a_timed_block_marks_the_case_recompiled_not_timed():
         estimate(c)
 
 
-def test_pairs_are_added_while_a_case_is_inconclusive_up_to_the_cap():
+def test_pairs_are_added_while_a_case_is_inconclusive_up_to_the_cap(monkeypatch):
     # Case 0 is clearly slower after the first look; case 1 never settles (pairs disagree).
     spread = iter(np.random.default_rng(2).normal(0, 0.05, 100))
     calls = []
@@ -303,8 +303,8 @@ def test_pairs_are_added_while_a_case_is_inconclusive_up_to_the_cap():
     cases = [("train_step", TINY), ("train_step", TINY | {"size": "small"})]
     s = Schedule(pairs=3, max_pairs=8, pairs_step=2, rounds=6)
     saved = []
-    found = _run_pairs("interleaved", fake_pair, Variant("a", "py"), Variant("b", "py"), cases,
-                       "cpu", s, saved.append, 0.02, 0.05)  # fmt: skip
+    monkeypatch.setattr("jaxbench.interleave.session._interleaved_pair", fake_pair)
+    found = run_pairs(Variant("a", "py"), Variant("b", "py"), cases, "cpu", s, saved.append)
     assert s.looks == 4 and s.batches() == [3, 2, 2, 1]
     assert [len(c.pairs) for c in found] == [3, 8]
     assert [i for i, _ in calls] == list(range(8)) and calls[3][1] == ["small"]
@@ -318,7 +318,7 @@ def test_live_interleaved_comparison_of_two_real_workers(tmp_path):
     s = Schedule(pairs=2, max_pairs=2, rounds=6, calls_per_block=3, warmup_rounds=1,
                  warmup_calls=1)  # fmt: skip
     cases = [("train_step", TINY), ("train_step", TINY | {"dtype": "bfloat16"})]
-    found = run_interleaved(
+    found = run_pairs(
         Variant("base", py), Variant("wide", py, {"size": "tiny*1.5"}), cases, "cpu", s
     )
     assert [c.status for c in found] == ["ok", "ok"]
@@ -358,7 +358,7 @@ def test_live_interleaved_comparison_of_two_real_workers(tmp_path):
 @pytest.mark.slow
 def test_a_side_that_cannot_prepare_is_recorded_as_failed():
     py = sys.executable
-    found = run_interleaved(
+    found = run_pairs(
         Variant("a", py), Variant("b", py, {"dtype": "float64"}), [("train_step", TINY)], "cpu",
         Schedule(rounds=6),
     )  # fmt: skip
@@ -376,7 +376,7 @@ def test_live_workers_get_a_share_of_gpu_memory_each_unless_one_is_set():
 
 def test_a_worker_that_dies_is_an_error_with_its_exit():
     with pytest.raises(WorkerError, match="exited with code 1 during 'prepare', case train_step "):
-        run_interleaved(Variant("a", "/bin/false"), Variant("b", "/bin/false"),
+        run_pairs(Variant("a", "/bin/false"), Variant("b", "/bin/false"),
                         [("train_step", TINY)], "cpu")  # fmt: skip
 
 

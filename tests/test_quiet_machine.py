@@ -17,7 +17,7 @@ import pytest
 
 from jaxbench.inference.scaling import fit_exponent
 from jaxbench.inference.stability import MIN_SHARE_WALL_S
-from jaxbench.interleave import Schedule, Variant, estimate, run_interleaved
+from jaxbench.interleave import Schedule, Variant, estimate, run_pairs
 from jaxbench.measure import TimingConfig, measure
 from jaxbench.prepared import prepare
 from tests.conftest import ROOT
@@ -160,7 +160,7 @@ def test_a_candidate_slowed_part_way_by_a_pinned_busy_sibling_is_unstable(tmp_pa
     s = Schedule(pairs=2, max_pairs=2, pairs_step=1, rounds=8, calls_per_block=500,
                  warmup_rounds=1, warmup_calls=2)  # fmt: skip
     try:
-        (found,) = run_interleaved(Variant("a", str(pinned["a"])), Variant("b", str(pinned["b"])),
+        (found,) = run_pairs(Variant("a", str(pinned["a"])), Variant("b", str(pinned["b"])),
                                    [("train_step", TINY)], "cpu", s, on_pair=start_hog)  # fmt: skip
     finally:
         for p in hog:

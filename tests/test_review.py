@@ -85,8 +85,8 @@ class Simulation:
     def _calls(self, n: int) -> np.ndarray:
         return np.exp(CALL_SD * self.rng.standard_normal(n))
 
-    def run_interleaved(self, a, b, cases, backend, schedule, on_pair, threshold, alpha,
-                        strict=False):  # fmt: skip
+    def run_pairs(self, a, b, cases, backend, schedule, on_pair, threshold, alpha,
+                  strict=False, mode="interleaved"):  # fmt: skip
         """Pairs of the simulated versions, saved after each; Ctrl-C after ``interrupt_after``."""
         from jaxbench.store import CaseComparison
 
@@ -127,7 +127,7 @@ def simulated(monkeypatch):
     monkeypatch.setattr("jaxbench.cli.review.python_for", lambda side, spec, root: f"py-{spec}")
     monkeypatch.setattr("jaxbench.cli.review.jax_version", lambda python: python[3:])
     monkeypatch.setattr("jaxbench.upgrade.screen.run_process", sim.run_process)
-    monkeypatch.setattr("jaxbench.interleave.runner.run_interleaved", sim.run_interleaved)
+    monkeypatch.setattr("jaxbench.interleave.runner.run_pairs", sim.run_pairs)
     return sim
 
 

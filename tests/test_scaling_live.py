@@ -140,7 +140,7 @@ def _compare_live(monkeypatch, tmp_path, comparisons):
             on_pair(comparisons)
         return comparisons
 
-    monkeypatch.setattr(jaxbench.interleave.runner, "run_interleaved", fake_run)
+    monkeypatch.setattr(jaxbench.interleave.runner, "run_pairs", fake_run)
     args = ["compare", "--interleave", "current", "current", "-w", "train_step", "-s", "tiny",
             "--out", str(tmp_path)]  # fmt: skip
     return CliRunner().invoke(app, args)

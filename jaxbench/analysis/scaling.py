@@ -223,7 +223,7 @@ def live_exponent_changes(
 
     Args:
         comparisons: The comparisons of one live run (each case once), e.g. as
-            :func:`jaxbench.interleave.run_interleaved` returns them or one
+            :func:`jaxbench.interleave.run_pairs` returns them or one
             ``interleave-<id>.jsonl`` holds them.
         threshold: Smallest change of exponent that counts.
         alpha: 1 - the confidence level, before it is split over looks.

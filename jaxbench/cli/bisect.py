@@ -9,19 +9,16 @@ from typing import Annotated, Any
 import typer
 
 from jaxbench.cli.options import (
-    DEFAULT_ENV_ROOT,
+    Alpha,
     Backend,
-    EnvRoot,
-    ExtraIndexUrl,
-    JaxExtra,
-    Requirements,
-    With,
+    Threshold,
+    VersionEnvOptions,
     check_rule_options,
     console,
     err_console,
     fail,
+    takes_version_envs,
     timing_fields,
-    version_envs,
     writable_folder,
 )
 from jaxbench.cli.selection import Selection, selects_cases
@@ -147,10 +144,12 @@ def register(app: typer.Typer) -> None:
 
     @app.command("bisect")
     @selects_cases(full=False, workload=BisectWorkloads)
+    @takes_version_envs
     def bisect_cmd(
         good: Annotated[str, typer.Argument(help="A JAX version known to be fast.")],
         bad: Annotated[str, typer.Argument(help="A later JAX version known to be slow.")],
         select: Selection,
+        venvs: VersionEnvOptions,
         search: Annotated[
             str,
             typer.Option(
@@ -171,13 +170,8 @@ def register(app: typer.Typer) -> None:
         ),
         rounds: Annotated[int, typer.Option(help="Timed rounds per pair.")] = DEFAULT_ROUNDS,
         calls_per_block: Annotated[int, typer.Option(help="Timed calls per block.")] = 10,
-        threshold: Annotated[float, typer.Option(help="Smallest change that counts.")] = 0.02,
-        alpha: Annotated[float, typer.Option(help="1 - the confidence level.")] = 0.05,
-        env_root: EnvRoot = DEFAULT_ENV_ROOT,
-        jax_extra: JaxExtra = None,
-        extra_index_url: ExtraIndexUrl = None,
-        with_: With = None,
-        requirements: Requirements = None,
+        threshold: Threshold = 0.02,
+        alpha: Alpha = 0.05,
         profile: Annotated[
             str | None,
             typer.Option(
@@ -225,21 +219,21 @@ def register(app: typer.Typer) -> None:
                                 rounds=rounds, calls_per_block=calls_per_block)  # fmt: skip
         except ValueError as exc:
             raise fail(str(exc)) from None
-        if profile is not None and (jax_extra or extra_index_url):
+        if profile is not None and (venvs.jax_extra or venvs.extra_index_url):
             raise fail("--jax-extra and --extra-index-url apply to a local bisect; with "
                        "--profile, the profile's [environment] jax_extra is used")  # fmt: skip
         if profile is not None and processes < 2:
             raise fail(f"--processes {processes}: expected at least 2 (the process is the "
                        "unit of a recorded verdict)")  # fmt: skip
         prof = _profile(profile) if profile is not None else None
-        extra = prof.environment.jax_extra if prof is not None else jax_extra
-        envs = version_envs(env_root, extra, extra_index_url,
-                            [c.workload for c in cases], with_, requirements)  # fmt: skip
+        extra = prof.environment.jax_extra if prof is not None else None
+        envs = venvs.envs([c.workload for c in cases], jax_extra=extra)
         base, releases = _releases(good, bad, envs)
         folder = writable_folder(out)  # after the releases: a bad range leaves no folder
         chosen = search if search != "auto" else (
             "sweep" if len(releases) <= SWEEP_AT_MOST else "binary")  # fmt: skip
-        where = f"profile {prof.name}" if prof is not None else f"environments under {env_root}"
+        where = (f"profile {prof.name}" if prof is not None
+                 else f"environments under {venvs.env_root}")  # fmt: skip
         err_console.print(f"bisect: {len(cases)} case(s), {len(releases)} releases "
                           f"({', '.join(releases)}); {chosen}; {where}",
                           highlight=False)  # fmt: skip

@@ -9,7 +9,9 @@ import typer
 from rich.table import Table
 
 from jaxbench.cli.options import (
+    Alpha,
     Backend,
+    Threshold,
     check_rule_options,
     console,
     err_console,
@@ -147,10 +149,8 @@ def register(app: typer.Typer) -> None:
         ] = DEFAULT_WARMUP_ROUNDS,
         seed: Annotated[int, typer.Option(help="Seed of the block order (+1 a comparison).")] = 0,
         backend: Backend = "cpu",
-        threshold: Annotated[float, typer.Option(help="Smallest change that counts.")] = 0.02,
-        alpha: Annotated[
-            float, typer.Option(help="1 - the confidence level of the intervals.")
-        ] = 0.05,
+        threshold: Threshold = 0.02,
+        alpha: Alpha = 0.05,
         out: Annotated[
             str, typer.Option("--out", "-o", help="Folder for calibration-<id>.json.")
         ] = "results",

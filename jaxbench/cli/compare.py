@@ -14,18 +14,16 @@ from jaxbench.cli.lines import (
 )
 from jaxbench.cli.options import (
     CURRENT,
-    DEFAULT_ENV_ROOT,
+    Alpha,
     Backend,
     Candidate,
-    EnvRoot,
-    ExtraIndexUrl,
-    JaxExtra,
+    CompileThreshold,
     JsonOut,
     MarkdownOut,
-    Requirements,
     SetA,
     SetB,
-    With,
+    Threshold,
+    VersionEnvOptions,
     check_rule_options,
     console,
     err_console,
@@ -33,7 +31,7 @@ from jaxbench.cli.options import (
     python_for,
     side_label,
     side_params,
-    version_envs,
+    takes_version_envs,
     writable_folder,
     write_summary,
     write_verdicts,
@@ -332,10 +330,12 @@ def register(app: typer.Typer) -> None:
 
     @app.command("compare")
     @selects_cases()
+    @takes_version_envs
     def compare_cmd(
         baseline: Annotated[str, typer.Argument(help=BASELINE_HELP)],
         candidate: Candidate,
         select: Selection,
+        venvs: VersionEnvOptions,
         results: Annotated[
             list[Path] | None,
             typer.Option("--results", "-r", help="Where to find versions (default results/)."),
@@ -383,19 +383,12 @@ def register(app: typer.Typer) -> None:
                 "few steady-state calls (jax.profiler); the op diff over the pairs is printed.",
             ),
         ] = False,
-        env_root: EnvRoot = DEFAULT_ENV_ROOT,
-        jax_extra: JaxExtra = None,
-        extra_index_url: ExtraIndexUrl = None,
-        with_: With = None,
-        requirements: Requirements = None,
         out: Annotated[
             str, typer.Option("--out", "-o", help="Live: folder for interleave-<id>.jsonl.")
         ] = "results",
-        threshold: Annotated[float, typer.Option(help="Smallest change that counts.")] = 0.02,
-        compile_threshold: Annotated[float, typer.Option(help="The same, compile time.")] = 0.10,
-        alpha: Annotated[
-            float, typer.Option(help="1 - the confidence level of the intervals.")
-        ] = 0.05,
+        threshold: Threshold = 0.02,
+        compile_threshold: CompileThreshold = 0.10,
+        alpha: Alpha = 0.05,
         strict: Annotated[
             bool,
             typer.Option(
@@ -459,7 +452,6 @@ def register(app: typer.Typer) -> None:
                     "max_time_s": max_time, "rounds": rounds, "calls_per_block": calls_per_block,
                     "warmup_rounds": warmup_rounds, "seed": seed,
                     "trace_calls": TRACE_CALLS if trace else 0}  # fmt: skip
-        envs = version_envs(env_root, jax_extra, extra_index_url,
-                            [c.workload for c in cases], with_, requirements)  # fmt: skip
+        envs = venvs.envs([c.workload for c in cases])
         _live(baseline, candidate, cases, a, b, back_to_back, backend, schedule,
               envs, writable_folder(out), opts, json_out, markdown)  # fmt: skip

@@ -10,23 +10,18 @@ import typer
 
 from jaxbench.cli.options import (
     CURRENT,
-    DEFAULT_ENV_ROOT,
     Backend,
     Candidate,
-    EnvRoot,
-    ExtraIndexUrl,
-    JaxExtra,
-    Requirements,
     SetA,
     SetB,
-    With,
+    VersionEnvOptions,
     console,
     err_console,
     fail,
     python_for,
     side_label,
     side_params,
-    version_envs,
+    takes_version_envs,
     writable_folder,
 )
 from jaxbench.cli.selection import Selection, selects_cases
@@ -122,10 +117,12 @@ def register(app: typer.Typer) -> None:
 
     @app.command("explain")
     @selects_cases()
+    @takes_version_envs
     def explain_cmd(
         baseline: Annotated[str, typer.Argument(help=SIDE_HELP)],
         candidate: Candidate,
         select: Selection,
+        venvs: VersionEnvOptions,
         set_a: SetA = None,
         set_b: SetB = None,
         backend: Backend = "cpu",
@@ -133,11 +130,6 @@ def register(app: typer.Typer) -> None:
             str | None,
             typer.Option(help="The cases' timing verdict, if known (slower, faster, same)."),
         ] = None,
-        env_root: EnvRoot = DEFAULT_ENV_ROOT,
-        jax_extra: JaxExtra = None,
-        extra_index_url: ExtraIndexUrl = None,
-        with_: With = None,
-        requirements: Requirements = None,
         out: Annotated[
             str | None,
             typer.Option(
@@ -221,8 +213,7 @@ def register(app: typer.Typer) -> None:
             raise typer.Exit(explain_result_sets(baseline, candidate, labels, verdict))
         a, b = side_params(cases, set_a, "--set-a"), side_params(cases, set_b, "--set-b")
         folder = writable_folder(out) if out else None  # before any environment is built
-        envs = version_envs(env_root, jax_extra, extra_index_url,
-                            [c.workload for c in cases], with_, requirements)  # fmt: skip
+        envs = venvs.envs([c.workload for c in cases])
         python_a = python_for("baseline", baseline, envs)
         python_b = python_for("candidate", candidate, envs)
         path = folder / f"explain-{new_run_id()}.md" if folder else None

@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import sys
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from rich.console import Console
 from rich.text import Text
+
+from jaxbench.cli.groups import option_group
 
 if TYPE_CHECKING:
     from jaxbench.cluster.pyenvs import VersionEnvs
@@ -158,6 +161,17 @@ MarkdownOut = Annotated[
 ]
 #: ``--backend`` of the commands whose workers run the cases (live pairs, bisect, explain).
 Backend = Annotated[str, typer.Option("--backend", "-b", help="Backend the workers use.")]
+#: The verdict rule's options, one declaration for every command that judges (their defaults:
+#: ``jaxbench.inference.verdicts.DEFAULT_THRESHOLD`` and ``DEFAULT_ALPHA``, and
+#: ``jaxbench.analysis.compare.DEFAULT_COMPILE_THRESHOLD``).
+Threshold = Annotated[
+    float, typer.Option(help="Smallest relative change that counts (0.02 = 2 %).")
+]
+CompileThreshold = Annotated[float, typer.Option(help="The same, for compile time.")]
+Alpha = Annotated[
+    float,
+    typer.Option(help="1 - the confidence level of the intervals (a false slower: <= alpha/2)."),
+]
 Budget = Annotated[float, typer.Option(parser=_number, help="Timed seconds per case.")]
 MinSamples = Annotated[int, typer.Option(parser=whole_number, help="Samples per case, at least.")]
 Warmup = Annotated[int, typer.Option(parser=whole_number, help="Warm-up calls per case.")]
@@ -213,44 +227,63 @@ TIMING_OPTIONS = {
 """The ``TimingConfig`` field each timing option sets."""
 
 
-def version_envs(
-    env_root: Path,
-    jax_extra: str | None,
-    extra_index_url: str | None,
-    workloads: list[str] | None = None,
-    with_: list[str] | None = None,
-    requirements: Path | None = None,
-) -> VersionEnvs:
-    """The :class:`jaxbench.cluster.pyenvs.VersionEnvs` of the options.
+@dataclass(frozen=True)
+class VersionEnvOptions:
+    """The options of the JAX-version environments, taken by :data:`takes_version_envs`.
 
-    Every environment gets the distributions of the selected user workloads
-    (:func:`jaxbench.workloads.source.environment_requirements`), ``--with`` and
-    ``--requirements``, and must find those workloads before anything is measured; what goes
-    in is said on stderr.
-
-    Args:
+    Attributes:
         env_root: ``--env-root``.
         jax_extra: ``--jax-extra``.
         extra_index_url: ``--extra-index-url``.
-        workloads: The selected cases' workload names (built-in ones are left out).
         with_: ``--with``.
         requirements: ``--requirements``.
-
-    Raises:
-        typer.Exit: A bad extra, or a requirements file that cannot be read (exit 2).
     """
-    from jaxbench.cluster.pyenvs import VersionEnvs
-    from jaxbench.workloads.source import environment_requirements, user_workload_names
 
-    users = user_workload_names(workloads or [])
-    try:
-        reqs, said = environment_requirements(users, with_ or [], requirements)
-        envs = VersionEnvs(env_root, jax_extra, extra_index_url, reqs, tuple(users))
-    except ValueError as exc:
-        raise fail(str(exc)) from None
-    for line in said:
-        err_console.print(line, highlight=False, markup=False)
-    return envs
+    env_root: Path = DEFAULT_ENV_ROOT
+    jax_extra: str | None = None
+    extra_index_url: str | None = None
+    with_: list[str] | None = None
+    requirements: Path | None = None
+
+    def envs(self, workloads: list[str] | None = None, jax_extra: str | None = None) -> VersionEnvs:
+        """The :class:`jaxbench.cluster.pyenvs.VersionEnvs` of the options.
+
+        Every environment gets the distributions of the selected user workloads
+        (:func:`jaxbench.workloads.source.environment_requirements`), ``--with`` and
+        ``--requirements``, and must find those workloads before anything is measured; what
+        goes in is said on stderr.
+
+        Args:
+            workloads: The selected cases' workload names (built-in ones are left out).
+            jax_extra: In place of ``--jax-extra`` (e.g. a cluster profile's).
+
+        Raises:
+            typer.Exit: A bad extra, or a requirements file that cannot be read (exit 2).
+        """
+        from jaxbench.cluster.pyenvs import VersionEnvs
+        from jaxbench.workloads.source import environment_requirements, user_workload_names
+
+        users = user_workload_names(workloads or [])
+        extra = jax_extra or self.jax_extra
+        try:
+            reqs, said = environment_requirements(users, self.with_ or [], self.requirements)
+            envs = VersionEnvs(self.env_root, extra, self.extra_index_url, reqs, tuple(users))
+        except ValueError as exc:
+            raise fail(str(exc)) from None
+        for line in said:
+            err_console.print(line, highlight=False, markup=False)
+        return envs
+
+
+#: Gives a command the options of :class:`VersionEnvOptions` in place of its parameter
+#: ``venvs: VersionEnvOptions``, declared once for every command that builds version venvs.
+takes_version_envs = option_group(
+    "venvs",
+    {"env_root": EnvRoot, "jax_extra": JaxExtra, "extra_index_url": ExtraIndexUrl,
+     "with_": With, "requirements": Requirements},
+    {"env_root": DEFAULT_ENV_ROOT},
+    VersionEnvOptions,
+)  # fmt: skip
 
 
 def write_verdicts(path: Path | None, command: str, cases: list[dict[str, Any]],

@@ -7,7 +7,16 @@ from typing import Annotated
 
 import typer
 
-from jaxbench.cli.options import check_rule_options, console, err_console, fail, writable_folder
+from jaxbench.cli.options import (
+    Alpha,
+    CompileThreshold,
+    Threshold,
+    check_rule_options,
+    console,
+    err_console,
+    fail,
+    writable_folder,
+)
 
 
 def report_cmd(
@@ -30,16 +39,9 @@ def report_cmd(
             "its predecessor; with --baseline alone, the newest only)."
         ),
     ] = None,
-    threshold: Annotated[
-        float, typer.Option(help="Smallest steady-state change that counts (0.02 = 2 %).")
-    ] = 0.02,
-    compile_threshold: Annotated[
-        float, typer.Option(help="Smallest compile-time change that counts.")
-    ] = 0.10,
-    alpha: Annotated[
-        float,
-        typer.Option(help="1 - confidence level of the intervals (false slower: <= alpha/2)."),
-    ] = 0.05,
+    threshold: Threshold = 0.02,
+    compile_threshold: CompileThreshold = 0.10,
+    alpha: Alpha = 0.05,
 ) -> None:
     """Compare JAX versions in saved results: regressions first, compile apart; exit 2 on bad input.
 

@@ -10,26 +10,24 @@ import typer
 
 from jaxbench.cli.lines import PairProgress
 from jaxbench.cli.options import (
-    DEFAULT_ENV_ROOT,
+    Alpha,
     Backend,
     Budget,
-    EnvRoot,
-    ExtraIndexUrl,
-    JaxExtra,
+    CompileThreshold,
     JsonOut,
     MarkdownOut,
     MinSamples,
-    Requirements,
+    Threshold,
     TraceRecords,
+    VersionEnvOptions,
     Warmup,
-    With,
     check_rule_options,
     console,
     err_console,
     fail,
     python_for,
+    takes_version_envs,
     timing_fields,
-    version_envs,
     writable_folder,
     write_summary,
     write_verdicts,
@@ -155,10 +153,12 @@ def register(app: typer.Typer) -> None:
 
     @app.command("review")
     @selects_cases()
+    @takes_version_envs
     def review_cmd(
         baseline: Annotated[str, typer.Argument(help="The JAX version in use (its venv).")],
         candidate: Annotated[str, typer.Argument(help="The JAX version to upgrade to.")],
         select: Selection,
+        venvs: VersionEnvOptions,
         processes: Annotated[
             int, typer.Option(help="Recorded processes a side (the unit of the screen).")
         ] = 3,
@@ -178,20 +178,15 @@ def register(app: typer.Typer) -> None:
         calls_per_block: Annotated[int, typer.Option(help="Live: timed calls per block.")] = (
             DEFAULT_CALLS_PER_BLOCK
         ),
-        threshold: Annotated[float, typer.Option(help="Smallest change that counts.")] = 0.02,
-        compile_threshold: Annotated[float, typer.Option(help="The same, compile time.")] = 0.10,
-        alpha: Annotated[float, typer.Option(help="1 - the confidence level.")] = 0.05,
+        threshold: Threshold = 0.02,
+        compile_threshold: CompileThreshold = 0.10,
+        alpha: Alpha = 0.05,
         drift: Annotated[bool, typer.Option(help="Check numerical drift per side.")] = True,
         trace: TraceRecords = False,
         reference: Annotated[
             Path | None, typer.Option(help="Drift reference folder (default: drift's own).")
         ] = None,
         backend: Backend = "cpu",
-        env_root: EnvRoot = DEFAULT_ENV_ROOT,
-        jax_extra: JaxExtra = None,
-        extra_index_url: ExtraIndexUrl = None,
-        with_: With = None,
-        requirements: Requirements = None,
         json_out: JsonOut = None,
         markdown: MarkdownOut = None,
         out: Annotated[
@@ -235,8 +230,7 @@ def register(app: typer.Typer) -> None:
         if reference is not None and not reference.is_dir():
             raise fail(f"--reference {reference}: no such folder")
         _review(baseline, candidate, cases, run_options(select, backend, timing, trace),
-                processes, schedule, backend, version_envs(env_root, jax_extra, extra_index_url,
-                                         [c.workload for c in cases], with_, requirements),
+                processes, schedule, backend, venvs.envs([c.workload for c in cases]),
                 out, drift, reference,
                 {"threshold": threshold, "compile_threshold": compile_threshold,
                  "alpha": alpha}, json_out, markdown)  # fmt: skip

@@ -12,12 +12,11 @@ and ``--set-b``.
 
 from __future__ import annotations
 
-import functools
-import inspect
 from collections.abc import Callable
 from dataclasses import dataclass, fields
 from typing import Any
 
+from jaxbench.cli.groups import option_group
 from jaxbench.cli.options import (
     Dtypes,
     Full,
@@ -117,36 +116,6 @@ def selects_cases(
     Raises:
         TypeError: The command has no ``select`` parameter (a programming error).
     """
-
-    def decorate(command: Callable[..., Any]) -> Callable[..., Any]:
-        signature = inspect.signature(command, eval_str=True)
-        if "select" not in signature.parameters:
-            raise TypeError(f"{command.__name__} has no parameter select")
-        chosen = {"workload": workload, **ALIASES, "param": Params}
-        chosen |= {"full": Full} if full else {}
-        added = [
-            inspect.Parameter(
-                name,
-                inspect.Parameter.KEYWORD_ONLY,
-                default=False if name == "full" else None,
-                annotation=note,
-            )
-            for name, note in chosen.items()
-        ]
-        params: list[inspect.Parameter] = []
-        for p in signature.parameters.values():
-            if p.name == "select":
-                params += added
-            else:
-                params.append(p.replace(kind=inspect.Parameter.KEYWORD_ONLY))
-
-        @functools.wraps(command)
-        def wrapper(**kwargs: Any) -> Any:
-            select = Selection(**{name: kwargs.pop(name) for name in chosen})
-            return command(select=select, **kwargs)
-
-        wrapper.__signature__ = signature.replace(parameters=params)  # type: ignore[attr-defined]
-        wrapper.__annotations__ = {p.name: p.annotation for p in params}
-        return wrapper
-
-    return decorate
+    chosen = {"workload": workload, **ALIASES, "param": Params}
+    chosen |= {"full": Full} if full else {}
+    return option_group("select", chosen, {"full": False}, Selection)

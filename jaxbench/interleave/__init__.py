@@ -1,8 +1,8 @@
 """Live comparison of two variants in two persistent worker processes, interleaved or not.
 
-:func:`run_interleaved` runs several pairs of fresh worker processes; within a pair it alternates
+:func:`run_pairs` runs several pairs of fresh worker processes; within a pair it alternates
 short blocks of timed calls between the variants (order drawn per round), and it judges over
-pairs; :func:`run_back_to_back` runs one side after the other in each pair, as separate
+pairs; in its ``back_to_back`` mode it runs one side after the other in each pair, as separate
 ``jaxbench run`` calls would. :func:`run_live` runs either and saves its file after every pair
 (the runner of every command that runs live pairs). ``jaxbench compare --interleave`` is the
 command. The results are
@@ -15,8 +15,7 @@ from jaxbench.interleave.session import (
     Variant,
     WorkerDied,
     WorkerError,
-    run_back_to_back,
-    run_interleaved,
+    run_pairs,
 )
 from jaxbench.interleave.verdict import estimate, summary_line
 
@@ -30,8 +29,7 @@ __all__ = [
     "estimate",
     "live_path",
     "resume_live",
-    "run_back_to_back",
-    "run_interleaved",
     "run_live",
+    "run_pairs",
     "summary_line",
 ]

@@ -31,8 +31,7 @@ from jaxbench.interleave.session import (
     Schedule,
     Variant,
     WorkerError,
-    run_back_to_back,
-    run_interleaved,
+    run_pairs,
 )
 from jaxbench.store import CaseComparison, new_run_id, write_json, write_jsonl
 from jaxbench.store.live import Mode
@@ -149,8 +148,7 @@ def run_live(
 ) -> LiveRun:
     """Compare two variants live on ``cases``, saving ``path`` after every process pair.
 
-    The pairs are those of :func:`~jaxbench.interleave.run_interleaved` (``mode``
-    ``interleaved``) or :func:`~jaxbench.interleave.run_back_to_back` (``back_to_back``).
+    The pairs are those of :func:`~jaxbench.interleave.run_pairs` in ``mode``.
 
     Args:
         baseline: Side A.
@@ -174,11 +172,10 @@ def run_live(
         LiveStopped: Interrupted, or a worker could not start or died; the pairs finished
             before are in the file.
     """
-    run = {"interleaved": run_interleaved, "back_to_back": run_back_to_back}[mode]
 
     def pairs(on_pair: Callable[[list[CaseComparison]], None]) -> list[CaseComparison]:
-        return run(baseline, candidate, list(cases), backend, schedule, on_pair=on_pair,
-                   threshold=threshold, alpha=alpha, strict=strict)  # fmt: skip
+        return run_pairs(baseline, candidate, list(cases), backend, schedule, on_pair=on_pair,
+                         threshold=threshold, alpha=alpha, strict=strict, mode=mode)  # fmt: skip
 
     return _saving(path, pairs, contents, on_saved)
 
@@ -246,9 +243,8 @@ def resume_live(
         return [by_id.get(id(c), c) for c in comparisons]
 
     def pairs(on_pair: Callable[[list[CaseComparison]], None]) -> list[CaseComparison]:
-        run_interleaved(baseline, candidate, [(c.workload, dict(c.params)) for c in short],
-                        backend, rest, on_pair=on_pair, threshold=threshold,
-                        alpha=alpha)  # fmt: skip
+        run_pairs(baseline, candidate, [(c.workload, dict(c.params)) for c in short],
+                  backend, rest, on_pair=on_pair, threshold=threshold, alpha=alpha)  # fmt: skip
         return pooled
 
     run = _saving(path, pairs, merged, on_saved, before=done)

@@ -6,8 +6,9 @@ in a :mod:`jaxbench.interleave.worker` process. A comparison is made of several 
 repeats (:mod:`jaxbench.inference.verdicts`). Within a pair, :func:`interleave_case` prepares both
 workers, runs ``warmup_rounds`` untimed rounds, then ``rounds`` rounds of one block each, in an
 order drawn afresh every round from a seeded generator; while one worker is timed the other
-sleeps on its input. :func:`run_back_to_back` is the sequential design for contrast: per pair, the
-whole of the baseline in one process, then the whole of the candidate in another.
+sleeps on its input. :func:`run_pairs` runs either design; its ``back_to_back`` mode is the
+sequential design for contrast: per pair, the whole of the baseline in one process, then the
+whole of the candidate in another.
 
 Pairs come in batches (:class:`Schedule`): ``pairs`` first, then ``pairs_step`` more while some
 case is still undecided, up to ``max_pairs`` or until a case has had ``max_time_s`` of pairs.
@@ -538,19 +539,57 @@ def out_of_time(comparison: CaseComparison, limit: float | None) -> bool:
     return limit is not None and spent >= limit
 
 
-def _run_pairs(
-    mode: Mode,
-    run_pair: RunPair,
+def run_pairs(
     baseline: Variant,
     candidate: Variant,
     cases: Sequence[Case],
-    backend: str,
-    schedule: Schedule | None,
-    on_pair: OnPair | None,
-    threshold: float,
-    alpha: float,
+    backend: str = "default",
+    schedule: Schedule | None = None,
+    on_pair: OnPair | None = None,
+    threshold: float = verdicts.DEFAULT_THRESHOLD,
+    alpha: float = verdicts.DEFAULT_ALPHA,
     strict: bool = False,
+    mode: Mode = "interleaved",
 ) -> list[CaseComparison]:
+    """Compare two variants case by case over pairs of fresh worker processes.
+
+    Each pair starts two fresh workers and runs every case still undecided on them; see
+    :class:`Schedule` for how many pairs. ``mode`` is the design within a pair:
+
+    - ``interleaved``: blocks strictly interleaved between the two workers
+      (:func:`interleave_case`);
+    - ``back_to_back``: the sequential design, all of the baseline in one process, then the
+      candidate (:func:`run_side`: the same preparation, warm-up rounds and number of blocks,
+      so the two designs differ only in when the calls happen). Blocks are stored by index as
+      rounds, but the pairing means nothing: the processes are compared as independent
+      (:meth:`CaseComparison.estimate`).
+
+    The first pair gates every case in full on each side; a later worker whose compiled
+    programs hash to ones that side already gated for that case skips the op-by-op gate
+    (:func:`prepare_side`; the record says ``gate: reused`` with the hash).
+
+    Args:
+        baseline: Side A.
+        candidate: Side B.
+        cases: ``(workload, params)`` pairs; each side applies its ``params`` overrides.
+        backend: Backend of both workers.
+        schedule: Pairs, rounds and block sizes; default :class:`Schedule`.
+        on_pair: Called after each pair (see :data:`OnPair`).
+        threshold: Threshold of the verdict that decides whether a case needs more pairs.
+        alpha: Its level (spent over the schedule's looks).
+        strict: Decide by the minimum-effect rule.
+        mode: ``interleaved`` or ``back_to_back``.
+
+    Returns:
+        One :class:`~jaxbench.store.CaseComparison` per case (of ``mode``); a case that fails
+        to prepare or recompiles while timed is marked so with its error, gets no more pairs,
+        and the others still run.
+
+    Raises:
+        WorkerError: A worker could not be started.
+        WorkerDied: A worker ended (every case after it would fail the same way).
+    """
+    run_pair: RunPair = {"interleaved": _interleaved_pair, "back_to_back": _back_to_back_pair}[mode]
     s = schedule or Schedule()
     rng = np.random.default_rng(s.seed)
     out = [CaseComparison.start(mode, w, p, s) for w, p in cases]
@@ -577,49 +616,6 @@ def _run_pairs(
             if not active:
                 break
     return out
-
-
-def run_interleaved(
-    baseline: Variant,
-    candidate: Variant,
-    cases: Sequence[Case],
-    backend: str = "default",
-    schedule: Schedule | None = None,
-    on_pair: OnPair | None = None,
-    threshold: float = verdicts.DEFAULT_THRESHOLD,
-    alpha: float = verdicts.DEFAULT_ALPHA,
-    strict: bool = False,
-) -> list[CaseComparison]:
-    """Compare two variants case by case over pairs of processes, blocks strictly interleaved.
-
-    Each pair starts two fresh workers and runs every case still undecided on them
-    (:func:`interleave_case`); see :class:`Schedule` for how many pairs. The first pair gates
-    every case in full on each side; a later worker whose compiled programs hash to ones that
-    side already gated for that case skips the op-by-op gate (:func:`prepare_side`; the record
-    says ``gate: reused`` with the hash).
-
-    Args:
-        baseline: Side A.
-        candidate: Side B.
-        cases: ``(workload, params)`` pairs; each side applies its ``params`` overrides.
-        backend: Backend of both workers.
-        schedule: Pairs, rounds and block sizes; default :class:`Schedule`.
-        on_pair: Called after each pair (see :data:`OnPair`).
-        threshold: Threshold of the verdict that decides whether a case needs more pairs.
-        alpha: Its level (spent over the schedule's looks).
-        strict: Decide by the minimum-effect rule.
-
-    Returns:
-        One :class:`~jaxbench.store.CaseComparison` per case (mode
-        ``interleaved``); a case that fails to prepare or recompiles while timed is marked so
-        with its error, gets no more pairs, and the others still run.
-
-    Raises:
-        WorkerError: A worker could not be started.
-        WorkerDied: A worker ended (every case after it would fail the same way).
-    """
-    return _run_pairs("interleaved", _interleaved_pair, baseline, candidate, cases, backend,
-                      schedule, on_pair, threshold, alpha, strict)  # fmt: skip
 
 
 def _interleaved_pair(
@@ -785,30 +781,6 @@ def _back_to_back_pair(
         ]
         runs.append(run.model_copy(update={"baseline": ia, "candidate": ib, "rounds": rounds}))
     return runs
-
-
-def run_back_to_back(
-    baseline: Variant,
-    candidate: Variant,
-    cases: Sequence[Case],
-    backend: str = "default",
-    schedule: Schedule | None = None,
-    on_pair: OnPair | None = None,
-    threshold: float = verdicts.DEFAULT_THRESHOLD,
-    alpha: float = verdicts.DEFAULT_ALPHA,
-    strict: bool = False,
-) -> list[CaseComparison]:
-    """The sequential design: per pair, all of the baseline in one process, then the candidate.
-
-    Each side gets the same preparation, warm-up rounds and number of blocks as
-    :func:`run_interleaved` (:func:`run_side`), so the two designs differ only in when the
-    calls happen. Blocks are stored by index as rounds, but the pairing means nothing: the
-    processes are compared as independent (:meth:`CaseComparison.estimate`).
-
-    Args, returns and raises as :func:`run_interleaved` (mode ``back_to_back``).
-    """
-    return _run_pairs("back_to_back", _back_to_back_pair, baseline, candidate, cases, backend,
-                      schedule, on_pair, threshold, alpha, strict)  # fmt: skip
 
 
 #: Warm-up calls when a worker prepares a case only to capture its programs (nothing is timed).
