@@ -29,6 +29,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
 import pandas as pd
 
 from jaxbench.store import Env, Metrics, Noise
@@ -177,33 +178,41 @@ def condition_fields(
     unknown = [f for f in fields if f not in FIELD_GETTERS]
     if unknown:
         raise KeyError(f"unknown condition fields {unknown}; known: {list(FIELD_GETTERS)}")
-    out: dict[str, list[str]] = {f: [] for f in fields}
-    extra: list[dict[str, Any]] = []
     per_env = [(f, FIELD_GETTERS[f]) for f in fields if f not in PER_RECORD]
-    per_record = [(f, FIELD_GETTERS[f]) for f in fields if f in PER_RECORD]
     # A history's records share a few environments (one model per file and process, as the
-    # store loads them): what depends on the environment alone is read once per environment.
-    seen: dict[tuple[Any, ...], tuple[list[str], dict[str, Any]]] = {}
-    for row in _rows(frame, _READ):
+    # store loads them): what depends on the environment alone is read once per environment,
+    # and each row takes its environment's texts by index.
+    rows = _rows(frame, _READ)
+    seen: dict[tuple[Any, ...], int] = {}
+    env_texts: list[list[str]] = []
+    env_more: list[dict[str, Any]] = []
+    at = []
+    for row in rows:
         key = (id(row.get("env")), *(row.get(c) for c in _FROM_ENV))
-        if key not in seen:
-            more: dict[str, Any] = {}
-            if env_vars:
-                env = _env(row)
-                more |= {f"env.{k}": v for k, v in env.env_vars.items()}
-                more |= {f"flag.{k}": v for k, v in env.jax_flags.items()}
-            seen[key] = ([_text(getter(row)) for _, getter in per_env], more)
-        texts, more = seen[key]
-        for (f, _), text in zip(per_env, texts, strict=True):
-            out[f].append(text)
-        for f, getter in per_record:
-            out[f].append(_text(getter(row)))
-        extra.append(more)
-    distinct = {id(more): more for more in extra}  # one dict per environment (``seen``)
-    names = sorted({k for more in distinct.values() for k in more})
-    texts = {i: [_text(more.get(name)) for name in names] for i, more in distinct.items()}
-    for j, name in enumerate(names):
-        out[name] = [texts[id(more)][j] for more in extra]
+        i = seen.get(key)
+        if i is None:
+            i = seen[key] = len(env_texts)
+            env_texts.append([_text(getter(row)) for _, getter in per_env])
+            env = _env(row)
+            more = {f"env.{k}": v for k, v in env.env_vars.items()} if env_vars else {}
+            more |= {f"flag.{k}": v for k, v in env.jax_flags.items()} if env_vars else {}
+            env_more.append(more)
+        at.append(i)
+    index = np.asarray(at, dtype=np.int64)
+
+    def spread(texts: list[str]) -> np.ndarray:  # one text per environment -> one per row
+        return np.asarray(texts, dtype=object)[index]
+
+    column = {f: j for j, (f, _) in enumerate(per_env)}
+    out: dict[str, Any] = {}
+    for f in fields:
+        if f in column:
+            out[f] = spread([texts[column[f]] for texts in env_texts])
+        else:
+            getter = FIELD_GETTERS[f]
+            out[f] = [_text(getter(row)) for row in rows]
+    for name in sorted({k for more in env_more for k in more}):
+        out[name] = spread([_text(more.get(name)) for more in env_more])
     return pd.DataFrame(out, index=frame.index, dtype=object)
 
 

@@ -64,7 +64,7 @@ def _condition(rows: pd.DataFrame) -> str:
 
 
 def _cases(rows: pd.DataFrame, cases: Sequence[str] | None) -> list[str]:
-    present = set(rows["case"].dropna().astype(str))
+    present = {str(c) for c in rows["case"].dropna().unique()}  # one per case, not per row
     if cases is None:
         chosen = sorted(present, key=case_sort_key)
     else:
