@@ -240,12 +240,6 @@ def hlo_counts(text: str) -> dict[str, int]:
     return dict(counts)
 
 
-def is_identical(level: str, a: str, b: str) -> bool:
-    """Whether two texts of ``level`` (one of :data:`NORMALIZERS`) normalise to the same text."""
-    normalize = NORMALIZERS[level]
-    return normalize(a) == normalize(b)
-
-
 def counted(program: dict[str, Any]) -> dict[str, int]:
     """:func:`hlo_counts` of a captured program's optimized HLO."""
     return hlo_counts(program.get("hlo", ""))

@@ -55,11 +55,6 @@ class LMSize:
         return 4 * self.d_model
 
     @property
-    def head_dim(self) -> int:
-        """``d_model / n_heads``."""
-        return self.d_model // self.n_heads
-
-    @property
     def matmul_params(self) -> int:
         """Weights that take part in a matmul: attention, MLP and the output projection.
 
