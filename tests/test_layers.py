@@ -161,6 +161,18 @@ def test_the_command_line_starts_without_jax_scipy_or_pandas():
     assert out.stdout.strip() == "[]", out.stdout
 
 
+def test_the_comparison_tables_do_not_import_matplotlib():
+    """``compare`` and ``show`` print tables: they must not wait for the plotting libraries,
+    which only the report's figures need."""
+    import subprocess
+    import sys
+
+    probe = ("import sys, jaxbench.tables, jaxbench.analysis.report_tables; "
+             "print(sorted(m for m in ('matplotlib', 'seaborn') if m in sys.modules))")  # fmt: skip
+    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]", out.stdout
+
+
 @pytest.mark.slow
 def test_the_alone_tests_come_first_in_the_order_the_suite_runs():
     """Every other test waits for the last ``alone`` one (tests/conftest.py): a test that runs

@@ -11,11 +11,12 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-
-from matplotlib.backends.backend_agg import FigureCanvasAgg
-from matplotlib.figure import Figure
+from typing import TYPE_CHECKING
 
 from jaxbench.analysis.review import Review
+
+if TYPE_CHECKING:  # matplotlib is imported by the sections that draw, not by the tables
+    from matplotlib.figure import Figure
 
 REPORT_NAME = "report.md"
 #: The same report as one self-contained page (:mod:`jaxbench.analysis.report_html`).
@@ -55,6 +56,8 @@ class ReportContext:
         Raises:
             OSError: The file cannot be written.
         """
+        from matplotlib.backends.backend_agg import FigureCanvasAgg
+
         stem = re.sub(r"[^A-Za-z0-9._-]+", "-", name).strip("-.") or "figure"
         self.figures_dir.mkdir(parents=True, exist_ok=True)
         FigureCanvasAgg(fig)  # non-interactive backend, whatever pyplot's backend is
