@@ -124,11 +124,12 @@ def test_a_run_stopped_before_its_first_pair_says_nothing_was_saved(monkeypatch,
     assert caught.value.path is None and caught.value.pairs == 0 and not path.exists()
 
 
-def test_a_file_cut_short_is_completed_in_place_with_its_own_design(monkeypatch, tmp_path):
+@pytest.mark.parametrize("mode", ["interleaved", "back_to_back"])
+def test_a_file_cut_short_is_completed_in_place_with_its_own_design(monkeypatch, tmp_path, mode):
     _use(monkeypatch, Workers(stop_at=1, stop=KeyboardInterrupt()))
     path = live_path(tmp_path)
     with pytest.raises(LiveStopped):
-        run_live(A, B, CASES, path, "cpu", SCHEDULE)
+        run_live(A, B, CASES, path, "cpu", SCHEDULE, mode)
     before = load(path).models("live-comparison")
     _use(monkeypatch, Workers())
     counts = []
@@ -139,6 +140,10 @@ def test_a_file_cut_short_is_completed_in_place_with_its_own_design(monkeypatch,
     assert [p.index for p in after[0].pairs] == [0, 1, 2, 3]
     assert after[0].pairs[0] == before[0].pairs[0]  # the first pair, as measured
     assert {len(p.rounds) for p in after[0].pairs} == {SCHEDULE.rounds}
+    # the resumed pairs keep the file's design: back to back runs A then B, whole
+    orders = {r.order for p in after[0].pairs[1:] for r in p.rounds}
+    assert orders == ({"AB"} if mode == "back_to_back" else {"AB", "BA"})
+    assert {c.mode for c in after} == {mode}
     with pytest.raises(ValueError, match="no comparison was cut short"):
         resume_live(path, after, A, B, "cpu")
 

@@ -202,7 +202,7 @@ def resume_live(
     """Finish the first look of the comparisons of ``path`` cut short (:func:`cut_short`).
 
     The pairs still missing from the first look run with the comparisons' own saved design
-    (rounds, blocks, warm-up; the seed moved on by the pairs done), whatever the caller would
+    (mode, rounds, blocks, warm-up; the seed moved on by the pairs done), whatever the caller would
     ask now, and each is added to its comparison: what was measured before the interruption is
     kept and pooled, the pairs being independent whenever they ran. A resumed comparison stops
     at its first look. The file is rewritten after every pair, the other comparisons in it kept
@@ -244,7 +244,8 @@ def resume_live(
 
     def pairs(on_pair: Callable[[list[CaseComparison]], None]) -> list[CaseComparison]:
         run_pairs(baseline, candidate, [(c.workload, dict(c.params)) for c in short],
-                  backend, rest, on_pair=on_pair, threshold=threshold, alpha=alpha)  # fmt: skip
+                  backend, rest, on_pair=on_pair, threshold=threshold, alpha=alpha,
+                  mode=short[0].mode)  # fmt: skip
         return pooled
 
     run = _saving(path, pairs, merged, on_saved, before=done)
