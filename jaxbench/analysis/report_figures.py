@@ -77,10 +77,10 @@ def _picks(review: Review, samples: pd.DataFrame) -> list[tuple[str, list[str], 
     groups = benchmarks.map({b: case_group(b) for b in benchmarks.unique()})  # once a benchmark
     out = []
     for group, limit in (("train step", MAX_FACETS), ("forward mode", MAX_FORWARD)):
-        cases = sorted(set(samples.loc[groups == group, "case"]))
+        cases = sorted(samples.loc[groups == group, "case"].unique())
         if cases:
             out.append((group, ranked_cases(cases, moved, limit), len(cases)))
-    others = sorted(set(samples.loc[groups == "other", "case"]))
+    others = sorted(samples.loc[groups == "other", "case"].unique())  # per case, not per call
     if others:
         out.append(("other", ranked_cases(others, moved, MAX_FORWARD), len(others)))
     return out
