@@ -297,6 +297,18 @@ def test_version_environment_and_rule_options_are_declared_once():
             assert "EnvRoot" not in path.read_text(), path
 
 
+@pytest.mark.parametrize("command", [
+    ["compare", "--interleave", "current", "current"], ["explain", "current", "current"],
+    ["review", "0.11.2", "0.12.0.1"], ["bisect", "0.11.2", "0.12.0.1"]])  # fmt: skip
+def test_an_env_root_that_is_a_file_is_one_line_before_anything_runs(command, tmp_path):
+    a_file = tmp_path / "afile"
+    a_file.write_text("")
+    done = run_cli(*command, "-w", "train_step", "-s", "tiny", "--env-root", str(a_file))
+    assert done.returncode == 2, done.stdout + done.stderr
+    assert done.stderr.strip() == (f"error: --env-root {a_file}: a file, expected a folder for "
+                                   "the JAX-version venvs")  # fmt: skip
+
+
 def test_an_own_option_is_an_alias_of_param():
     """``--size tiny -k 4`` and ``--param size=tiny --param k=4`` select the same cases."""
     from jaxbench.cli.selection import Selection

@@ -113,6 +113,20 @@ def test_environment_requirements_join_the_workloads_with_and_requirements_once(
         environment_requirements([], [], tmp_path / "nope.txt")
 
 
+@pytest.mark.parametrize(
+    ("with_", "requirements", "error"),
+    [([""], None, r"^--with '': expected a pip requirement or a local project folder"),
+     (["./no/such/dir"], None, r"^--with \./no/such/dir: no such folder or file"),
+     ([], "FOLDER", r"^--requirements .*: a folder, expected a pip requirements file$")],
+)  # fmt: skip
+def test_a_bad_with_or_requirements_is_named_before_pip_sees_it(
+    tmp_path, with_, requirements, error
+):
+    given = tmp_path if requirements == "FOLDER" else requirements
+    with pytest.raises(ValueError, match=error):
+        environment_requirements([], with_, given)
+
+
 def test_more_requirements_get_an_environment_of_their_own_and_go_to_pip(tmp_path, monkeypatch):
     req_file = tmp_path / "reqs.txt"
     req_file.write_text("optax\n")

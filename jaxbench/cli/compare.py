@@ -393,6 +393,7 @@ def register(app: typer.Typer) -> None:
             bool,
             typer.Option(
                 "--strict",
+                metavar="",
                 help="Call a change only when the whole interval lies "
                 "beyond the threshold (minimum-effect test; needs far more processes).",
             ),
@@ -403,6 +404,7 @@ def register(app: typer.Typer) -> None:
             bool,
             typer.Option(
                 "--fail-on-undecided",
+                metavar="",
                 help=f"Exit {EXIT_UNDECIDED} when a case is inconclusive or unstable "
                 "(and none is slower).",
             ),

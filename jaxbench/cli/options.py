@@ -245,6 +245,16 @@ class VersionEnvOptions:
     with_: list[str] | None = None
     requirements: Path | None = None
 
+    def __post_init__(self) -> None:
+        """Refuse an ``--env-root`` that is not a folder, before anything runs.
+
+        Raises:
+            typer.Exit: ``--env-root`` names a file (exit 2).
+        """
+        if self.env_root.exists() and not self.env_root.is_dir():
+            raise fail(f"--env-root {self.env_root}: a file, expected a folder for the "
+                       "JAX-version venvs")  # fmt: skip
+
     def envs(self, workloads: list[str] | None = None, jax_extra: str | None = None) -> VersionEnvs:
         """The :class:`jaxbench.cluster.pyenvs.VersionEnvs` of the options.
 

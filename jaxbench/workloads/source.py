@@ -184,7 +184,8 @@ def environment_requirements(
         The arguments, and one line per workload saying what its environments get.
 
     Raises:
-        ValueError: ``--requirements`` is not a readable file (the line names the option).
+        ValueError: A ``--with`` that is empty or names a path (``.``, ``/``, ``~``) that does
+            not exist, or a ``--requirements`` that is not a file (the line names the option).
     """
     args: list[str] = []
     said = []
@@ -203,8 +204,18 @@ def environment_requirements(
                         "JAX-version venvs find it only on PYTHONPATH or in the current folder "
                         "(or give --with)")  # fmt: skip
     for req in with_:
-        args.append(str(Path(req).resolve()) if Path(req).exists() else req)
+        if not req.strip():
+            raise ValueError(f"--with {req!r}: expected a pip requirement or a local project "
+                             "folder, got nothing")  # fmt: skip
+        if req.startswith((".", "/", "~")) and not Path(req).expanduser().exists():
+            raise ValueError(f"--with {req}: no such folder or file (a local project is "
+                             "given by its folder)")  # fmt: skip
+        local = Path(req).expanduser()
+        args.append(str(local.resolve()) if local.exists() else req)
     if requirements_file is not None:
+        if requirements_file.is_dir():
+            raise ValueError(f"--requirements {requirements_file}: a folder, expected a pip "
+                             "requirements file")  # fmt: skip
         if not requirements_file.is_file():
             raise ValueError(f"--requirements {requirements_file}: no such file")
         args += ["-r", str(requirements_file.resolve())]
