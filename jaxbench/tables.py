@@ -214,7 +214,10 @@ def live_comparison_model(frame: Any) -> TextTable:
 
     The terminal's columns (:func:`jaxbench.analysis.report_live.live_table` with ``compact``).
     """
-    title = "live comparison (candidate / baseline), intervals over process pairs"
+    units = {"interleaved": "process pairs", "back_to_back": "processes (each side's apart)"}
+    modes = dict.fromkeys(frame.get("mode", ["interleaved"]))
+    over = " or ".join(units.get(m, str(m)) for m in modes)
+    title = f"live comparison (candidate / baseline), intervals over {over}"
     return live_table(frame, compact=True, title=title)
 
 

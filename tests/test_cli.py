@@ -309,6 +309,13 @@ def test_an_env_root_that_is_a_file_is_one_line_before_anything_runs(command, tm
                                    "the JAX-version venvs")  # fmt: skip
 
 
+@pytest.mark.parametrize("sides", [("/no/such/a", "/no/such/b"), ("run.jsonl", "0.11.2")])
+def test_compare_of_a_path_that_does_not_exist_says_so_in_one_line(sides, tmp_path):
+    done = run_cli("compare", *sides, cwd=tmp_path)
+    assert done.returncode == 2, done.stdout + done.stderr
+    assert done.stderr.strip() == f"error: {sides[0]!r}: no such file or folder (nor a JAX version)"
+
+
 def test_an_own_option_is_an_alias_of_param():
     """``--size tiny -k 4`` and ``--param size=tiny --param k=4`` select the same cases."""
     from jaxbench.cli.selection import Selection

@@ -454,6 +454,8 @@ def test_compare_back_to_back_saves_each_pair_and_names_its_design(tmp_path):
     result = runner.invoke(app, args)
     assert result.exit_code in (0, 1), result.output  # 1: the wider side is slower
     assert "mode: back to back (sequential)" in result.output
+    title = " ".join(result.output.split())
+    assert "intervals over processes (each side's apart)" in title and "process pairs" not in title
     store = load([tmp_path], kinds={"live-comparison"})
     (found,), problems = store.models("live-comparison"), store.problems
     assert problems == [] and found.mode == "back_to_back" and len(found.pairs) == 2

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
@@ -106,6 +107,9 @@ def _compare_recorded(baseline: str, candidate: str, results: list[Path], opts: 
         raise fail(f"{path!r} is a path but {other!r} is not: give two result paths, "
                    "or two JAX versions found in --results")  # fmt: skip
     else:
+        for side in (baseline, candidate):  # a version has no slash and no file suffix
+            if "/" in side or os.sep in side or side.endswith((".jsonl", ".json")):
+                raise fail(f"{side!r}: no such file or folder (nor a JAX version)")
         missing = [str(p) for p in results if not p.exists()]
         if missing:
             raise fail(f"--results {missing[0]!r}: no such file or folder")

@@ -128,7 +128,10 @@ def register(app: typer.Typer) -> None:
         backend: Backend = "cpu",
         verdict: Annotated[
             str | None,
-            typer.Option(help="The cases' timing verdict, if known (slower, faster, same)."),
+            typer.Option(
+                help="The cases' timing verdict, if known: slower, faster, same, inconclusive "
+                "or unstable."
+            ),
         ] = None,
         out: Annotated[
             str | None,
