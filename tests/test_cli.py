@@ -297,6 +297,25 @@ def test_version_environment_and_rule_options_are_declared_once():
             assert "EnvRoot" not in path.read_text(), path
 
 
+def test_command_help_has_no_rest_markup():
+    """`--help` prints a command's docstring and its options' help as Markdown: a reST double
+    backtick would show as two literal backticks around the name. A flag shows no `<bool>`."""
+    import typer
+
+    from jaxbench.cli import app
+
+    group = typer.main.get_command(app)
+    texts = {name: [command.help or ""] + [getattr(p, "help", None) or "" for p in command.params]
+             for name, command in group.commands.items()}  # fmt: skip
+    assert {"run", "show", "explain"} <= set(texts)
+    marked = {name for name, helps in texts.items() if any("``" in h for h in helps)}
+    assert marked == set()
+    typed_flags = {(name, p.name) for name, command in group.commands.items()
+                   for p in command.params if getattr(p, "is_flag", False)
+                   and p.name != "help" and p.metavar != ""}  # fmt: skip
+    assert typed_flags == set()
+
+
 @pytest.mark.parametrize("command", [
     ["compare", "--interleave", "current", "current"], ["explain", "current", "current"],
     ["review", "0.11.2", "0.12.0.1"], ["bisect", "0.11.2", "0.12.0.1"]])  # fmt: skip

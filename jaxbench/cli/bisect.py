@@ -158,7 +158,8 @@ def register(app: typer.Typer) -> None:
             ),
         ] = "auto",
         explain: Annotated[
-            bool, typer.Option(help="Explain the program change at each step found.")
+            bool,
+            typer.Option(metavar="", help="Explain the program change at each step found."),
         ] = True,
         backend: Backend = "cpu",
         pairs: Annotated[int, typer.Option(help="Process pairs of the first look.")] = (

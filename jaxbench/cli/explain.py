@@ -155,7 +155,7 @@ def register(app: typer.Typer) -> None:
     ) -> None:
         """Explain what changed in the compiled program of each selected case.
 
-        Each side prepares the case in a fresh worker (``current``, an interpreter, or a JAX
+        Each side prepares the case in a fresh worker (`current`, an interpreter, or a JAX
         version's venv) and hands back its jaxpr, StableHLO, optimized HLO and XLA's cost and
         memory figures. Printed per case: which levels are identical (names and metadata set
         aside), the first that differs and what that points at, the changed counts (opcodes,

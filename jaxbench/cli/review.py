@@ -181,7 +181,9 @@ def register(app: typer.Typer) -> None:
         threshold: Threshold = 0.02,
         compile_threshold: CompileThreshold = 0.10,
         alpha: Alpha = 0.05,
-        drift: Annotated[bool, typer.Option(help="Check numerical drift per side.")] = True,
+        drift: Annotated[
+            bool, typer.Option(metavar="", help="Check numerical drift per side.")
+        ] = True,
         trace: TraceRecords = False,
         reference: Annotated[
             Path | None, typer.Option(help="Drift reference folder (default: drift's own).")

@@ -160,10 +160,10 @@ def run_cmd(
     takes longer than --case-timeout is killed and recorded failed (timed out, with the phase
     it was in), a case that kills its process (an XLA abort, a segfault, the OOM killer) is
     recorded failed with the signal and the last lines of its stderr, and the next case runs in
-    a fresh worker. JAX's debug modes are read from ``jax.config`` once the workloads are
-    loaded: with ``jax_disable_jit`` on, nothing is timed (exit 2) unless ``--allow-debug`` is
+    a fresh worker. JAX's debug modes are read from `jax.config` once the workloads are
+    loaded: with `jax_disable_jit` on, nothing is timed (exit 2) unless `--allow-debug` is
     given; every debug mode that is on is warned of, and records keep them in
-    ``env.jax_flags``.
+    `env.jax_flags`.
     """
     from jaxbench.cases import check_backend
     from jaxbench.interleave import WorkerError
@@ -373,8 +373,8 @@ def show_cmd(
     """Print the summary table of result files.
 
     Lines that do not load (cut short, foreign, a newer schema) are named on stderr and the rest
-    is shown, as in ``compare`` and ``report``; ``--strict`` stops at the first one instead. A
-    history of thousands of records is cut to the last ``--limit`` ones, and stderr says how
+    is shown, as in `compare` and `report`; `--strict` stops at the first one instead. A
+    history of thousands of records is cut to the last `--limit` ones, and stderr says how
     many were left out.
     """
     from jaxbench.store import collector_paused
