@@ -328,6 +328,24 @@ def test_an_env_root_that_is_a_file_is_one_line_before_anything_runs(command, tm
                                    "the JAX-version venvs")  # fmt: skip
 
 
+@pytest.mark.parametrize("url", ["pypi.example.org/simple", "ftp://example.org/simple",
+                                 "./no-such-index"])  # fmt: skip
+def test_an_extra_index_url_that_pip_cannot_read_is_one_line_before_anything_runs(url, tmp_path):
+    from jaxbench.cluster import pyenvs
+
+    done = run_cli("review", "0.11.2", "0.12.0.1", "-w", "loop", "--extra-index-url", url,
+                   "--env-root", str(tmp_path / "envs"), cwd=tmp_path)  # fmt: skip
+    assert done.returncode == 2, done.stdout + done.stderr
+    assert done.stderr.strip() == (
+        f"error: --extra-index-url {url!r}: expected an http(s):// or file:// URL, or a local "
+        "folder laid out as a package index"
+    )
+    assert not (tmp_path / "envs").exists()
+    (tmp_path / "index").mkdir()
+    for good in ("https://example.org/simple/", "file:///srv/wheels", str(tmp_path / "index")):
+        pyenvs.check_index_url(good)
+
+
 @pytest.mark.parametrize("sides", [("/no/such/a", "/no/such/b"), ("run.jsonl", "0.11.2")])
 def test_compare_of_a_path_that_does_not_exist_says_so_in_one_line(sides, tmp_path):
     done = run_cli("compare", *sides, cwd=tmp_path)

@@ -665,6 +665,15 @@ def test_an_environment_built_before_the_dependencies_changed_is_rebuilt(tmp_pat
     assert [what for _, what in calls] == build
 
 
+def test_an_environment_that_fails_to_build_leaves_no_folder(tmp_path, monkeypatch):
+    from jaxbench.cluster import pyenvs
+
+    fake_pip(monkeypatch, "0.11.1")  # pip "installed" another JAX than asked
+    with pytest.raises(pyenvs.PyEnvError, match=r"imports jax 0\.11\.1, not 0\.11\.2"):
+        pyenvs.ensure_env(tmp_path, "0.11.2", "/usr/bin/python3")
+    assert [p.name for p in tmp_path.iterdir() if not p.name.startswith(".")] == []
+
+
 def test_a_gpu_or_nightly_environment_pins_the_plugin_and_asks_the_other_index(
     tmp_path, monkeypatch
 ):

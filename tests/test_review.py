@@ -124,7 +124,8 @@ class Simulation:
 @pytest.fixture
 def simulated(monkeypatch):
     sim = Simulation()
-    monkeypatch.setattr("jaxbench.cli.review.python_for", lambda side, spec, root: f"py-{spec}")
+    monkeypatch.setattr("jaxbench.cli.review.pythons_for",
+                        lambda sides, envs: [f"py-{spec}" for _, spec in sides])  # fmt: skip
     monkeypatch.setattr("jaxbench.cli.review.jax_version", lambda python: python[3:])
     monkeypatch.setattr("jaxbench.upgrade.screen.run_process", sim.run_process)
     monkeypatch.setattr("jaxbench.interleave.runner.run_pairs", sim.run_pairs)

@@ -164,6 +164,27 @@ def test_an_interpreter_that_cannot_find_the_workload_is_named_in_one_line(tmp_p
     )
 
 
+@pytest.mark.parametrize("command", ["review", "compare --interleave", "explain"])
+def test_a_version_the_index_lacks_on_either_side_stops_before_any_environment_is_built(
+    command, tmp_path, monkeypatch
+):
+    built, asked = [], []
+    monkeypatch.setattr(pyenvs, "ensure_env", lambda *a, **k: built.append(a))
+
+    def index_versions(python, package, extra_index_url=None):
+        asked.append(package)
+        return ["0.12.0.1", "0.11.2"]
+
+    monkeypatch.setattr(pyenvs, "index_versions", index_versions)
+    result = runner.invoke(app, [*command.split(), "0.11.2", "9.9.9", "-w", "loop",
+                                 "-o", str(tmp_path / "out")])  # fmt: skip
+    assert result.exit_code == 2, result.output
+    error = [line for line in result.output.splitlines() if line.startswith("error:")]
+    assert error == ["error: candidate '9.9.9': jax 9.9.9 is not on the package index for "
+                     f"{pyenvs.base_python(None)} (newest offered: 0.12.0.1, 0.11.2)"]  # fmt: skip
+    assert built == [] and "jax" in asked
+
+
 @pytest.mark.slow
 def test_a_version_environment_without_the_users_package_stops_the_review_before_measuring(
     tmp_path, monkeypatch

@@ -29,7 +29,7 @@ from jaxbench.cli.options import (
     console,
     err_console,
     fail,
-    python_for,
+    pythons_for,
     side_label,
     side_params,
     takes_version_envs,
@@ -288,8 +288,9 @@ def _live(
         schedule = Schedule(**schedule_fields)
     except ValueError as exc:
         raise fail(str(exc)) from None
-    a = Variant(side_label(baseline, set_a), python_for("baseline", baseline, envs), set_a)
-    b = Variant(side_label(candidate, set_b), python_for("candidate", candidate, envs), set_b)
+    python_a, python_b = pythons_for((("baseline", baseline), ("candidate", candidate)), envs)
+    a = Variant(side_label(baseline, set_a), python_a, set_a)
+    b = Variant(side_label(candidate, set_b), python_b, set_b)
 
     saved = PairProgress(schedule.max_pairs)
     fail_on_undecided = opts.pop("fail_on_undecided", False)

@@ -18,7 +18,7 @@ from jaxbench.cli.options import (
     console,
     err_console,
     fail,
-    python_for,
+    pythons_for,
     side_label,
     side_params,
     takes_version_envs,
@@ -217,8 +217,7 @@ def register(app: typer.Typer) -> None:
         a, b = side_params(cases, set_a, "--set-a"), side_params(cases, set_b, "--set-b")
         folder = writable_folder(out) if out else None  # before any environment is built
         envs = venvs.envs([c.workload for c in cases])
-        python_a = python_for("baseline", baseline, envs)
-        python_b = python_for("candidate", candidate, envs)
+        python_a, python_b = pythons_for((("baseline", baseline), ("candidate", candidate)), envs)
         path = folder / f"explain-{new_run_id()}.md" if folder else None
         sections = []
         for case in cases:

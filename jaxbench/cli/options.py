@@ -14,6 +14,8 @@ from rich.text import Text
 from jaxbench.cli.groups import option_group
 
 if TYPE_CHECKING:
+    from collections.abc import Sequence
+
     from jaxbench.cluster.pyenvs import VersionEnvs
 
 console = Console()
@@ -370,12 +372,21 @@ def writable_folder(out: str) -> Path:
 CURRENT = "current"
 
 
-def python_for(side: str, spec: str, envs: VersionEnvs) -> str:
-    """The interpreter of one side: ``current``, a path to a python, or a JAX version.
+def pythons_for(sides: Sequence[tuple[str, str]], envs: VersionEnvs) -> list[str]:
+    """The interpreter of each side: ``current``, a path to a python, or a JAX version.
 
-    A version's environment is built once as ``envs`` says (its folder, ``jax``'s extra,
-    another package index, what else it installs: :class:`jaxbench.cluster.pyenvs.VersionEnvs`).
-    A version's or a path's interpreter must find ``envs``' user workloads.
+    Every side is checked before any environment is built, so a version the index lacks on the
+    second side costs no build of the first. A version's environment is then built once as
+    ``envs`` says (its folder, ``jax``'s extra, another package index, what else it installs:
+    :class:`jaxbench.cluster.pyenvs.VersionEnvs`). A version's or a path's interpreter must find
+    ``envs``' user workloads.
+
+    Args:
+        sides: ``(name, spec)`` pairs, e.g. ``("baseline", "0.11.2")``; the name leads errors.
+        envs: How versions' environments are built.
+
+    Returns:
+        One interpreter path a side, in the order of ``sides``.
 
     Raises:
         typer.Exit: No such interpreter, a version the index lacks or that does not build, or
@@ -383,24 +394,32 @@ def python_for(side: str, spec: str, envs: VersionEnvs) -> str:
     """
     from jaxbench.cluster import pyenvs
 
-    if spec == CURRENT:
-        return sys.executable
-    if "/" in spec or Path(spec).exists():
-        if not Path(spec).is_file():
-            raise fail(f"{side} {spec!r}: no such interpreter (expected {CURRENT}, a path to a "
-                       "python, or a JAX version)")  # fmt: skip
+    base = None
+    for side, spec in sides:
         try:
-            envs.check(spec, spec)
-        except pyenvs.PyEnvError as exc:
-            raise fail(f"{side} {spec!r}: {exc}") from None
-        return spec
-    try:
-        base = pyenvs.base_python(None)
-        pyenvs.check_versions(base, [spec], envs.extra, envs.extra_index_url)
+            if spec == CURRENT:
+                continue
+            if "/" in spec or Path(spec).exists():
+                if not Path(spec).is_file():
+                    raise ValueError(f"no such interpreter (expected {CURRENT}, a path to a "
+                                     "python, or a JAX version)")  # fmt: skip
+                envs.check(spec, spec)
+                continue
+            base = base or pyenvs.base_python(None)
+            pyenvs.check_versions(base, [spec], envs.extra, envs.extra_index_url)
+        except (ValueError, pyenvs.PyEnvError) as exc:
+            raise fail(f"{side} {spec!r}: {str(exc).removeprefix('--jax: ')}") from None
+    pythons = []
+    for side, spec in sides:
+        if spec == CURRENT or "/" in spec or Path(spec).exists():
+            pythons.append(sys.executable if spec == CURRENT else spec)
+            continue
         err_console.print(f"{side}: JAX {spec} environment under {envs.root} (built once)")
-        return str(envs.python(spec, base))
-    except (ValueError, pyenvs.PyEnvError) as exc:
-        raise fail(f"{side} {spec!r}: {str(exc).removeprefix('--jax: ')}") from None
+        try:
+            pythons.append(str(envs.python(spec, base)))
+        except (ValueError, pyenvs.PyEnvError) as exc:
+            raise fail(f"{side} {spec!r}: {exc}") from None
+    return pythons
 
 
 def side_params(cases: list, values: list[str] | None, option: str) -> dict[str, Any]:

@@ -25,7 +25,7 @@ from jaxbench.cli.options import (
     console,
     err_console,
     fail,
-    python_for,
+    pythons_for,
     takes_version_envs,
     timing_fields,
     writable_folder,
@@ -266,8 +266,7 @@ def _review(
     made = not target.exists()
     folder = writable_folder(str(target))  # before any environment is built
     try:
-        pythons = [python_for(side, spec, envs) for side, spec in
-                   (("baseline", baseline), ("candidate", candidate))]  # fmt: skip
+        pythons = pythons_for((("baseline", baseline), ("candidate", candidate)), envs)
         versions = (jax_version(pythons[0]), jax_version(pythons[1]))
         if versions[0] == versions[1]:
             raise fail(f"{baseline} and {candidate} both import JAX {versions[0]}: a review "

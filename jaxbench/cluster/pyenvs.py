@@ -22,6 +22,7 @@ import shutil
 import subprocess
 import sys
 import tomllib
+import urllib.parse
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
@@ -127,6 +128,24 @@ def check_extra(extra: str | None) -> None:
         raise ValueError(f"--jax-extra {extra!r}: expected one of {', '.join(JAX_EXTRAS)}")
 
 
+def check_index_url(url: str | None) -> None:
+    """Raise ``ValueError`` naming ``--extra-index-url`` unless ``url`` is ``None`` or an index.
+
+    pip takes an ``http://``, ``https://`` or ``file://`` URL, or a local folder laid out as
+    a simple repository (PEP 503); anything else would reach pip, whose error blames the
+    install.
+    """
+    if url is None:
+        return
+    parts = urllib.parse.urlsplit(url)
+    if (parts.scheme in ("http", "https") and parts.netloc) or parts.scheme == "file":
+        return
+    if not parts.scheme and Path(url).expanduser().is_dir():
+        return
+    raise ValueError(f"--extra-index-url {url!r}: expected an http(s):// or file:// URL, or a "
+                     "local folder laid out as a package index")  # fmt: skip
+
+
 def packages(extra: str | None) -> tuple[str, ...]:
     """The packages an environment pins to one version: jax, jaxlib and the extra's plugin."""
     plugin = PLUGINS.get(extra or "")
@@ -207,7 +226,7 @@ def ensure_env(
 
     Raises:
         PyEnvError: ``venv`` or ``pip install`` failed, or the environment imports a
-            different JAX version than asked.
+            different JAX version than asked; the folder is removed again (as on Ctrl-C).
         ValueError: A ``-r`` file cannot be read.
     """
     folder = env_dir(env_root, jax_version, extra, python_tag(python), requirements)
@@ -218,22 +237,26 @@ def ensure_env(
         if _is_current(folder):
             return env_python(folder)
         shutil.rmtree(folder, ignore_errors=True)
-        _run([python, "-m", "venv", str(folder)], "python -m venv")
-        jax_req = f"jax[{extra}]=={jax_version}" if extra else f"jax=={jax_version}"
-        # --no-compile: pip would byte-compile every installed module (two thirds of the
-        # install's time here); Python compiles those a task imports, on first import.
-        _run(
-            [str(env_python(folder)), "-m", "pip", "install", "--quiet", "--no-compile",
-             "--disable-pip-version-check", *_index_args(extra_index_url), "-e", str(REPO_ROOT),
-             jax_req, f"jaxlib=={jax_version}", *requirements],
-            f"pip install {jax_req}",
-        )  # fmt: skip
-        imported = imported_jax(str(env_python(folder)))
-        if imported != jax_version:
-            raise PyEnvError(f"{folder}: imports jax {imported}, not {jax_version}")
-        marker = {"jax": jax_version, "extra": extra, "base_python": python,
-                  "extra_index_url": extra_index_url, "requirements": list(requirements),
-                  "dependencies": dependencies_digest()}  # fmt: skip
+        try:
+            _run([python, "-m", "venv", str(folder)], "python -m venv")
+            jax_req = f"jax[{extra}]=={jax_version}" if extra else f"jax=={jax_version}"
+            # --no-compile: pip would byte-compile every installed module (two thirds of the
+            # install's time here); Python compiles those a task imports, on first import.
+            _run(
+                [str(env_python(folder)), "-m", "pip", "install", "--quiet", "--no-compile",
+                 "--disable-pip-version-check", *_index_args(extra_index_url), "-e", str(REPO_ROOT),
+                 jax_req, f"jaxlib=={jax_version}", *requirements],
+                f"pip install {jax_req}",
+            )  # fmt: skip
+            imported = imported_jax(str(env_python(folder)))
+            if imported != jax_version:
+                raise PyEnvError(f"{folder}: imports jax {imported}, not {jax_version}")
+            marker = {"jax": jax_version, "extra": extra, "base_python": python,
+                      "extra_index_url": extra_index_url, "requirements": list(requirements),
+                      "dependencies": dependencies_digest()}  # fmt: skip
+        except BaseException:  # a half-built folder is never left behind
+            shutil.rmtree(folder, ignore_errors=True)
+            raise
         (folder / MARKER).write_text(json.dumps(marker, indent=2))
     return env_python(folder)
 
@@ -248,6 +271,10 @@ class VersionEnvs:
         extra_index_url: Another package index (e.g. JAX's nightly wheels), or ``None``.
         requirements: More ``pip install`` arguments (:func:`ensure_env`).
         workloads: The user workloads every environment must find (:meth:`check`).
+
+    Raises:
+        ValueError: An unknown extra (:func:`check_extra`) or an index that is neither a URL
+            nor a folder (:func:`check_index_url`).
     """
 
     root: Path
@@ -258,6 +285,7 @@ class VersionEnvs:
 
     def __post_init__(self) -> None:
         check_extra(self.extra)
+        check_index_url(self.extra_index_url)
 
     def python(self, version: str, base: str) -> Path:
         """The interpreter of ``version``'s environment, built once and checked.
