@@ -298,8 +298,11 @@ def test_version_environment_and_rule_options_are_declared_once():
 
 
 def test_command_help_has_no_rest_markup():
-    """`--help` prints a command's docstring and its options' help as Markdown: a reST double
-    backtick would show as two literal backticks around the name. A flag shows no `<bool>`."""
+    """`--help` renders a command's docstring and its options' help as Markdown: a reST double
+    backtick would show as two backticks around the name, and outside backticks `<id>` is read
+    as an HTML tag and dropped, `*` as emphasis. A flag shows no `<bool>`."""
+    import re
+
     import typer
 
     from jaxbench.cli import app
@@ -310,6 +313,13 @@ def test_command_help_has_no_rest_markup():
     assert {"run", "show", "explain"} <= set(texts)
     marked = {name for name, helps in texts.items() if any("``" in h for h in helps)}
     assert marked == set()
+    plain = {name: re.sub(r"`[^`]*`", "", " ".join(helps)) for name, helps in texts.items()}
+    outside = {
+        name: found for name, text in plain.items() if (found := re.findall(r"<\w+>|\*", text))
+    }
+    assert outside == {}
+    done = run_cli("notebook", "--help")
+    assert "analysis/<name>.py" in done.stdout and "analysis/<name>.ipynb" in done.stdout
     typed_flags = {(name, p.name) for name, command in group.commands.items()
                    for p in command.params if getattr(p, "is_flag", False)
                    and p.name != "help" and p.metavar != ""}  # fmt: skip

@@ -24,7 +24,10 @@ from jaxbench.cli import (
 )
 
 app = typer.Typer(
-    add_completion=False, no_args_is_help=True, help="Honest timing of warmed JAX workloads."
+    add_completion=False,
+    no_args_is_help=True,
+    rich_markup_mode="markdown",
+    help="Honest timing of warmed JAX workloads.",
 )
 
 for _module in (run, cluster, compare, calibrate, drift, report, notebook, steps, explain, bisect,

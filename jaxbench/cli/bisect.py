@@ -176,7 +176,7 @@ def register(app: typer.Typer) -> None:
         profile: Annotated[
             str | None,
             typer.Option(
-                help="Run on a cluster profile (slurm/<name>.toml or a name): one task per "
+                help="Run on a cluster profile (`slurm/<name>.toml` or a name): one task per "
                 "release, --processes sweeps, judged over processes."
             ),
         ] = None,
@@ -185,7 +185,7 @@ def register(app: typer.Typer) -> None:
         ] = 3,
         out: Annotated[
             str,
-            typer.Option("--out", "-o", help="Folder of bisect-<id>.md and the comparisons."),
+            typer.Option("--out", "-o", help="Folder of `bisect-<id>.md` and the comparisons."),
         ] = "results",
     ) -> None:
         """Find the releases between GOOD and BAD where each selected case got slower (or faster).
@@ -199,7 +199,7 @@ def register(app: typer.Typer) -> None:
         change, so it finds a step that is later undone and several steps; binary halves the
         range where its ends differ, fewer comparisons but blind to a step undone within a
         half. Each step gets jaxbench explain's diff of the two programs. Writes
-        bisect-<id>.md and each comparison's interleave-<id>.jsonl to --out. Exit 2 on bad
+        `bisect-<id>.md` and each comparison's `interleave-<id>.jsonl` to --out. Exit 2 on bad
         input, before any environment is built.
         """
         from jaxbench.backends import check_backend

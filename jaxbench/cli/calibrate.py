@@ -152,7 +152,7 @@ def register(app: typer.Typer) -> None:
         threshold: Threshold = 0.02,
         alpha: Alpha = 0.05,
         out: Annotated[
-            str, typer.Option("--out", "-o", help="Folder for calibration-<id>.json.")
+            str, typer.Option("--out", "-o", help="Folder for `calibration-<id>.json`.")
         ] = "results",
     ) -> None:
         """Measure false alarms and the detectable change of live comparisons on this machine.

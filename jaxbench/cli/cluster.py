@@ -38,7 +38,7 @@ def submit_cmd(
     profile: Annotated[
         str | None,
         typer.Option(
-            "--profile", "-p", help="slurm/<name>.toml, or a name: cpu, gpu, local, test-cluster."
+            "--profile", "-p", help="`slurm/<name>.toml`, or a name: cpu, gpu, local, test-cluster."
         ),
     ] = None,
     jax: Annotated[
@@ -243,7 +243,7 @@ def status_cmd(sweep_dir: SweepArg) -> None:
 
 
 def collect_cmd(sweep_dir: SweepArg) -> None:
-    """Gather every finished record into <sweep>/results.jsonl; exit 1 if any missing or failed."""
+    """Gather finished records into `<sweep>/results.jsonl`; exit 1 if one is missing or failed."""
     from jaxbench.cluster.sweep import Sweep
     from jaxbench.tables import problems, records_table
 

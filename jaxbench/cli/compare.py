@@ -389,7 +389,7 @@ def register(app: typer.Typer) -> None:
             ),
         ] = False,
         out: Annotated[
-            str, typer.Option("--out", "-o", help="Live: folder for interleave-<id>.jsonl.")
+            str, typer.Option("--out", "-o", help="Live: folder for `interleave-<id>.jsonl`.")
         ] = "results",
         threshold: Threshold = 0.02,
         compile_threshold: CompileThreshold = 0.10,

@@ -57,7 +57,7 @@ def drift_cmd(
             "--workload",
             "-w",
             help="A user workload (package.module:factory or an entry point's name) instead of "
-            "the built-in sets; its reference defaults to results/drift/<name>.",
+            "the built-in sets; its reference defaults to `results/drift/<name>`.",
         ),
     ] = None,
     param: Params = None,

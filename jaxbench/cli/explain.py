@@ -136,7 +136,7 @@ def register(app: typer.Typer) -> None:
         out: Annotated[
             str | None,
             typer.Option(
-                "--out", "-o", help="Live sides: folder for explain-<id>.md and programs/."
+                "--out", "-o", help="Live sides: folder for `explain-<id>.md` and `programs/`."
             ),
         ] = None,
         trace: Annotated[
@@ -162,7 +162,7 @@ def register(app: typer.Typer) -> None:
         fusions by kind, custom calls, copies, ops in while bodies), FLOP, bytes and memory,
         and a bounded diff of the optimized HLO. With identical programs and --verdict slower
         or faster, it says the cause is below HLO. Nothing is timed. With --out, the text goes
-        to explain-<id>.md there and each side's programs to programs/<sha256>.json.gz.
+        to `explain-<id>.md` there and each side's programs to `programs/<sha256>.json.gz`.
 
         Two result sets (folders or files of `jaxbench run`) are explained from the programs
         their records saved, with no worker started: every case they share, or those selected.

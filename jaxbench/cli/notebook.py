@@ -21,13 +21,13 @@ def notebook_cmd(
     ] = None,
     out: Annotated[
         Path | None,
-        typer.Option("--out", "-o", help="Executed notebook (default: analysis/<name>.ipynb)."),
+        typer.Option("--out", "-o", help="Executed notebook (default: `analysis/<name>.ipynb`)."),
     ] = None,
 ) -> None:
-    """Run analysis/<name>.py top to bottom on this Python and save the .ipynb with its outputs.
+    """Run `analysis/<name>.py` top to bottom on this Python and save the .ipynb with its outputs.
 
     Needs the notebooks extra (bash scripts/setup.sh notebooks). Open the .ipynb in Jupyter or
-    VS Code; analysis/*.ipynb are not kept in git. The folder of --out is checked to be writable
+    VS Code; `analysis/*.ipynb` are not kept in git. The folder of --out is checked to be writable
     before the notebook runs.
     """
     from jaxbench.analysis.notebook import repo_root

@@ -142,7 +142,7 @@ SetA = Annotated[
 ]
 SetB = Annotated[
     list[str] | None,
-    typer.Option("--set-b", help="NAME=VALUE for the candidate's workers (size=small*1.05)."),
+    typer.Option("--set-b", help="NAME=VALUE for the candidate's workers (`size=small*1.05`)."),
 ]
 JsonOut = Annotated[
     Path | None,

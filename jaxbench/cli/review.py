@@ -204,12 +204,16 @@ def register(app: typer.Typer) -> None:
         """Review a JAX upgrade: screen, confirm live, explain, check drift, report.
 
         1. Screen: every selected case in recorded runs, --processes a side, the sides in
-        turn (each `jaxbench run` is one process, saving its programs). 2. Confirm: each case
-        the recorded runs call slower, faster, inconclusive or unstable is compared live, in
-        interleaved process pairs. 3. Explain each change that holds from the saved programs
-        (with --trace, also op by op from each screen process's profiler trace).
-        4. Check numerical drift per side. 5. Write report/report.md. A second run with the
-        same --out reuses what is there. Exit 1 when a case is slower, 2 on bad input.
+           turn (each `jaxbench run` is one process, saving its programs).
+        2. Confirm: each case the recorded runs call slower, faster, inconclusive or unstable
+           is compared live, in interleaved process pairs.
+        3. Explain each change that holds from the saved programs (with --trace, also op by
+           op from each screen process's profiler trace).
+        4. Check numerical drift per side.
+        5. Write report/report.md.
+
+        A second run with the same --out reuses what is there. Exit 1 when a case is slower, 2
+        on bad input.
         """
         from jaxbench.backends import check_backend
         from jaxbench.interleave import Schedule
