@@ -187,6 +187,23 @@ def test_review_json_holds_the_final_verdict_per_case_and_the_exit_status(simula
                                                                   SLOW: "slower"}  # fmt: skip
 
 
+def test_fail_on_undecided_exits_3_when_no_case_is_slower_but_one_is_undecided(
+    simulated, tmp_path, monkeypatch
+):
+    """No true change, and processes too noisy (30 %) to show equivalence within 2 %."""
+    monkeypatch.setitem(globals(), "SLOWDOWN", 1.0)
+    monkeypatch.setitem(globals(), "PROCESS_SD", 0.3)
+    simulated.screen_sd = 0.3
+    plain = _review(tmp_path / "plain")
+    assert plain.exit_code == 0, plain.output
+    summary = tmp_path / "summary.md"
+    gated = _review(tmp_path / "gated", "--fail-on-undecided", "--markdown", str(summary))
+    assert gated.exit_code == 3, gated.output
+    assert "slower" not in summary.read_text().split("**Verdicts:**")[1].split("\n")[0]
+    assert ("Exit status 3: no case is slower, but one is undecided (--fail-on-undecided)."
+            in summary.read_text())  # fmt: skip
+
+
 def _answered(monkeypatch) -> list:
     """The answers the terminal prints, as :func:`jaxbench.cli.review._print` gets them."""
     import jaxbench.cli.review as review_cli

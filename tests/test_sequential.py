@@ -185,6 +185,6 @@ def test_fail_on_undecided_exits_3_and_slower_still_wins(tmp_path):
     text = summary.read_text()  # appended to what was there, as GitHub's step summary wants
     assert text.startswith("earlier step\n## jaxbench compare: ")
     assert "| inconclusive |" in text and "**Verdicts:** 1 inconclusive." in text
-    assert "Exit status 3: no case is slower, but one is inconclusive or unstable" in text
+    assert "Exit status 3: no case is slower, but one is undecided" in text
     unwritable = CliRunner().invoke(app, [*args, "--markdown", str(tmp_path / "no" / "s.md")])
     assert unwritable.exit_code == 2 and "--markdown" in unwritable.output

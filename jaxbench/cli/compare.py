@@ -15,10 +15,12 @@ from jaxbench.cli.lines import (
 )
 from jaxbench.cli.options import (
     CURRENT,
+    EXIT_MEANINGS,
     Alpha,
     Backend,
     Candidate,
     CompileThreshold,
+    FailOnUndecided,
     JsonOut,
     MarkdownOut,
     SetA,
@@ -28,6 +30,7 @@ from jaxbench.cli.options import (
     check_rule_options,
     console,
     err_console,
+    exit_status,
     fail,
     pythons_for,
     side_label,
@@ -53,9 +56,6 @@ if TYPE_CHECKING:
 BASELINE_HELP = (
     f"Results path or JAX version; live: {CURRENT}, a path to a python, or a JAX version."
 )
-
-#: Exit status when a case is undecided (inconclusive, unstable) and --fail-on-undecided is set.
-EXIT_UNDECIDED = 3
 
 
 def _offline(baseline: str, candidate: str, results: list[Path], opts: dict[str, Any],
@@ -139,7 +139,7 @@ def _compare_recorded(baseline: str, candidate: str, results: list[Path], opts: 
                             opts["alpha"])  # fmt: skip
     roots = results if not all(exists) else as_paths
     _cite_calibration(roots, set(result.table["case"]), read)
-    code = _exit_code(result.table, fail_on_undecided)
+    code = exit_status(result.table["verdict"], fail_on_undecided)
     write_verdicts(json_out, "compare", _rows(result.table), code, mode="sequential",
                    baseline=baseline, candidate=candidate, threshold=opts["threshold"],
                    alpha=opts["alpha"])  # fmt: skip
@@ -223,32 +223,10 @@ def _cite_calibration(folders: list[Path], cases: set[str], read: Any = None) ->
                       f"{det} at 80 % power", highlight=False)  # fmt: skip
 
 
-#: What each exit status of ``compare`` means, for the Markdown summary.
-EXIT_MEANINGS = {
-    0: "no case is slower",
-    1: "a case is slower, or a live case failed",
-    EXIT_UNDECIDED: "no case is slower, but one is inconclusive or unstable (--fail-on-undecided)",
-}
-
-
 def _summary_lines(table: Any, design: str, code: int) -> list[str]:
     """The Markdown summary's lines under its table: the verdicts, the design, the exit."""
     return [f"**Verdicts:** {_counts(table)}.", f"Design: {design}.",
             f"Exit status {code}: {EXIT_MEANINGS[code]}."]  # fmt: skip
-
-
-def _exit_code(table: Any, fail_on_undecided: bool = False) -> int:
-    """The exit status of a comparison, for a CI gate.
-
-    1 when any case is ``slower``; else :data:`EXIT_UNDECIDED` when ``fail_on_undecided`` and
-    a case is ``inconclusive`` or ``unstable``; else 0 (bad input exits 2 before this).
-    """
-    verdict = table["verdict"]
-    if (verdict == "slower").any():
-        return 1
-    if fail_on_undecided and verdict.isin(["inconclusive", "unstable"]).any():
-        return EXIT_UNDECIDED
-    return 0
 
 
 def _print_problems(problems: list) -> None:
@@ -319,7 +297,8 @@ def _live(
                 console.print(line, highlight=False, markup=False, soft_wrap=True)
     console.print(f"wrote {path}", highlight=False)
     _cite_calibration([out], {c.label for c in found})
-    code = 1 if any(c.status != "ok" for c in found) else _exit_code(frame, fail_on_undecided)
+    failed = any(c.status != "ok" for c in found)
+    code = 1 if failed else exit_status(frame["verdict"], fail_on_undecided)
     write_verdicts(json_out, "compare", _rows(frame), code, mode=mode, baseline=a.label,
                    candidate=b.label, threshold=opts["threshold"], alpha=opts["alpha"],
                    live=str(path))  # fmt: skip
@@ -405,15 +384,7 @@ def register(app: typer.Typer) -> None:
         ] = False,
         json_out: JsonOut = None,
         markdown: MarkdownOut = None,
-        fail_on_undecided: Annotated[
-            bool,
-            typer.Option(
-                "--fail-on-undecided",
-                metavar="",
-                help=f"Exit {EXIT_UNDECIDED} when a case is inconclusive or unstable "
-                "(and none is slower).",
-            ),
-        ] = False,
+        fail_on_undecided: FailOnUndecided = False,
     ) -> None:
         """Compare a baseline with a candidate: ratio, interval over processes, verdict per case.
 

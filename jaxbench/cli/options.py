@@ -14,7 +14,7 @@ from rich.text import Text
 from jaxbench.cli.groups import option_group
 
 if TYPE_CHECKING:
-    from collections.abc import Sequence
+    from collections.abc import Iterable, Sequence
 
     from jaxbench.cluster.pyenvs import VersionEnvs
 
@@ -174,6 +174,41 @@ Alpha = Annotated[
     float,
     typer.Option(help="1 - the confidence level of the intervals (a false slower: <= alpha/2)."),
 ]
+#: Exit status of ``compare`` and ``review`` with --fail-on-undecided when no case is slower but
+#: one is undecided (a verdict other than slower, faster or same).
+EXIT_UNDECIDED = 3
+#: What each exit status of a command that judges means, for the Markdown summaries.
+EXIT_MEANINGS = {
+    0: "no case is slower",
+    1: "a case is slower, or a live case failed",
+    EXIT_UNDECIDED: "no case is slower, but one is undecided (--fail-on-undecided)",
+}
+FailOnUndecided = Annotated[
+    bool,
+    typer.Option(
+        "--fail-on-undecided",
+        metavar="",
+        help=f"Exit {EXIT_UNDECIDED} when a case is inconclusive, unstable or otherwise "
+        "undecided (and none is slower).",
+    ),
+]
+
+
+def exit_status(verdicts: Iterable[str], fail_on_undecided: bool = False) -> int:
+    """The exit status of the verdicts of ``compare`` or ``review``, for a CI gate.
+
+    1 when any verdict is ``slower``; else :data:`EXIT_UNDECIDED` when ``fail_on_undecided``
+    and one is not ``faster`` or ``same`` (``inconclusive``, ``unstable``, a review's
+    ``disagree``); else 0. Bad input exits 2 before there are verdicts.
+    """
+    verdicts = list(verdicts)
+    if "slower" in verdicts:
+        return 1
+    if fail_on_undecided and any(v not in ("faster", "same") for v in verdicts):
+        return EXIT_UNDECIDED
+    return 0
+
+
 Budget = Annotated[float, typer.Option(parser=_number, help="Timed seconds per case.")]
 MinSamples = Annotated[int, typer.Option(parser=whole_number, help="Samples per case, at least.")]
 Warmup = Annotated[int, typer.Option(parser=whole_number, help="Warm-up calls per case.")]

@@ -10,10 +10,12 @@ import typer
 
 from jaxbench.cli.lines import PairProgress
 from jaxbench.cli.options import (
+    EXIT_MEANINGS,
     Alpha,
     Backend,
     Budget,
     CompileThreshold,
+    FailOnUndecided,
     JsonOut,
     MarkdownOut,
     MinSamples,
@@ -24,6 +26,7 @@ from jaxbench.cli.options import (
     check_rule_options,
     console,
     err_console,
+    exit_status,
     fail,
     pythons_for,
     takes_version_envs,
@@ -191,6 +194,7 @@ def register(app: typer.Typer) -> None:
         backend: Backend = "cpu",
         json_out: JsonOut = None,
         markdown: MarkdownOut = None,
+        fail_on_undecided: FailOnUndecided = False,
         out: Annotated[
             str | None,
             typer.Option(
@@ -213,7 +217,8 @@ def register(app: typer.Typer) -> None:
         5. Write report/report.md.
 
         A second run with the same --out reuses what is there. Exit 1 when a case is slower, 2
-        on bad input.
+        on bad input, 3 with --fail-on-undecided when no case is slower but one is undecided
+        (inconclusive, unstable, or recorded and live verdicts that disagree).
         """
         from jaxbench.backends import check_backend
         from jaxbench.interleave import Schedule
@@ -239,7 +244,7 @@ def register(app: typer.Typer) -> None:
                 processes, schedule, backend, venvs.envs([c.workload for c in cases]),
                 out, drift, reference,
                 {"threshold": threshold, "compile_threshold": compile_threshold,
-                 "alpha": alpha}, json_out, markdown)  # fmt: skip
+                 "alpha": alpha}, json_out, markdown, fail_on_undecided)  # fmt: skip
 
 
 def _review(
@@ -257,6 +262,7 @@ def _review(
     rule: dict[str, float],
     json_out: Path | None = None,
     markdown: Path | None = None,
+    fail_on_undecided: bool = False,
 ) -> None:
     from jaxbench.analysis.report import DEFAULT_SECTIONS, load_review, render_report
     from jaxbench.analysis.review import Settings
@@ -356,7 +362,7 @@ def _review(
                    "resumes from it", code=130) from None  # fmt: skip
     _print(found)
     console.print(f"report: {report}", highlight=False)
-    code = 1 if any(a.verdict == "slower" for a in found) else 0
+    code = exit_status([a.verdict for a in found], fail_on_undecided)
     write_verdicts(json_out, "review", [dataclasses.asdict(a) for a in found], code,
                    baseline=versions[0], candidate=versions[1], threshold=rule["threshold"],
                    alpha=rule["alpha"], report=str(report))  # fmt: skip
@@ -394,7 +400,7 @@ def _summarize(path: Path | None, found: list, versions: Any, code: int, report:
     from jaxbench.upgrade.summary import answer_counts, answers_table
 
     said = ", ".join(f"{n} {v}" for v, n in answer_counts(found).items() if n) or "none"
-    meaning = "a case is slower" if code else "no case is slower"
+    meaning = "a case is slower" if code == 1 else EXIT_MEANINGS[code]
     lines = [f"**Verdicts:** {said}.", f"Exit status {code}: {meaning}.", f"Report: `{report}`."]
     for a in found:
         if a.explanation:
