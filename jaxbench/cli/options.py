@@ -429,12 +429,18 @@ def pythons_for(sides: Sequence[tuple[str, str]], envs: VersionEnvs) -> list[str
     """
     from jaxbench.cluster import pyenvs
 
+    def interpreter(spec: str) -> str | None:
+        """``spec``'s interpreter where it names one (``current``, a path), else ``None``."""
+        if spec == CURRENT:
+            return sys.executable
+        return spec if "/" in spec or Path(spec).exists() else None
+
     base = None
     for side, spec in sides:
         try:
             if spec == CURRENT:
                 continue
-            if "/" in spec or Path(spec).exists():
+            if interpreter(spec) is not None:
                 if not Path(spec).is_file():
                     raise ValueError(f"no such interpreter (expected {CURRENT}, a path to a "
                                      "python, or a JAX version)")  # fmt: skip
@@ -446,14 +452,13 @@ def pythons_for(sides: Sequence[tuple[str, str]], envs: VersionEnvs) -> list[str
             raise fail(f"{side} {spec!r}: {str(exc).removeprefix('--jax: ')}") from None
     pythons = []
     for side, spec in sides:
-        if spec == CURRENT or "/" in spec or Path(spec).exists():
-            pythons.append(sys.executable if spec == CURRENT else spec)
-            continue
-        err_console.print(f"{side}: JAX {spec} environment under {envs.root} (built once)")
-        try:
-            pythons.append(str(envs.python(spec, base)))
-        except (ValueError, pyenvs.PyEnvError) as exc:
-            raise fail(f"{side} {spec!r}: {exc}") from None
+        if (python := interpreter(spec)) is None:
+            err_console.print(f"{side}: JAX {spec} environment under {envs.root} (built once)")
+            try:
+                python = str(envs.python(spec, base))
+            except (ValueError, pyenvs.PyEnvError) as exc:
+                raise fail(f"{side} {spec!r}: {exc}") from None
+        pythons.append(python)
     return pythons
 
 
