@@ -297,6 +297,24 @@ def test_version_environment_and_rule_options_are_declared_once():
             assert "EnvRoot" not in path.read_text(), path
 
 
+def test_what_the_commands_write_into_results_by_default_is_kept_out_of_git():
+    """run, compare --interleave, calibrate, bisect and drift write into results/ by default;
+    the committed runs live in results/<topic>/ folders."""
+    if not (ROOT / ".git").exists():
+        pytest.skip("not a git checkout")
+    written = [
+        "results/20261205T000000Z-x.jsonl", "results/programs/ab.json.gz",
+        "results/traces/ab.xplane.pb.gz", "results/interleave-x.jsonl",
+        "results/calibration-x.json", "results/bisect-x.md", "results/drift-x.jsonl",
+    ]  # fmt: skip
+    done = subprocess.run(["git", "check-ignore", *written], cwd=ROOT, capture_output=True,
+                          text=True, check=False)  # fmt: skip
+    assert done.stdout.split() == written
+    kept = subprocess.run(["git", "check-ignore", "results/versions/0.11.2/run.jsonl"], cwd=ROOT,
+                          capture_output=True, text=True, check=False)  # fmt: skip
+    assert kept.returncode == 1  # not ignored
+
+
 def test_command_help_has_no_rest_markup():
     """`--help` renders a command's docstring and its options' help as Markdown: a reST double
     backtick would show as two backticks around the name, and outside backticks `<id>` is read
@@ -315,7 +333,7 @@ def test_command_help_has_no_rest_markup():
     assert marked == set()
     plain = {name: re.sub(r"`[^`]*`", "", " ".join(helps)) for name, helps in texts.items()}
     outside = {
-        name: found for name, text in plain.items() if (found := re.findall(r"<\w+>|\*", text))
+        name: found for name, text in plain.items() if (found := re.findall(r"<[^>]*>|\*", text))
     }
     assert outside == {}
     done = run_cli("notebook", "--help")

@@ -46,7 +46,7 @@ def drift_cmd(
         Path, typer.Option("--reference", help="Reference folder (reference.json and .npz).")
     ] = DEFAULT_REFERENCE,
     out: Annotated[
-        str, typer.Option("--out", "-o", help="Folder of the drift-<run id>.jsonl file.")
+        str, typer.Option("--out", "-o", help="Folder of the `drift-<run id>.jsonl` file.")
     ] = "results",
     backend: Annotated[
         str, typer.Option("--backend", "-b", help="default, cpu, gpu, cuda, rocm or tpu.")
