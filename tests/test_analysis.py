@@ -203,6 +203,19 @@ def test_condition_labels_do_not_depend_on_the_other_rows(tmp_path):
     assert "env.OMP_NUM_THREADS '1' vs '(not recorded)'" in split.reasons[0]
 
 
+@pytest.mark.parametrize("backend", ["cpu", "gpu"])
+def test_another_backends_runtime_variables_do_not_split_a_series(backend, tmp_path):
+    """A local sweep's task gets ``CUDA_VISIBLE_DEVICES=""`` from submitit and a plain run none:
+    on the CPU that is one condition; on a GPU, which devices were visible is a condition."""
+    base = {"backend": backend, "env_vars": {**BASE_ENV["env_vars"], "LIBTPU_INIT_ARGS": "--x"}}
+    swept = {**base, "env_vars": {**base["env_vars"], "CUDA_VISIBLE_DEVICES": ""}}
+    frame = load(tmp_path, [record("0.4.30", env=base), record("0.4.31", env=swept)])
+    assert frame["condition"].nunique() == (1 if backend == "cpu" else 2)
+    fields = analysis.conditions.condition_fields(frame)
+    assert "env.LIBTPU_INIT_ARGS" not in fields  # a TPU runtime's variable, on neither backend
+    assert ("env.CUDA_VISIBLE_DEVICES" in fields) == (backend == "gpu")
+
+
 def test_split_series_reuses_the_loaded_labels_and_says_the_same(tmp_path, monkeypatch):
     from jaxbench.analysis import conditions
 

@@ -4,7 +4,9 @@ Two rows of results belong to one series only if they were measured under the sa
 the same source (jaxbench or asv), backend, device kind and count, platform version (driver),
 machine, CPU, the CPUs the process could use (``usable_cpus``: ``taskset -c 0`` and
 ``taskset -c 0,1`` are two conditions), Python, jaxlib relative to jax, each recorded timing
-environment variable (``XLA_FLAGS``, ``OMP_NUM_THREADS``, ...), each recorded JAX flag, the
+environment variable (``XLA_FLAGS``, ``OMP_NUM_THREADS``, ...; the variables of another
+backend's runtime, :data:`RUNTIME_VARS`, are left out: ``CUDA_VISIBLE_DEVICES`` does not touch a
+CPU timing), each recorded JAX flag, the
 persistent compilation cache settings, the timing settings where recorded, whether the machine
 was shared (``env.sweep.exclusive`` false: a concurrent local task, or a Slurm task without
 ``--exclusive``; or ``noise.gpu_shared``: another process on the GPU) and whether the GPU's clocks
@@ -37,10 +39,27 @@ from jaxbench.store import Env, Metrics, Noise
 NOT_RECORDED = "(not recorded)"
 SAME_AS_JAX = "= jax"
 CONDITION = "condition"
+#: Prefixes of the environment variables that only one kind of backend's runtime reads (the
+#: CUDA runtime and NCCL on a GPU, libtpu on a TPU), by the backends (``env.backend``) it
+#: runs as. They are conditions of that backend's rows only: submitit's local executor sets
+#: ``CUDA_VISIBLE_DEVICES=""`` for a task without GPUs, and a CPU run outside it sets nothing.
+RUNTIME_VARS: dict[tuple[str, ...], frozenset[str]] = {
+    ("CUDA_", "NCCL_", "NVIDIA_"): frozenset({"gpu", "cuda", "rocm"}),
+    ("TPU_", "LIBTPU_"): frozenset({"tpu"}),
+}
 
 
 Row = Mapping[str, Any]
 _NO_ENV, _NO_NOISE, _NO_METRICS = Env(), Noise(), Metrics()
+
+
+def _timing_vars(env: Env) -> dict[str, str]:
+    """``env.env_vars`` less those of another backend's runtime (:data:`RUNTIME_VARS`)."""
+    if env.backend is None:  # unknown backend: every variable may matter
+        return dict(env.env_vars)
+    foreign = tuple(p for prefixes, backends in RUNTIME_VARS.items() if env.backend not in backends
+                    for p in prefixes)  # fmt: skip
+    return {k: v for k, v in env.env_vars.items() if not k.startswith(foreign)}
 
 
 def _env(row: Row) -> Env:
@@ -194,7 +213,7 @@ def condition_fields(
             i = seen[key] = len(env_texts)
             env_texts.append([_text(getter(row)) for _, getter in per_env])
             env = _env(row)
-            more = {f"env.{k}": v for k, v in env.env_vars.items()} if env_vars else {}
+            more = {f"env.{k}": v for k, v in _timing_vars(env).items()} if env_vars else {}
             more |= {f"flag.{k}": v for k, v in env.jax_flags.items()} if env_vars else {}
             env_more.append(more)
         at.append(i)
