@@ -37,8 +37,8 @@ def test_list_shows_workloads_and_sizes():
         (["--budget", "inf"], "--budget must be a finite number"),
         (["--compilation-cache", ""], "compilation cache must be"),
         (["--compilation-cache", "/proc/x/y"], "cannot be created"),
-        (["--cache-min-compile-time", "-1"], "min_compile_time_s must be a finite number"),
-        (["-o", ""], "results folder must be a path"),
+        (["--cache-min-compile-time", "-1"], "--cache-min-compile-time -1: expected seconds >= 0"),
+        (["-o", ""], "--out must be a path"),
     ],
 )
 def test_bad_input_is_one_clear_line_and_exit_2(args, message, tmp_path):
@@ -57,7 +57,7 @@ def test_unwritable_results_folder(tmp_path):
     assert "not writable" in out.stderr
     out = run_cli("run", "-o", str(blocker), *TINY)
     assert out.returncode == 2
-    assert "is a file, not a folder" in out.stderr
+    assert f"--out {str(blocker)!r} is a file, not a folder" in out.stderr
 
 
 def test_show_names_bad_files_and_says_when_empty(tmp_path):

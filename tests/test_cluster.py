@@ -451,7 +451,10 @@ def test_local_task_over_its_time_limit_is_timed_out_and_keeps_its_records(tmp_p
     [
         (["-p", "nope"], "profile 'nope' not found"),
         ([], "--profile is required"),
-        (["-p", "local", "--sweeps-dir", "/dev/null/sweeps"], "is not writable"),
+        (
+            ["-p", "local", "--sweeps-dir", "/dev/null/sweeps"],
+            "--sweeps-dir '/dev/null/sweeps' is not writable",
+        ),
         (["-p", "local", "-w", "nope"], "nope"),
         (["-p", "local", "--cases-per-task", "0"], "per task must be >= 1"),
         (["-p", "local", "--time-limit", "500"], "over the profile's max_time_min"),

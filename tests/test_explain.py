@@ -237,7 +237,7 @@ def test_an_unwritable_out_folder_is_refused_before_any_environment_is_built(tmp
             "--env-root", str(tmp_path)]  # fmt: skip
     result = CliRunner().invoke(app, args)
     assert result.exit_code == 2, result.output
-    assert "results folder '/proc/x' is not writable" in result.output
+    assert "--out '/proc/x' is not writable" in result.output
     assert not list(tmp_path.iterdir())  # no environment was started
 
 

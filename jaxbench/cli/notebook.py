@@ -35,7 +35,8 @@ def notebook_cmd(
     from jaxbench.folders import ensure_writable
 
     if results is not None and not results.is_dir():
-        raise fail(f"--results {results}: no such folder")
+        what = "a file, expected a folder of results" if results.exists() else "no such folder"
+        raise fail(f"--results {results}: {what}")
     target = out or repo_root() / "analysis" / f"{name}.ipynb"
     if target.suffix != ".ipynb":
         raise fail(f"--out {target}: expected a .ipynb file")

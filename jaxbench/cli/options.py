@@ -393,12 +393,12 @@ def write_summary(path: Path | None, heading: str, table: Any, lines: list[str])
         raise fail(f"--markdown {path}: cannot be written ({exc.strerror})") from None
 
 
-def writable_folder(out: str) -> Path:
-    """Create and probe a results folder; exit 2 with one line if it cannot be written."""
+def writable_folder(out: str, option: str = "--out") -> Path:
+    """Create and probe the folder of ``option``; if it cannot be written, exit 2 naming both."""
     from jaxbench.folders import ensure_writable
 
     try:
-        return ensure_writable(out)
+        return ensure_writable(out, option)
     except ValueError as exc:
         raise fail(str(exc)) from None
 

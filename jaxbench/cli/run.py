@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
@@ -176,6 +177,9 @@ def run_cmd(
         check_backend(backend)
         timing = TimingConfig(**timing_fields(budget, min_samples, warmup, pipeline))
         cases = select.cases()
+        if cache_min_compile_time is not None and not 0 <= cache_min_compile_time < math.inf:
+            raise ValueError(f"--cache-min-compile-time {cache_min_compile_time:g}: expected "
+                             "seconds >= 0")  # fmt: skip
         configure_compilation_cache(compilation_cache, min_compile_time_s=cache_min_compile_time)
     except ValueError as exc:
         raise fail(str(exc)) from None

@@ -121,7 +121,7 @@ def plan(request: SweepRequest) -> tuple[Sweep, SweepManifest]:
                     requeueable=is_requeueable(limit),
                 )
             )
-    preflight.check_writable(sweeps_dir)
+    preflight.check_writable(sweeps_dir, "--sweeps-dir")
     if profile.executor == "slurm":
         preflight.check_slurm(profile, max(t.time_limit_min for t in tasks))
     if not request.jax_versions:
@@ -399,7 +399,7 @@ def resume_plan(sweep: Sweep) -> tuple[SweepManifest, dict[int, list[CaseSpec]]]
     """
     manifest = sweep.load()
     profile = Profile.model_validate(manifest.profile)
-    preflight.check_writable(sweep.root)
+    preflight.check_writable(sweep.root, "sweep folder")
     if profile.executor == "slurm":
         preflight.check_slurm(profile, max(t.time_limit_min for t in manifest.tasks))
     busy = [s for s in status(sweep, manifest) if s.state in ACTIVE]

@@ -143,14 +143,14 @@ def check_slurm(profile: Profile, limit_min: int) -> Partition:
     return part
 
 
-def check_writable(folder: Path) -> Path:
-    """The results folder can be created and written (see :func:`ensure_writable`).
+def check_writable(folder: Path, what: str = "results folder") -> Path:
+    """The folder can be created and written (see :func:`ensure_writable`; ``what`` names it).
 
     Raises:
         PreflightError: It cannot.
     """
     try:
-        return ensure_writable(folder)
+        return ensure_writable(folder, what)
     except ValueError as exc:
         raise PreflightError(str(exc)) from None
 

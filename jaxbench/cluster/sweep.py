@@ -134,7 +134,7 @@ def shard(cases: Iterable[CaseSpec], per_task: int) -> list[list[CaseSpec]]:
         ValueError: ``per_task`` < 1.
     """
     if per_task < 1:
-        raise ValueError(f"cases per task must be >= 1, got {per_task}")
+        raise ValueError(f"--cases-per-task {per_task}: cases per task must be >= 1")
     cases = list(cases)
     return [cases[i : i + per_task] for i in range(0, len(cases), per_task)]
 
