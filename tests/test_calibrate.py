@@ -157,6 +157,7 @@ def test_the_newest_calibration_is_chosen_by_host_and_case(tmp_path):
     [
         (["-s", "tiny", "-s", "small"], "2 are selected: give one value of --size/-s"),
         (["-w", "forward"], "give one value of --k/-k, --strategy"),
+        (["-w", "loop"], "give one value of --param trip=VALUE, --param width=VALUE"),
         (["--comparisons", "0"], "--comparisons must be >= 1"),
         (["--rounds", "2"], "--rounds must be >= 6"),
         (["--alpha", "2"], "--alpha"),

@@ -65,9 +65,9 @@ def one_case(select: Selection) -> Any:
         else:
             varying = [k for k in cases[0].params
                        if len({repr(c.params[k]) for c in cases}) > 1]  # fmt: skip
-        options = ", ".join(OPTION_OF.get(k, f"--{k}") for k in varying) or "the selection"
+        options = ", ".join(OPTION_OF.get(k, f"--param {k}=VALUE") for k in varying)
         raise fail(f"calibrate needs exactly one case, {len(cases)} are selected: give one "
-                   f"value of {options}")  # fmt: skip
+                   f"value of {options or 'the selection'}")  # fmt: skip
     return cases[0]
 
 
