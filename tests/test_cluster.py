@@ -337,6 +337,11 @@ def test_collect_reports_missing_and_corrupt_records_and_keeps_the_rest(tmp_path
     ]
     sweep.collect(manifest)  # idempotent: rewritten, not appended
     assert len(read_file(sweep.results_path, strict=True).models("record")) == 1
+    done = run_cli("collect", str(sweep.root))  # the summary and the error count alike
+    assert done.returncode == 1
+    assert "1 record(s) in " in done.stdout
+    assert "; 2 case(s) without a readable record" in done.stdout.replace("\n", "")
+    assert "error: 2 case(s) without a readable record, 0 failed" in done.stderr
 
 
 # --- preflight with a stand-in sinfo --------------------------------------------------------

@@ -259,8 +259,8 @@ def collect_cmd(sweep_dir: SweepArg) -> None:
     for line in result.unreadable:
         console.print(f"[yellow]unreadable record: {line}[/]", highlight=False)
     console.print(
-        f"{len(result.records)} record(s) in {result.path}; {len(result.missing)} case(s) "
-        "without a record",
+        f"{len(result.records)} record(s) in {result.path}; "
+        f"{len(result.missing) + len(result.unreadable)} case(s) without a readable record",
         highlight=False,
     )
     failed = [r for r in result.records if r.status == "failed"]
