@@ -11,6 +11,7 @@ import typer
 from jaxbench.cli.options import (
     Alpha,
     Backend,
+    Rounds,
     Threshold,
     VersionEnvOptions,
     check_rule_options,
@@ -169,7 +170,7 @@ def register(app: typer.Typer) -> None:
         pairs_step: Annotated[int, typer.Option(help="Pairs added per look.")] = (
             DEFAULT_PAIRS_STEP
         ),
-        rounds: Annotated[int, typer.Option(help="Timed rounds per pair.")] = DEFAULT_ROUNDS,
+        rounds: Rounds = DEFAULT_ROUNDS,
         calls_per_block: Annotated[int, typer.Option(help="Timed calls per block.")] = 10,
         threshold: Threshold = 0.02,
         alpha: Alpha = 0.05,

@@ -11,6 +11,7 @@ from rich.table import Table
 from jaxbench.cli.options import (
     Alpha,
     Backend,
+    Rounds,
     Threshold,
     check_rule_options,
     console,
@@ -140,7 +141,7 @@ def register(app: typer.Typer) -> None:
         pairs: Annotated[
             int, typer.Option(help="Process pairs per comparison (one look).")
         ] = DEFAULT_CALIBRATION_PAIRS,
-        rounds: Annotated[int, typer.Option(help="Timed rounds per pair.")] = DEFAULT_ROUNDS,
+        rounds: Rounds = DEFAULT_ROUNDS,
         calls_per_block: Annotated[
             int, typer.Option(help="Timed calls per block.")
         ] = DEFAULT_CALLS_PER_BLOCK,

@@ -23,6 +23,7 @@ from jaxbench.cli.options import (
     FailOnUndecided,
     JsonOut,
     MarkdownOut,
+    Rounds,
     SetA,
     SetB,
     Threshold,
@@ -352,9 +353,7 @@ def register(app: typer.Typer) -> None:
             float,
             typer.Option(help="Live: seconds of pairs a case may take before it gets no more."),
         ] = DEFAULT_MAX_TIME_S,
-        rounds: Annotated[
-            int, typer.Option(help="Live: timed rounds per pair (at least 6).")
-        ] = DEFAULT_ROUNDS,
+        rounds: Rounds = DEFAULT_ROUNDS,
         calls_per_block: Annotated[int, typer.Option(help="Live: timed calls per block.")] = 10,
         warmup_rounds: Annotated[int, typer.Option(help="Live: untimed rounds first.")] = 3,
         seed: Annotated[int, typer.Option(help="Live: seed of the block order.")] = 0,

@@ -10,7 +10,7 @@ import typer
 from rich.markup import escape
 from rich.table import Table
 
-from jaxbench.cli.options import Params, console, fail, writable_folder
+from jaxbench.cli.options import console, fail, writable_folder
 from jaxbench.drift.reference import DEFAULT_REFERENCE
 
 if TYPE_CHECKING:
@@ -60,7 +60,14 @@ def drift_cmd(
             "the built-in sets; its reference defaults to `results/drift/<name>`.",
         ),
     ] = None,
-    param: Params = None,
+    param: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--param",
+            help="With --workload and --save-reference: NAME=VALUE of the user workload's "
+            "parameters, repeat to save several cases.",
+        ),
+    ] = None,
 ) -> None:
     """Check numerical drift against a saved reference; exit 1 on drift or a missing raise.
 

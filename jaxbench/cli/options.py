@@ -12,6 +12,7 @@ from rich.console import Console
 from rich.text import Text
 
 from jaxbench.cli.groups import option_group
+from jaxbench.inference.paired import MIN_ROUNDS
 
 if TYPE_CHECKING:
     from collections.abc import Iterable, Sequence
@@ -209,6 +210,7 @@ def exit_status(verdicts: Iterable[str], fail_on_undecided: bool = False) -> int
     return 0
 
 
+Rounds = Annotated[int, typer.Option(help=f"Live: timed rounds per pair (at least {MIN_ROUNDS}).")]
 Budget = Annotated[float, typer.Option(parser=_number, help="Timed seconds per case.")]
 MinSamples = Annotated[int, typer.Option(parser=whole_number, help="Samples per case, at least.")]
 Warmup = Annotated[int, typer.Option(parser=whole_number, help="Warm-up calls per case.")]

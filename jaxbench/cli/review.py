@@ -19,6 +19,7 @@ from jaxbench.cli.options import (
     JsonOut,
     MarkdownOut,
     MinSamples,
+    Rounds,
     Threshold,
     TraceRecords,
     VersionEnvOptions,
@@ -175,9 +176,7 @@ def register(app: typer.Typer) -> None:
         pairs_step: Annotated[int, typer.Option(help="Live: pairs added per look.")] = (
             DEFAULT_PAIRS_STEP
         ),
-        rounds: Annotated[int, typer.Option(help="Live: timed rounds per pair.")] = (
-            DEFAULT_ROUNDS
-        ),
+        rounds: Rounds = DEFAULT_ROUNDS,
         calls_per_block: Annotated[int, typer.Option(help="Live: timed calls per block.")] = (
             DEFAULT_CALLS_PER_BLOCK
         ),
