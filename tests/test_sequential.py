@@ -188,3 +188,11 @@ def test_fail_on_undecided_exits_3_and_slower_still_wins(tmp_path):
     assert "Exit status 3: no case is slower, but one is undecided" in text
     unwritable = CliRunner().invoke(app, [*args, "--markdown", str(tmp_path / "no" / "s.md")])
     assert unwritable.exit_code == 2 and "--markdown" in unwritable.output
+    (tmp_path / "afile").write_text("")
+    under_a_file = tmp_path / "afile" / "v.json"
+    blocked = CliRunner().invoke(app, [*args, "--json", str(under_a_file)])
+    assert blocked.exit_code == 2  # before the comparison: no table was printed
+    assert (
+        blocked.output.strip() == f"error: --json {under_a_file}: its folder "
+        f"{tmp_path / 'afile'} is a file"
+    )

@@ -28,6 +28,7 @@ from jaxbench.cli.options import (
     SetB,
     Threshold,
     VersionEnvOptions,
+    check_output_files,
     check_rule_options,
     console,
     err_console,
@@ -399,6 +400,7 @@ def register(app: typer.Typer) -> None:
                                        "--compile-threshold": compile_threshold})  # fmt: skip
         except ValueError as exc:
             raise fail(str(exc)) from None
+        check_output_files(json_out, markdown)
         opts = {"threshold": threshold, "alpha": alpha, "strict": strict,
                 "fail_on_undecided": fail_on_undecided}  # fmt: skip
         live_options = bool(set_a or set_b or select.given)

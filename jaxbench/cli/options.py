@@ -335,6 +335,28 @@ takes_version_envs = option_group(
 )  # fmt: skip
 
 
+def check_output_files(json_out: Path | None, markdown: Path | None) -> None:
+    """Before anything runs: ``--json`` and ``--markdown`` can be written where they point.
+
+    Raises:
+        typer.Exit: One is a folder, or its folder does not exist or cannot be written
+            (exit 2); nothing is created.
+    """
+    import os
+
+    for option, path in (("--json", json_out), ("--markdown", markdown)):
+        if path is None:
+            continue
+        if path.is_dir():
+            raise fail(f"{option} {path}: a folder, expected a file")
+        folder = path.parent
+        if not folder.is_dir():
+            what = "is a file" if folder.exists() else "does not exist"
+            raise fail(f"{option} {path}: its folder {folder} {what}")
+        if not os.access(folder, os.W_OK):
+            raise fail(f"{option} {path}: its folder {folder} is not writable")
+
+
 def write_verdicts(path: Path | None, command: str, cases: list[dict[str, Any]],
                    exit_status: int, **context: Any) -> None:  # fmt: skip
     """Write ``--json`` atomically; nothing without ``path``.

@@ -24,6 +24,7 @@ from jaxbench.cli.options import (
     TraceRecords,
     VersionEnvOptions,
     Warmup,
+    check_output_files,
     check_rule_options,
     console,
     err_console,
@@ -235,6 +236,7 @@ def register(app: typer.Typer) -> None:
             timing = timing_fields(budget, min_samples, warmup)
         except ValueError as exc:
             raise fail(str(exc)) from None
+        check_output_files(json_out, markdown)
         if baseline == candidate:
             raise fail(f"{baseline} twice: a review compares two versions")
         if reference is not None and not reference.is_dir():
