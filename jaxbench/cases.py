@@ -109,10 +109,12 @@ def _name_the_option(
     """Prefix a workload's error with the option and value the user gave, e.g. ``--param trip=0``.
 
     The one parameter the user set (by ``--param``, an alias such as ``--size``, or a typed
-    override) that the message names is the one it is about; with none or several, the message
-    is returned as it is.
+    override) that the message names is the one it is about; of several, the one that leads
+    the message; with none, or several and none leading, the message is returned as it is.
     """
     named = [p for p in (*texts, *overrides) if re.search(rf"\b{re.escape(p)}\b", message)]
+    if len(named) > 1:  # "mesh 'x': ... axis:size pairs": the one the message is about leads it
+        named = [p for p in named if re.match(rf"{re.escape(p)}\b", message)]
     if len(named) != 1:
         return message
     (param,) = named

@@ -33,6 +33,10 @@ def test_list_shows_workloads_and_sizes():
         (["-b", "quantum"], "unknown backend 'quantum'"),
         (["-w", "forward", "-k", "0"], "--k 0: k (number of tangents) must be"),
         (["-w", "loop", "--param", "trip=0"], "--param trip=0: trip must be an integer"),
+        (
+            ["-w", "train_step", "-s", "tiny", "--param", "mesh=bogus"],
+            "--param mesh=bogus: mesh 'bogus': expected none or axis:size pairs",
+        ),
         (["--min-samples", "0"], "--min-samples must be >= 1"),
         (["--budget", "inf"], "--budget must be a finite number"),
         (["--compilation-cache", ""], "compilation cache must be"),
