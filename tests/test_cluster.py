@@ -594,10 +594,11 @@ def test_submit_warns_of_a_gpu_profile_without_exclusive_before_anything_is_sent
     profile = _profile(tmp_path, 'executor = "slurm"\n[slurm]\npartition = "gpu"\n'
                        "gpus_per_node = 1\n")  # fmt: skip
     proc = run_cli("submit", "-p", str(profile), "-w", "train_step", "-s", "tiny", "-d",
-                   "float32", "--sweeps-dir", str(tmp_path / "s"), "--dry-run")  # fmt: skip
+                   "float32", "--sweeps-dir", str(tmp_path / "s" / "t"), "--dry-run")  # fmt: skip
     assert proc.returncode == 0, proc.stderr
     assert "warning:" in proc.stderr and "without exclusive = true" in proc.stderr
     assert "nothing submitted" in proc.stdout
+    assert not (tmp_path / "s").exists()  # the probe of the folders is undone: nothing written
 
 
 def test_a_concurrent_local_profile_warns_and_shares_out_its_gpus(tmp_path):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import shutil
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
@@ -127,6 +128,16 @@ def _nothing_left(sweep: Sweep) -> None:
     console.print(f"{sweep.root}: every case has an ok record; nothing to submit", soft_wrap=True)
 
 
+def _first_missing(folder: Path) -> Path | None:
+    """The outermost folder on the way to ``folder`` that does not exist yet (``None``: none)."""
+    missing = None
+    for path in (folder, *folder.parents):
+        if path.exists():
+            return missing
+        missing = path
+    return missing
+
+
 def _submit_new(opts: dict[str, Any], select: Selection) -> tuple[Sweep, Submission | None]:
     from jaxbench.cluster import dispatch, preflight
     from jaxbench.cluster.profile import load_profile
@@ -153,6 +164,7 @@ def _submit_new(opts: dict[str, Any], select: Selection) -> tuple[Sweep, Submiss
             requirements=reqs,
             user_workloads=users,
         )
+        made = _first_missing(Path(opts["sweeps_dir"] or prof.sweeps_dir).absolute())
         sweep, manifest = dispatch.plan(request)
     except (ValueError, RuntimeError) as exc:
         raise fail(str(exc)) from None
@@ -165,6 +177,8 @@ def _submit_new(opts: dict[str, Any], select: Selection) -> tuple[Sweep, Submiss
         err_console.print(f"[yellow]warning:[/] {warning}", highlight=False)
     if opts["dry_run"]:
         _print_scripts(prof, sweep, manifest)
+        if made is not None and not any(p.is_file() for p in made.rglob("*")):
+            shutil.rmtree(made, ignore_errors=True)  # the probe's folders: a dry run leaves none
         return sweep, None
     if prof.executor == "local" and preflight.exclusive(prof):
         console.print(
