@@ -125,7 +125,7 @@ class Simulation:
 def simulated(monkeypatch):
     sim = Simulation()
     monkeypatch.setattr("jaxbench.cli.review.pythons_for",
-                        lambda sides, envs: [f"py-{spec}" for _, spec in sides])  # fmt: skip
+                        lambda sides, envs, **k: [f"py-{spec}" for _, spec in sides])  # fmt: skip
     monkeypatch.setattr("jaxbench.cli.review.jax_version", lambda python: python[3:])
     monkeypatch.setattr("jaxbench.upgrade.screen.run_process", sim.run_process)
     monkeypatch.setattr("jaxbench.interleave.runner.run_pairs", sim.run_pairs)

@@ -185,6 +185,33 @@ def test_a_version_the_index_lacks_on_either_side_stops_before_any_environment_i
     assert built == [] and "jax" in asked
 
 
+def test_review_of_one_version_twice_and_an_interpreter_without_jax_build_nothing(
+    tmp_path, monkeypatch
+):
+    import importlib.metadata
+
+    built = []
+    monkeypatch.setattr(pyenvs, "ensure_env", lambda *a, **k: built.append(a))
+    current = importlib.metadata.version("jax")
+    monkeypatch.setattr(pyenvs, "index_versions", lambda *a, **k: [current, "0.11.2"])
+    result = runner.invoke(app, ["review", "current", current, "-w", "loop",
+                                 "-o", str(tmp_path / "rev")])  # fmt: skip
+    assert result.exit_code == 2, result.output
+    assert f"current and {current} both import JAX {current}: a review" in result.output
+    no_jax = tmp_path / "python"  # an interpreter whose workers could not import JAX
+    no_jax.write_text("#!/bin/sh\necho \"ModuleNotFoundError: No module named 'jax'\" >&2\n"
+                      "exit 1\n")  # fmt: skip
+    no_jax.chmod(0o755)
+    for command in (["compare", "--interleave"], ["explain"]):
+        result = runner.invoke(app, [*command, "current", str(no_jax), "-w", "loop",
+                                     "--param", "trip=20", "--param", "width=1"])  # fmt: skip
+        assert result.exit_code == 2, result.output
+        error = [line for line in result.output.splitlines() if line.startswith("error:")]
+        assert error == [f"error: candidate {str(no_jax)!r}: cannot run a worker: "
+                         "ModuleNotFoundError: No module named 'jax'"]  # fmt: skip
+    assert built == []
+
+
 @pytest.mark.slow
 def test_a_version_environment_without_the_users_package_stops_the_review_before_measuring(
     tmp_path, monkeypatch

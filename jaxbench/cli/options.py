@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib.metadata
 import sys
 from dataclasses import dataclass
 from pathlib import Path
@@ -431,25 +432,31 @@ def writable_folder(out: str, option: str = "--out") -> Path:
 CURRENT = "current"
 
 
-def pythons_for(sides: Sequence[tuple[str, str]], envs: VersionEnvs) -> list[str]:
+def pythons_for(
+    sides: Sequence[tuple[str, str]], envs: VersionEnvs, distinct: bool = False
+) -> list[str]:
     """The interpreter of each side: ``current``, a path to a python, or a JAX version.
 
     Every side is checked before any environment is built, so a version the index lacks on the
-    second side costs no build of the first. A version's environment is then built once as
-    ``envs`` says (its folder, ``jax``'s extra, another package index, what else it installs:
-    :class:`jaxbench.cluster.pyenvs.VersionEnvs`). A version's or a path's interpreter must find
-    ``envs``' user workloads.
+    second side costs no build of the first: a version must be on the index, and an
+    interpreter must import JAX and jaxbench (as its workers will). A version's environment is
+    then built once as ``envs`` says (its folder, ``jax``'s extra, another package index, what
+    else it installs: :class:`jaxbench.cluster.pyenvs.VersionEnvs`). A version's or a path's
+    interpreter must find ``envs``' user workloads.
 
     Args:
         sides: ``(name, spec)`` pairs, e.g. ``("baseline", "0.11.2")``; the name leads errors.
         envs: How versions' environments are built.
+        distinct: Refuse, before building, two sides that would import one JAX version
+            (``review``; ``compare`` of one version twice is an A/A comparison).
 
     Returns:
         One interpreter path a side, in the order of ``sides``.
 
     Raises:
-        typer.Exit: No such interpreter, a version the index lacks or that does not build, or
-            an interpreter that cannot find a selected user workload (exit 2).
+        typer.Exit: No such interpreter, one that cannot import JAX and jaxbench, a version the
+            index lacks or that does not build, an interpreter that cannot find a selected user
+            workload, or with ``distinct`` one JAX version twice (exit 2).
     """
     from jaxbench.cluster import pyenvs
 
@@ -460,20 +467,31 @@ def pythons_for(sides: Sequence[tuple[str, str]], envs: VersionEnvs) -> list[str
         return spec if "/" in spec or Path(spec).exists() else None
 
     base = None
+    versions: dict[str, str] = {}  # side -> the JAX version it will import
     for side, spec in sides:
         try:
             if spec == CURRENT:
+                versions[side] = importlib.metadata.version("jax")
                 continue
             if interpreter(spec) is not None:
                 if not Path(spec).is_file():
                     raise ValueError(f"no such interpreter (expected {CURRENT}, a path to a "
                                      "python, or a JAX version)")  # fmt: skip
+                try:
+                    versions[side] = pyenvs.imported_jax(spec)
+                except pyenvs.PyEnvError as exc:  # its last line: the reason
+                    raise ValueError(f"cannot run a worker: {str(exc).splitlines()[-1]}") from None
                 envs.check(spec, spec)
                 continue
             base = base or pyenvs.base_python(None)
             pyenvs.check_versions(base, [spec], envs.extra, envs.extra_index_url)
+            versions[side] = spec
         except (ValueError, pyenvs.PyEnvError) as exc:
             raise fail(f"{side} {spec!r}: {str(exc).removeprefix('--jax: ')}") from None
+    if distinct and len(set(versions.values())) < len(sides):
+        (a, _), (b, _) = sides[:2]
+        raise fail(f"{dict(sides)[a]} and {dict(sides)[b]} both import JAX {versions[a]}: a "
+                   "review compares two versions")  # fmt: skip
     pythons = []
     for side, spec in sides:
         if (python := interpreter(spec)) is None:

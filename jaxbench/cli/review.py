@@ -277,7 +277,8 @@ def _review(
     made = not target.exists()
     folder = writable_folder(str(target))  # before any environment is built
     try:
-        pythons = pythons_for((("baseline", baseline), ("candidate", candidate)), envs)
+        pythons = pythons_for((("baseline", baseline), ("candidate", candidate)), envs,
+                              distinct=True)  # fmt: skip
         versions = (jax_version(pythons[0]), jax_version(pythons[1]))
         if versions[0] == versions[1]:
             raise fail(f"{baseline} and {candidate} both import JAX {versions[0]}: a review "

@@ -326,12 +326,14 @@ class VersionEnvs:
 
 
 def imported_jax(python: str) -> str:
-    """The JAX version ``python`` imports.
+    """The JAX version ``python`` imports, with jaxbench (as its workers need).
 
     Raises:
-        PyEnvError: It cannot import JAX (the message has its last lines).
+        PyEnvError: It cannot import JAX or jaxbench, or cannot be run (the message has its
+            last lines).
     """
-    return _run([python, "-c", "import jax; print(jax.__version__)"], "import jax").strip()
+    return _run([python, "-c", "import jax, jaxbench; print(jax.__version__)"],
+                "import jax").strip()  # fmt: skip
 
 
 def _run(cmd: list[str], what: str) -> str:
