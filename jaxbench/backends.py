@@ -15,5 +15,6 @@ platform named in ``JAX_PLATFORMS`` has no plugin.
 def check_backend(backend: str) -> str:
     """Return ``backend`` if it is one of :data:`BACKENDS`; else ``ValueError`` listing them."""
     if backend not in BACKENDS:
-        raise ValueError(f"unknown backend {backend!r}; choose from {', '.join(BACKENDS)}")
+        raise ValueError(f"--backend {backend!r}: unknown backend {backend!r}; choose from "
+                         f"{', '.join(BACKENDS)}")  # fmt: skip
     return backend

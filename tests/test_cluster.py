@@ -319,6 +319,18 @@ def _manifest(tmp_path, cases, jax=None):
     return sweep, manifest
 
 
+def test_status_and_collect_of_a_missing_folder_or_a_file_say_which(tmp_path):
+    (tmp_path / "afile").write_text("")
+    for command in ("status", "collect"):
+        for where, what in (("nope", "no such folder"), ("afile", "a file")):
+            done = run_cli(command, str(tmp_path / where))
+            assert done.returncode == 2
+            assert (
+                done.stderr.strip() == f"error: {tmp_path / where}: {what} (expected a sweep "
+                "folder)"
+            )
+
+
 def test_collect_reports_missing_and_corrupt_records_and_keeps_the_rest(tmp_path):
     cases = [CaseSpec(workload="w", params={"i": i}) for i in range(3)]
     sweep, manifest = _manifest(tmp_path, cases)

@@ -281,12 +281,12 @@ def test_no_reference_is_exit_2_saying_how_to_create_one(tmp_path):
     a_file = tmp_path / "afile"
     a_file.write_text("")
     for save in ([], ["--save-reference"]):  # not "create one there", which cannot work
-        result = drift(*save, "--reference", str(a_file))
-        assert result.exit_code == 2
-        assert (
-            result.stderr.strip() == f"error: --reference {a_file}: a file, expected a "
-            "reference folder"
-        )
+        for where in (a_file, a_file / "ref"):
+            result = drift(*save, "--reference", str(where))
+            assert result.exit_code == 2
+            assert result.stderr.strip() == (
+                f"error: --reference {where}: a file is in the way, expected a reference folder"
+            )
 
 
 def test_saving_onto_a_reference_needs_force_and_leaves_it_untouched(ref):

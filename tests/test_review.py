@@ -319,6 +319,13 @@ def test_bad_input_is_one_line_and_exit_2_before_anything_runs(simulated, tmp_pa
     assert message in result.output and simulated.runs == []
 
 
+def test_a_drift_reference_that_is_a_file_is_named_so(tmp_path):
+    (tmp_path / "afile").write_text("")
+    result = CliRunner().invoke(app, ["review", *VERSIONS, "--reference", str(tmp_path / "afile")])
+    assert result.exit_code == 2
+    assert f"--reference {tmp_path / 'afile'}: a file, expected a folder" in result.output
+
+
 def test_two_sides_of_one_jax_version_are_refused_and_leave_no_folder(
     simulated, monkeypatch, tmp_path
 ):

@@ -189,6 +189,10 @@ def test_fail_on_undecided_exits_3_and_slower_still_wins(tmp_path):
     unwritable = CliRunner().invoke(app, [*args, "--markdown", str(tmp_path / "no" / "s.md")])
     assert unwritable.exit_code == 2 and "--markdown" in unwritable.output
     (tmp_path / "afile").write_text("")
+    one = tmp_path / "out.txt"
+    both = CliRunner().invoke(app, [*args, "--json", str(one), "--markdown", str(one)])
+    assert both.exit_code == 2 and not one.exists()
+    assert f"--json and --markdown both name {one}" in both.output
     under_a_file = tmp_path / "afile" / "v.json"
     blocked = CliRunner().invoke(app, [*args, "--json", str(under_a_file)])
     assert blocked.exit_code == 2  # before the comparison: no table was printed

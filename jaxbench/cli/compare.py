@@ -392,8 +392,8 @@ def register(app: typer.Typer) -> None:
         sequential comparison of recorded runs, each run a process. With --interleave (or
         --back-to-back): run both now, in several pairs of fresh worker processes, on the
         selected cases. Verdicts: slower, faster, same, inconclusive, unstable. Exit 0 when no
-        case is slower, 1 when one is, 2 on bad input, 3 with --fail-on-undecided when no case
-        is slower but one is inconclusive or unstable.
+        case is slower, 1 when one is (or a live case failed), 2 on bad input, 3 with
+        --fail-on-undecided when no case is slower but one is inconclusive or unstable.
         """
         try:
             check_rule_options(alpha, {"--threshold": threshold,

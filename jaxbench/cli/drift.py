@@ -82,8 +82,8 @@ def drift_cmd(
         from jaxbench.drift.user import reference_folder
 
         reference = reference_folder(workload)
-    if reference.exists() and not reference.is_dir():
-        raise fail(f"--reference {reference}: a file, expected a reference folder")
+    if any(p.exists() and not p.is_dir() for p in (reference, *reference.parents)):
+        raise fail(f"--reference {reference}: a file is in the way, expected a reference folder")
     if save_reference:
         if ctx.get_parameter_source("out").name == "COMMANDLINE":
             raise fail("--out is for a check; --save-reference writes to --reference")

@@ -41,7 +41,7 @@ def notebook_cmd(
     if target.suffix != ".ipynb":
         raise fail(f"--out {target}: expected a .ipynb file")
     try:  # before the notebook runs: its minutes are not spent on a file that cannot be saved
-        ensure_writable(target.parent)
+        ensure_writable(target.parent, "its folder")
     except ValueError as exc:
         raise fail(f"--out {target}: {exc}") from None
     try:

@@ -340,11 +340,14 @@ def check_output_files(json_out: Path | None, markdown: Path | None) -> None:
     """Before anything runs: ``--json`` and ``--markdown`` can be written where they point.
 
     Raises:
-        typer.Exit: One is a folder, or its folder does not exist or cannot be written
-            (exit 2); nothing is created.
+        typer.Exit: Both name one file, one is a folder, or its folder does not exist or
+            cannot be written (exit 2); nothing is created.
     """
     import os
 
+    if json_out is not None and markdown is not None and json_out.resolve() == markdown.resolve():
+        raise fail(f"--json and --markdown both name {json_out}: the summary would be appended "
+                   "to the JSON")  # fmt: skip
     for option, path in (("--json", json_out), ("--markdown", markdown)):
         if path is None:
             continue

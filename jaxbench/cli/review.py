@@ -60,6 +60,10 @@ def run_options(select: Selection, backend: str, timing: dict, trace: bool = Fal
     return out + (["--trace"] if trace else [])
 
 
+#: Help of ``review``'s baseline: what a side may be (:func:`jaxbench.cli.options.pythons_for`).
+REVIEW_BASELINE_HELP = "The JAX version in use (its venv), current, or a path to a python."
+
+
 def jax_version(python: str) -> str:
     """The JAX version an interpreter imports (exit 2 with its error when it cannot)."""
     from jaxbench.cluster import pyenvs
@@ -160,8 +164,10 @@ def register(app: typer.Typer) -> None:
     @selects_cases()
     @takes_version_envs
     def review_cmd(
-        baseline: Annotated[str, typer.Argument(help="The JAX version in use (its venv).")],
-        candidate: Annotated[str, typer.Argument(help="The JAX version to upgrade to.")],
+        baseline: Annotated[str, typer.Argument(help=REVIEW_BASELINE_HELP)],
+        candidate: Annotated[
+            str, typer.Argument(help="The JAX version to upgrade to; the same kinds.")
+        ],
         select: Selection,
         venvs: VersionEnvOptions,
         processes: Annotated[
@@ -240,7 +246,8 @@ def register(app: typer.Typer) -> None:
         if baseline == candidate:
             raise fail(f"{baseline} twice: a review compares two versions")
         if reference is not None and not reference.is_dir():
-            raise fail(f"--reference {reference}: no such folder")
+            what = "a file, expected a folder" if reference.exists() else "no such folder"
+            raise fail(f"--reference {reference}: {what}")
         _review(baseline, candidate, cases, run_options(select, backend, timing, trace),
                 processes, schedule, backend, venvs.envs([c.workload for c in cases]),
                 out, drift, reference,

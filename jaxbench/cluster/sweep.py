@@ -66,6 +66,9 @@ class Sweep:
             ValueError: It is not a valid manifest (names the file and the first bad field).
         """
         path = self.root / MANIFEST
+        if not self.root.is_dir():
+            what = "a file" if self.root.exists() else "no such folder"
+            raise FileNotFoundError(f"{self.root}: {what} (expected a sweep folder)")
         if not path.is_file():
             raise FileNotFoundError(f"{self.root} is not a sweep folder: it has no {MANIFEST}")
         try:

@@ -184,7 +184,8 @@ def find(name: str, known: tuple[str, ...] = ()) -> UserWorkload:
     else:
         choices = ", ".join([*known, *points])
         raise ValueError(
-            f"unknown workload {name!r}; choose from {choices}, or give package.module:factory"
+            f"--workload {name!r}: unknown workload {name!r}; choose from {choices}, or give "
+            "package.module:factory"
         )
     if not callable(factory):
         raise ValueError(f"--workload {name!r} is a {type(factory).__name__}, not a factory")
