@@ -348,6 +348,25 @@ def test_command_help_has_no_rest_markup():
     assert typed_flags == set()
 
 
+@pytest.mark.parametrize(
+    ("args", "line"),
+    [
+        (["nocmd"], "jaxbench: No such command 'nocmd' (see python -m jaxbench --help)"),
+        (["show", "--nope"], "jaxbench show: No such option: --nope (see python -m jaxbench"),
+        (["run", "--size"], "jaxbench run: Option '--size' requires an argument (see"),
+        (["compare", "x"], "jaxbench compare: Missing argument 'candidate' (see"),
+        (["compare", "--rounds", "abc", "a", "b"], "Invalid value for '--rounds'"),
+    ],
+)
+def test_usage_error_is_one_line(args, line):
+    """A usage error of typer (unknown command or option, missing or unparsable value) is one
+    line on stderr naming the command, exit 2: not typer's usage lines and boxed panel."""
+    done = run_cli(*args)
+    assert done.returncode == 2
+    assert done.stderr.count("\n") == 1 and done.stderr.startswith("error: python -m jaxbench")
+    assert line in done.stderr and "╭" not in done.stderr, done.stderr
+
+
 @pytest.mark.parametrize("command", [
     ["compare", "--interleave", "current", "current"], ["explain", "current", "current"],
     ["review", "0.11.2", "0.12.0.1"], ["bisect", "0.11.2", "0.12.0.1"]])  # fmt: skip

@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import sys
 import threading
+from collections.abc import Callable, Iterator
+from typing import Any
 
 import typer
+from typer.core import TyperGroup
 
 from jaxbench.cli import (
     bisect,
@@ -22,8 +26,48 @@ from jaxbench.cli import (
     run,
     steps,
 )
+from jaxbench.cli.options import fail
+
+#: click's base class of usage errors, whether typer vendors click (0.2x) or imports it.
+CLICK_ERROR = next(c for c in typer.BadParameter.__mro__ if c.__name__ == "ClickException")
+
+
+class OneLineErrors(TyperGroup):
+    """The command group, with each usage error on one line of stderr.
+
+    An unknown command or option, or a bad or missing value, prints ``error: jaxbench compare:
+    No such option: --nope (see jaxbench compare --help)`` and exits with click's status for it
+    (2), instead of typer's usage line, hint and boxed panel. ``jaxbench`` alone still prints
+    the help.
+    """
+
+    def make_context(self, *args: Any, **kwargs: Any) -> Any:
+        """Parse the group's own options (as :class:`typer.core.TyperGroup`)."""
+        with _one_line(lambda: "jaxbench"):
+            return super().make_context(*args, **kwargs)
+
+    def invoke(self, ctx: Any) -> Any:
+        """Find the command, parse its options and run it (as :class:`typer.core.TyperGroup`)."""
+        # An error without a context (an option that lacks its value) is the command's.
+        with _one_line(lambda: " ".join(filter(None, [ctx.command_path, ctx.invoked_subcommand]))):
+            return super().invoke(ctx)
+
+
+@contextlib.contextmanager
+def _one_line(command: Callable[[], str]) -> Iterator[None]:
+    try:
+        yield
+    except CLICK_ERROR as e:
+        if type(e).__name__ == "NoArgsIsHelpError":  # typer's: the help, already printed
+            raise
+        where = getattr(e, "ctx", None)
+        path = where.command_path if where is not None else command()
+        message = e.format_message().rstrip(".")
+        raise fail(f"{path}: {message} (see {path} --help)", e.exit_code) from None
+
 
 app = typer.Typer(
+    cls=OneLineErrors,
     add_completion=False,
     no_args_is_help=True,
     rich_markup_mode="markdown",
