@@ -708,5 +708,9 @@ def test_a_sweep_figure_draws_one_line_per_version_through_the_medians():
     assert len(lines) == 2 and ax.get_xscale() == ax.get_yscale() == "log"
     assert sorted(tuple(line.get_ydata()) for line in lines) == [(1e-6, 4e-6, 16e-6),
                                                                  (1e-6, 8e-6, 64e-6)]  # fmt: skip
+    # A dot per record, in its version's color: one marker-only line a version.
+    dots = [line for line in ax.get_lines() if line.get_linestyle() == "None"]
+    assert sorted(len(line.get_xdata()) for line in dots) == [6, 6]
+    assert {line.get_color() for line in dots} == {line.get_color() for line in lines}
     with pytest.raises(ValueError, match="no swept parameter"):
         facets.sweep_grid(points.iloc[:0])

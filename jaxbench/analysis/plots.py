@@ -283,8 +283,12 @@ def latency_against(points: pd.DataFrame, ax: Axes | None = None) -> Axes:
     ax = _axes(ax)
     order = sort_versions(points["jax"])
     data = points.assign(jax=points["jax"].astype(str))
-    sns.scatterplot(data=data, x="x", y="median_s", hue="jax", hue_order=order, alpha=0.35,
-                    legend=False, ax=ax)  # fmt: skip
+    # The dots as one marker line per version (Agg stamps one marker), not a scatter
+    # collection of a path per record: a long history has tens of thousands of records.
+    for color, version in zip(sns.color_palette(n_colors=len(order)), order, strict=True):
+        dots = data[data["jax"] == version]
+        ax.plot(dots["x"], dots["median_s"], linestyle="none", marker="o", markersize=5,
+                markeredgecolor="white", markeredgewidth=0.5, alpha=0.35, color=color)  # fmt: skip
     sns.lineplot(data=data, x="x", y="median_s", hue="jax", hue_order=order, estimator="median",
                  errorbar=None, marker="o", ax=ax)  # fmt: skip
     ax.set(xscale="log", yscale="log", xlabel=str(points["swept"].iloc[0]),
