@@ -20,22 +20,14 @@ A requeued job may start again after 10 s (``cred_expire=10``; Slurm's default i
 submitit's ``AutoExecutor`` picks Slurm because ``srun`` is on ``PATH``; use ``timeout_min >= 3``,
 since submitit asks Slurm for a signal 90 s before the time limit.
 
-A session fixture in ``conftest.py``::
+A session fixture in ``conftest.py`` (``cluster_fixture`` skips where no cluster can run, and
+sets ``SLURM_CONF`` while the cluster runs)::
 
-    from slurm_local import LocalSlurm
+    from slurm_local import cluster_fixture
 
     @pytest.fixture(scope="session")
     def slurm_cluster(tmp_path_factory):
-        reason = LocalSlurm.unavailable_reason()
-        if reason:
-            pytest.skip(reason)
-        with (
-            LocalSlurm().start(tmp_path_factory.mktemp("slurm")) as cluster,
-            pytest.MonkeyPatch.context() as mp,
-        ):
-            for name, value in cluster.env().items():
-                mp.setenv(name, value)
-            yield cluster
+        yield from cluster_fixture(tmp_path_factory)
 
     def test_result(slurm_cluster, tmp_path):
         executor = submitit.AutoExecutor(folder=tmp_path)
@@ -59,7 +51,10 @@ import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from types import TracebackType
-from typing import Self
+from typing import TYPE_CHECKING, Self
+
+if TYPE_CHECKING:
+    import pytest
 
 DAEMONS = ("mariadbd", "munged", "slurmdbd", "slurmctld", "slurmd")
 CLIENTS = ("srun", "sbatch", "squeue", "sinfo", "sacct", "sacctmgr", "scancel", "scontrol")
@@ -669,3 +664,40 @@ def iter_daemon_pids(workdir: Path | str) -> Iterator[tuple[str, int]]:
     for proc in record.get("processes", []):
         if _alive(proc["pid"], proc["start"]):
             yield proc["name"], proc["pid"]
+
+
+def cluster_fixture(
+    tmp_path_factory: pytest.TempPathFactory, require: bool = False
+) -> Iterator[LocalSlurm]:
+    """The body of a pytest fixture: a cluster in a fresh scratch folder, ``env()`` set meanwhile.
+
+    Use it as ``yield from cluster_fixture(tmp_path_factory)``; the cluster stops and the
+    environment is restored when the fixture is torn down.
+
+    Args:
+        tmp_path_factory: pytest's fixture; the scratch folder is ``mktemp("slurm")``.
+        require: Fail the test where no cluster can run here, in place of skipping it (as
+            ``JAXBENCH_REQUIRE_SLURM=1`` asks).
+
+    Yields:
+        The running cluster, with :meth:`LocalSlurm.env` set in ``os.environ``.
+
+    Raises:
+        pytest.skip.Exception: No cluster can run here (``LocalSlurm.unavailable_reason``).
+        pytest.fail.Exception: The same, with ``require``.
+        LocalSlurmError: The cluster did not start (:meth:`LocalSlurm.start`).
+    """
+    import pytest
+
+    reason = LocalSlurm.unavailable_reason()
+    if reason:
+        if require:
+            pytest.fail(f"JAXBENCH_REQUIRE_SLURM=1 but no local Slurm: {reason}")
+        pytest.skip(reason)
+    with (
+        LocalSlurm().start(tmp_path_factory.mktemp("slurm")) as cluster,
+        pytest.MonkeyPatch.context() as mp,
+    ):
+        for name, value in cluster.env().items():
+            mp.setenv(name, value)
+        yield cluster

@@ -12,7 +12,7 @@ from datetime import datetime
 
 import pytest
 from conftest import ROOT, run_cli
-from slurm_local import MAX_ARRAY_SIZE, LocalSlurm
+from slurm_local import MAX_ARRAY_SIZE, cluster_fixture
 
 from jaxbench.cluster import dispatch, preflight
 from jaxbench.cluster.executors import sbatch_script
@@ -32,18 +32,7 @@ SIXTEEN_CASES = [
 
 @pytest.fixture(scope="module")
 def slurm(tmp_path_factory):
-    reason = LocalSlurm.unavailable_reason()
-    if reason:
-        if os.environ.get("JAXBENCH_REQUIRE_SLURM") == "1":
-            pytest.fail(f"JAXBENCH_REQUIRE_SLURM=1 but no local Slurm: {reason}")
-        pytest.skip(reason)
-    with (
-        LocalSlurm().start(tmp_path_factory.mktemp("slurm")) as cluster,
-        pytest.MonkeyPatch.context() as mp,
-    ):
-        for name, value in cluster.env().items():
-            mp.setenv(name, value)
-        yield cluster
+    yield from cluster_fixture(tmp_path_factory, os.environ.get("JAXBENCH_REQUIRE_SLURM") == "1")
 
 
 def _submit(slurm, tmp_path, *args, profile="test-cluster", env=None):

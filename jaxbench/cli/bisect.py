@@ -18,11 +18,10 @@ from jaxbench.cli.options import (
     console,
     err_console,
     fail,
-    takes_version_envs,
     timing_fields,
     writable_folder,
 )
-from jaxbench.cli.selection import Selection, selects_cases
+from jaxbench.cli.selection import Selection, version_command
 from jaxbench.live_defaults import DEFAULT_PAIRS, DEFAULT_PAIRS_STEP, DEFAULT_ROUNDS
 
 #: ``--search auto`` sweeps every release up to this many, and searches by halves beyond.
@@ -143,9 +142,7 @@ BisectWorkloads = Annotated[
 def register(app: typer.Typer) -> None:
     """Add ``bisect`` to ``app``."""
 
-    @app.command("bisect")
-    @selects_cases(full=False, workload=BisectWorkloads)
-    @takes_version_envs
+    @version_command(app, "bisect", full=False, workload=BisectWorkloads)
     def bisect_cmd(
         good: Annotated[str, typer.Argument(help="A JAX version known to be fast.")],
         bad: Annotated[str, typer.Argument(help="A later JAX version known to be slow.")],

@@ -37,12 +37,11 @@ from jaxbench.cli.options import (
     pythons_for,
     side_label,
     side_params,
-    takes_version_envs,
     writable_folder,
     write_summary,
     write_verdicts,
 )
-from jaxbench.cli.selection import Selection, selects_cases
+from jaxbench.cli.selection import Selection, version_command
 from jaxbench.live_defaults import (
     DEFAULT_MAX_PAIRS,
     DEFAULT_MAX_TIME_S,
@@ -314,9 +313,7 @@ def _live(
 def register(app: typer.Typer) -> None:
     """Add ``compare`` to ``app``."""
 
-    @app.command("compare")
-    @selects_cases()
-    @takes_version_envs
+    @version_command(app, "compare")
     def compare_cmd(
         baseline: Annotated[str, typer.Argument(help=BASELINE_HELP)],
         candidate: Candidate,

@@ -21,10 +21,9 @@ from jaxbench.cli.options import (
     pythons_for,
     side_label,
     side_params,
-    takes_version_envs,
     writable_folder,
 )
-from jaxbench.cli.selection import Selection, selects_cases
+from jaxbench.cli.selection import Selection, version_command
 
 SIDE_HELP = (
     f"Baseline: {CURRENT}, a path to a python, a JAX version (its venv, built once), or a "
@@ -115,9 +114,7 @@ def _report(title: str, sections: list[tuple[str, list[str], list[str]]]) -> str
 def register(app: typer.Typer) -> None:
     """Add ``explain`` to ``app``."""
 
-    @app.command("explain")
-    @selects_cases()
-    @takes_version_envs
+    @version_command(app, "explain")
     def explain_cmd(
         baseline: Annotated[str, typer.Argument(help=SIDE_HELP)],
         candidate: Candidate,

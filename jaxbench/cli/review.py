@@ -31,13 +31,12 @@ from jaxbench.cli.options import (
     exit_status,
     fail,
     pythons_for,
-    takes_version_envs,
     timing_fields,
     writable_folder,
     write_summary,
     write_verdicts,
 )
-from jaxbench.cli.selection import Selection, selects_cases
+from jaxbench.cli.selection import Selection, version_command
 from jaxbench.live_defaults import (
     DEFAULT_CALLS_PER_BLOCK,
     DEFAULT_MAX_PAIRS,
@@ -160,9 +159,7 @@ def _user_reference(baseline: Any, backend: str, logs: Path, workload: str, para
 def register(app: typer.Typer) -> None:
     """Add ``review`` to ``app``."""
 
-    @app.command("review")
-    @selects_cases()
-    @takes_version_envs
+    @version_command(app, "review")
     def review_cmd(
         baseline: Annotated[str, typer.Argument(help=REVIEW_BASELINE_HELP)],
         candidate: Annotated[

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, fields
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from jaxbench.cli.groups import option_group
 from jaxbench.cli.options import (
@@ -27,7 +27,11 @@ from jaxbench.cli.options import (
     Strategies,
     Workloads,
     Wrts,
+    takes_version_envs,
 )
+
+if TYPE_CHECKING:
+    import typer
 
 #: The parameters that have an option of their own: each is an alias of ``--param NAME=VALUE``.
 ALIASES: dict[str, Any] = {
@@ -119,3 +123,34 @@ def selects_cases(
     chosen = {"workload": workload, **ALIASES, "param": Params}
     chosen |= {"full": Full} if full else {}
     return option_group("select", chosen, {"full": False}, Selection)
+
+
+def version_command(
+    app: typer.Typer, name: str, full: bool = True, workload: Any = Workloads
+) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    """A decorator that adds a command over JAX versions to ``app`` as ``name``.
+
+    The command takes the selection options in place of its ``select: Selection`` parameter
+    (:func:`selects_cases`) and the version-environment options in place of its
+    ``venvs: VersionEnvOptions`` parameter
+    (:data:`jaxbench.cli.options.takes_version_envs`).
+
+    Args:
+        app: The typer application the command is added to.
+        name: The command's name on the command line.
+        full: As :func:`selects_cases`.
+        workload: As :func:`selects_cases`.
+
+    Returns:
+        The decorator; it returns the command with the options in its signature.
+
+    Raises:
+        TypeError: The command has no ``select`` or no ``venvs`` parameter (a programming
+            error).
+    """
+    select = selects_cases(full=full, workload=workload)
+
+    def decorate(command: Callable[..., Any]) -> Callable[..., Any]:
+        return app.command(name)(select(takes_version_envs(command)))
+
+    return decorate
