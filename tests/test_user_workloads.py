@@ -412,3 +412,20 @@ def test_a_tolerance_pattern_that_matches_no_leaf_fails_naming_the_leaves():
         check_close("t", out, out, "float32", leaves={"bias": tol})
     with pytest.raises(ValueError, match=r"LeafTolerance\.reason must say why"):
         LeafTolerance(reason=" ")
+
+
+@pytest.mark.parametrize("text", ["inf", "-inf", "nan", "1e999"])
+def test_a_float_parameter_that_is_not_finite_is_refused(text):
+    """JSON stores inf and nan as null: the cases of limit=inf, -inf and nan would be recorded as
+    one case with limit=None (and one of them `ok`), so the text is refused before any run."""
+    from jaxbench.workloads.user import UserWorkload
+
+    def clip(n: int = 4, limit: float = 1.0):
+        raise AssertionError("not called")
+
+    workload = UserWorkload("mod:clip", clip)
+    assert workload.parse_param("limit", "2.5") == 2.5
+    with pytest.raises(ValueError, match=rf"--param limit='{text}': expected a finite number"):
+        workload.parse_param("limit", text)
+    with pytest.raises(ValueError, match="expected int"):
+        workload.parse_param("n", text)

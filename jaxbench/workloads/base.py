@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -217,10 +218,7 @@ class Workload(ABC):
             raise ValueError(f"--param {name}={text!r}: expected true or false")
         for kind, what in ((int, "an integer"), (float, "a number")):
             if kinds == {kind}:
-                try:
-                    return kind(text)
-                except ValueError:
-                    raise ValueError(f"--param {name}={text!r}: expected {what}") from None
+                return typed_param(name, text, kind, what)
         return self.aliases.get(name, {}).get(text, text)
 
     def meant_for(self, params: Mapping[str, Any]) -> str:
@@ -230,6 +228,30 @@ class Workload(ABC):
         asv on a CPU.
         """
         return "cpu"
+
+
+def typed_param(name: str, text: str, kind: type, what: str) -> Any:
+    """``--param name=text``'s value as ``kind`` (e.g. ``int``, ``float``, ``str``).
+
+    Args:
+        name: The parameter, for the message.
+        text: The text the user gave.
+        kind: A type whose constructor takes the text.
+        what: How the message says the type, e.g. ``"an integer"``.
+
+    Raises:
+        ValueError: ``kind`` refuses the text, or it gives a float that is not finite: a record
+            is JSON, which stores ``inf`` and ``nan`` as ``null``, so that cases of ``inf``,
+            ``-inf`` and ``nan`` would all be recorded as one (the message names ``--param``).
+    """
+    try:
+        value = kind(text)
+    except ValueError:
+        raise ValueError(f"--param {name}={text!r}: expected {what}") from None
+    if isinstance(value, float) and not math.isfinite(value):
+        raise ValueError(f"--param {name}={text!r}: expected a finite number (a record cannot "
+                         "hold inf or nan)")  # fmt: skip
+    return value
 
 
 def copy_tree(tree: Any) -> Any:

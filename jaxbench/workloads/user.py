@@ -28,7 +28,7 @@ from collections.abc import Callable, Mapping
 from importlib.metadata import entry_points
 from typing import Any
 
-from jaxbench.workloads.base import Workload
+from jaxbench.workloads.base import Workload, typed_param
 from jaxbench.workloads.step import Step, check_step
 
 #: Entry-point group of installed packages' workload factories.
@@ -86,10 +86,7 @@ class UserWorkload(Workload):
             if text.lower() in _TRUE | _FALSE:
                 return text.lower() in _TRUE
             raise ValueError(f"--param {name}={text!r}: expected true or false")
-        try:
-            return kind(text)
-        except ValueError:
-            raise ValueError(f"--param {name}={text!r}: expected {kind.__name__}") from None
+        return typed_param(name, text, kind, kind.__name__)
 
     def _type_of(self, name: str) -> type:
         p = self._params[name]
