@@ -347,13 +347,34 @@ def test_collect_reports_missing_and_corrupt_records_and_keeps_the_rest(tmp_path
     assert [r.params for r in read_file(sweep.results_path, strict=True).models("record")] == [
         {"i": 0}
     ]
-    sweep.collect(manifest)  # idempotent: rewritten, not appended
+    assert result.written
+    sweep.record_path(cases[1], None).unlink()
+    assert sweep.collect(manifest).written  # idempotent: rewritten, not appended
     assert len(read_file(sweep.results_path, strict=True).models("record")) == 1
     done = run_cli("collect", str(sweep.root))  # the summary and the error count alike
     assert done.returncode == 1
     assert "1 record(s) in " in done.stdout
     assert "; 2 case(s) without a readable record" in done.stdout.replace("\n", "")
     assert "error: 2 case(s) without a readable record, 0 failed" in done.stderr
+
+
+def test_collect_keeps_results_while_a_collected_record_file_is_unreadable(tmp_path):
+    """A record collected once stays in results.jsonl when its file is later cut short: the
+    file is named, results.jsonl is left as it was, and collect exits 1."""
+    cases = [CaseSpec(workload="w", params={"i": i}) for i in range(2)]
+    sweep, manifest = _manifest(tmp_path, cases)
+    for case in cases:
+        record = Record(run_id="r", benchmark="w", params=case.params, status="ok", env={})
+        write_json(sweep.record_path(case, None), record)
+    assert len(sweep.collect(manifest).records) == 2
+    before = sweep.results_path.read_bytes()
+    sweep.record_path(cases[1], None).write_text('{"schema_version": 1, "run_id": ')
+    result = sweep.collect(manifest)
+    assert not result.written and len(result.unreadable) == 1
+    assert sweep.results_path.read_bytes() == before
+    done = run_cli("collect", str(sweep.root))
+    assert done.returncode == 1 and sweep.results_path.read_bytes() == before
+    assert "left as it was, since a record file is unreadable" in done.stdout.replace("\n", "")
 
 
 # --- preflight with a stand-in sinfo --------------------------------------------------------

@@ -272,8 +272,11 @@ def collect_cmd(sweep_dir: SweepArg) -> None:
         console.print(f"[yellow]{line}[/]", highlight=False)
     for line in result.unreadable:
         console.print(f"[yellow]unreadable record: {line}[/]", highlight=False)
+    where = f"in {result.path}"
+    if not result.written:
+        where = f"readable; {result.path} left as it was, since a record file is unreadable"
     console.print(
-        f"{len(result.records)} record(s) in {result.path}; "
+        f"{len(result.records)} record(s) {where}; "
         f"{len(result.missing) + len(result.unreadable)} case(s) without a readable record",
         highlight=False,
     )

@@ -104,7 +104,9 @@ class Sweep:
         """Gather every case's record into ``results.jsonl`` (rewritten whole, atomically).
 
         Records are written in task and case order, one per case and JAX version. Unreadable
-        record files are reported, not fatal.
+        record files are reported, not fatal; while one is, an existing ``results.jsonl`` is
+        left as it is (:attr:`CollectResult.written` false), since it may hold that case's
+        record from an earlier collect (``submit --resume`` runs the case again).
         """
         result = CollectResult(path=self.results_path)
         for task in manifest.tasks:
@@ -117,7 +119,10 @@ class Sweep:
                     result.records.append(read_model(path, Record))
                 except StoreFormatError as exc:
                     result.unreadable.append(str(exc))
+        if result.unreadable and self.results_path.exists():
+            return result
         write_jsonl(self.results_path, result.records)
+        result.written = True
         return result
 
 
@@ -128,6 +133,8 @@ class CollectResult(BaseModel):
     records: list[Record] = Field(default_factory=list)
     missing: list[tuple[int, CaseSpec]] = Field(default_factory=list)
     unreadable: list[str] = Field(default_factory=list)
+    #: Whether :attr:`records` were written to :attr:`path`.
+    written: bool = False
 
 
 def shard(cases: Iterable[CaseSpec], per_task: int) -> list[list[CaseSpec]]:
