@@ -39,8 +39,11 @@ def test_list_shows_workloads_and_sizes():
         ),
         (["--min-samples", "0"], "--min-samples must be >= 1"),
         (["--budget", "inf"], "--budget must be a finite number"),
-        (["--compilation-cache", ""], "compilation cache must be"),
-        (["--compilation-cache", "/proc/x/y"], "cannot be created"),
+        (["--compilation-cache", ""], "--compilation-cache '': expected off, fresh or a folder"),
+        (
+            ["--compilation-cache", "/proc/x/y"],
+            "--compilation-cache '/proc/x/y': the folder cannot",
+        ),
         (["--cache-min-compile-time", "-1"], "--cache-min-compile-time -1: expected seconds >= 0"),
         (["-o", ""], "--out must be a path"),
     ],

@@ -487,7 +487,9 @@ def test_local_task_over_its_time_limit_is_timed_out_and_keeps_its_records(tmp_p
 @pytest.mark.parametrize(
     ("args", "message"),
     [
-        (["-p", "nope"], "profile 'nope' not found"),
+        (["-p", "nope"], "--profile 'nope': not found (a TOML file, or one of: cpu"),
+        (["-p", "local", "--jax", ","], "--jax ',': expected JAX versions separated by commas"),
+        (["-p", "local", "--jax", "0.11.2,,0.12.0.1"], "none empty"),
         ([], "--profile is required"),
         (
             ["-p", "local", "--sweeps-dir", "/dev/null/sweeps"],
@@ -788,3 +790,13 @@ def test_a_local_task_in_turn_says_each_case_recorded_and_the_time_left(monkeypa
     assert said == ["1 of 4 case(s) recorded, 10 s so far, about 30 s left",
                     "4 of 4 case(s) recorded, 40 s so far"]  # fmt: skip
     assert job.waited
+
+
+def test_resume_of_what_is_not_a_sweep_names_the_option(tmp_path):
+    (tmp_path / "afile").write_text("")
+    (tmp_path / "empty").mkdir()
+    for where, what in (("nope", "no such folder"), ("afile", "a file"),
+                        ("empty", "is not a sweep folder: it has no sweep.json")):  # fmt: skip
+        done = run_cli("submit", "--resume", where, cwd=tmp_path)
+        assert done.returncode == 2
+        assert done.stderr.startswith(f"error: --resume {where}: ") and what in done.stderr

@@ -18,6 +18,7 @@ from jaxbench.cli.options import (
     console,
     err_console,
     fail,
+    profile_option,
     timing_fields,
     writable_folder,
 )
@@ -61,16 +62,6 @@ def _explain(python_of: Any, case: Any, before: str, after: str, verdict: str,
 
 Files = Callable[[], list[str]]
 ExplainStep = Callable[[str, str, str, str], list[str]]
-
-
-def _profile(name: str) -> Any:
-    """The cluster profile ``name`` (exit 2 with its error)."""
-    from jaxbench.cluster.profile import load_profile
-
-    try:
-        return load_profile(name)
-    except (ValueError, OSError) as exc:
-        raise fail(str(exc)) from None
 
 
 def _live(envs: Any, base: str, cases: list, backend: str, schedule: Any, threshold: float,
@@ -224,7 +215,7 @@ def register(app: typer.Typer) -> None:
         if profile is not None and processes < 2:
             raise fail(f"--processes {processes}: expected at least 2 (the process is the "
                        "unit of a recorded verdict)")  # fmt: skip
-        prof = _profile(profile) if profile is not None else None
+        prof = profile_option(profile) if profile is not None else None
         extra = prof.environment.jax_extra if prof is not None else None
         envs = venvs.envs([c.workload for c in cases], jax_extra=extra)
         base, releases = _releases(good, bad, envs)

@@ -19,6 +19,7 @@ from jaxbench.cli.options import (
     console,
     err_console,
     fail,
+    profile_option,
     timing_fields,
 )
 from jaxbench.cli.selection import Selection, selects_cases
@@ -112,6 +113,11 @@ def _resume(ctx: typer.Context, sweep: Sweep, dry_run: bool) -> Submission | Non
             f"drop {', '.join(given)}"
         )
     try:
+        sweep.load()
+    except (OSError, ValueError) as exc:
+        given = ctx.params["resume"]
+        raise fail(f"--resume {given}: {str(exc).removeprefix(f'{sweep.root}: ')}") from None
+    try:
         if dry_run:
             _, only = dispatch.resume_plan(sweep)
         else:
@@ -140,16 +146,19 @@ def _first_missing(folder: Path) -> Path | None:
 
 def _submit_new(opts: dict[str, Any], select: Selection) -> tuple[Sweep, Submission | None]:
     from jaxbench.cluster import dispatch, preflight
-    from jaxbench.cluster.profile import load_profile
     from jaxbench.cluster.pyenvs import WorkloadNotFound
     from jaxbench.cluster.sweep import CaseSpec
 
     if opts["profile"] is None:
         raise fail("--profile is required (slurm/<name>.toml or a name), or use --resume")
+    versions = [v.strip() for v in (opts["jax"] or "").split(",")]
+    if opts["jax"] is not None and not all(versions):
+        raise fail(f"--jax {opts['jax']!r}: expected JAX versions separated by commas, none "
+                   "empty (e.g. 0.11.2,0.12.0.1)")  # fmt: skip
+    versions = [v for v in versions if v]
+    prof = profile_option(opts["profile"])
     try:
-        prof = load_profile(opts["profile"])
         cases = select.cases()
-        versions = [v.strip() for v in (opts["jax"] or "").split(",") if v.strip()]
         reqs, users = _version_requirements(cases, versions, opts)
         request = dispatch.SweepRequest(
             profile=prof,

@@ -36,6 +36,21 @@ def fail(message: str, code: int = 2) -> typer.Exit:
     return typer.Exit(code)
 
 
+def profile_option(name: str) -> Any:
+    """The cluster profile ``--profile name`` names (:func:`jaxbench.cluster.profile.load_profile`).
+
+    Raises:
+        typer.Exit: No such profile, or one that cannot be read or is not valid: one line
+            naming ``--profile`` and the value (exit 2).
+    """
+    from jaxbench.cluster.profile import load_profile
+
+    try:
+        return load_profile(name)
+    except (ValueError, OSError) as exc:
+        raise fail(f"--profile {name!r}: {str(exc).removeprefix(f'profile {name!r} ')}") from None
+
+
 def check_rule_options(alpha: float, thresholds: dict[str, float]) -> None:
     """Check the verdict rule's options (:func:`jaxbench.inference.verdicts.check_rule`).
 

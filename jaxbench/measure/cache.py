@@ -46,7 +46,8 @@ def configure_compilation_cache(
 
     Raises:
         ValueError: ``mode`` is empty, or names a path that is not a folder or cannot be
-            created; a threshold is negative or not finite.
+            created (the message names ``--compilation-cache``); a threshold is negative or not
+            finite.
     """
     import jax
 
@@ -64,16 +65,16 @@ def configure_compilation_cache(
             atexit.register(remove_fresh)
         _FRESH_DIRS.append(cache_dir)
     elif not mode.strip():
-        raise ValueError("compilation cache must be 'off', 'fresh' or a folder, got ''")
+        raise ValueError("--compilation-cache '': expected off, fresh or a folder")
     else:
         path = Path(mode)
         if path.exists() and not path.is_dir():
-            raise ValueError(f"compilation cache {mode!r} exists and is not a folder")
+            raise ValueError(f"--compilation-cache {mode!r}: exists and is not a folder")
         try:
             path.mkdir(parents=True, exist_ok=True)
         except OSError as exc:
             raise ValueError(
-                f"compilation cache folder {mode!r} cannot be created: {exc.strerror or exc}"
+                f"--compilation-cache {mode!r}: the folder cannot be created: {exc.strerror or exc}"
             ) from None
         cache_dir = str(path.resolve())
     jax.config.update("jax_compilation_cache_dir", cache_dir)
