@@ -90,6 +90,9 @@ def test_a_process_whose_peer_never_joins_is_one_line_naming_the_coordinator():
         (["--jax-processes", "2", "--join-timeout", "0"],
          "--join-timeout must be a whole number of seconds >= 1, got 0"),
         (["--jax-processes", "2", "--in-process"], "--jax-processes 2 needs a worker per process"),
+        (["--join-timeout", "5"], "--join-timeout 5 applies with --jax-processes N > 1 only"),
+        (["--in-process", "--case-timeout", "5"], "--case-timeout 5: a case in this process "
+         "cannot be killed"),
     ],
 )  # fmt: skip
 def test_bad_process_options_are_one_line_and_exit_2(tmp_path, args, message):

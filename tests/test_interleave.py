@@ -402,6 +402,8 @@ runner = CliRunner()
     [
         (["--interleave", "--back-to-back", "current", "current"], "exclude each other"),
         (["a", "b", "--set-b", "size=tiny"], "apply to --interleave only"),
+        (["a", "b", "--pairs", "0"], "--pairs: a live comparison's option"),
+        (["a", "b", "-b", "gpu", "--seed", "3"], "--backend, --seed: a live comparison's option"),
         (["--interleave", "current", "current", "--set-b", "size"], "expected NAME=VALUE"),
         (["--interleave", "current", "current", "-w", "train_step", "--set-b", "k=3"],
          "train_step has no such parameter"),

@@ -409,6 +409,17 @@ def register(app: typer.Typer) -> None:
         if not (interleave or back_to_back):
             if live_options:
                 raise fail("case selection and --set-a/--set-b apply to --interleave only")
+            live_only = {"--backend": (backend, "cpu"), "--pairs": (pairs, DEFAULT_PAIRS),
+                         "--max-pairs": (max_pairs, DEFAULT_MAX_PAIRS),
+                         "--pairs-step": (pairs_step, DEFAULT_PAIRS_STEP),
+                         "--max-time": (max_time, DEFAULT_MAX_TIME_S),
+                         "--rounds": (rounds, DEFAULT_ROUNDS),
+                         "--calls-per-block": (calls_per_block, 10),
+                         "--warmup-rounds": (warmup_rounds, 3), "--seed": (seed, 0),
+                         "--out": (out, "results")}  # fmt: skip
+            if given := [name for name, (value, default) in live_only.items() if value != default]:
+                raise fail(f"{', '.join(given)}: a live comparison's option (--interleave, "
+                           "--back-to-back); a recorded one reads what was measured")  # fmt: skip
             _offline(baseline, candidate, results or [Path("results")],
                      opts | {"compile_threshold": compile_threshold}, json_out,
                      markdown)  # fmt: skip

@@ -186,6 +186,9 @@ def run_cmd(
     if not (case_timeout >= 0 and case_timeout != float("inf")):
         raise fail(f"--case-timeout must be a number of seconds >= 0 (0: no limit), got "
                    f"{case_timeout}")  # fmt: skip
+    if in_process and case_timeout != DEFAULT_CASE_TIMEOUT_S:
+        raise fail(f"--case-timeout {case_timeout:g}: a case in this process cannot be killed; "
+                   "drop --in-process or --case-timeout")  # fmt: skip
     groups = _process_groups(jax_processes, join_timeout, in_process, min_samples, cases)
     _check_debug_modes(allow_debug)
     _warn_cpu_clock()
@@ -220,6 +223,8 @@ def _process_groups(
     if timeout_s < 1:
         raise fail(f"--join-timeout must be a whole number of seconds >= 1, got {timeout_s}")
     if count == 1:
+        if timeout_s != DEFAULT_JOIN_TIMEOUT_S:
+            raise fail(f"--join-timeout {timeout_s} applies with --jax-processes N > 1 only")
         return []
     if in_process:
         raise fail(f"--jax-processes {count} needs a worker per process; drop --in-process")
