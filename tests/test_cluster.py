@@ -4,6 +4,7 @@ import json
 import multiprocessing
 import os
 import pickle
+import shutil
 import signal
 import subprocess
 import sys
@@ -800,3 +801,12 @@ def test_resume_of_what_is_not_a_sweep_names_the_option(tmp_path):
         done = run_cli("submit", "--resume", where, cwd=tmp_path)
         assert done.returncode == 2
         assert done.stderr.startswith(f"error: --resume {where}: ") and what in done.stderr
+
+
+def test_an_interpreter_that_fails_silently_is_said_so():
+    """`/bin/false` prints nothing: the error says so, not a message that ends in a colon."""
+    from jaxbench.cluster import pyenvs
+
+    with pytest.raises(pyenvs.PyEnvError) as caught:
+        pyenvs.imported_jax(shutil.which("false"))
+    assert str(caught.value) == "import jax failed (exit 1), printing nothing"

@@ -116,6 +116,8 @@ def test_the_notebook_command_saves_the_executed_notebook_and_names_bad_input(tm
     assert str(results) in text_of(nb)
     bad = run_cli("notebook", "nope")
     assert bad.returncode == 2 and "unknown notebook 'nope'" in bad.stderr
+    empty = run_cli("notebook", "")  # the name, not the --out it would make
+    assert empty.stderr.startswith("error: unknown notebook ''; choose from"), empty.stderr
     missing = run_cli("notebook", "upgrade_review", "-r", str(tmp_path / "none"))
     assert missing.returncode == 2 and "--results" in missing.stderr
     # An unwritable --out is named before the notebook runs (on an empty folder it would fail).

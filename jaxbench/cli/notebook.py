@@ -31,9 +31,11 @@ def notebook_cmd(
     before the notebook runs.
     """
     from jaxbench.analysis.notebook import repo_root
-    from jaxbench.analysis.notebook_run import NotebookError, execute_notebook
+    from jaxbench.analysis.notebook_run import NOTEBOOKS, NotebookError, execute_notebook
     from jaxbench.folders import ensure_writable
 
+    if name not in NOTEBOOKS:
+        raise fail(f"unknown notebook {name!r}; choose from {', '.join(NOTEBOOKS)}")
     if results is not None and not results.is_dir():
         what = "a file, expected a folder of results" if results.exists() else "no such folder"
         raise fail(f"--results {results}: {what}")

@@ -343,5 +343,6 @@ def _run(cmd: list[str], what: str) -> str:
         raise PyEnvError(f"{what}: {exc}") from None
     if proc.returncode != 0:
         tail = "\n".join((proc.stderr or proc.stdout).strip().splitlines()[-8:])
-        raise PyEnvError(f"{what} failed (exit {proc.returncode}):\n{tail}")
+        said = f":\n{tail}" if tail else ", printing nothing"
+        raise PyEnvError(f"{what} failed (exit {proc.returncode}){said}")
     return proc.stdout
