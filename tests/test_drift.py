@@ -287,6 +287,10 @@ def test_no_reference_is_exit_2_saying_how_to_create_one(tmp_path):
             assert result.stderr.strip() == (
                 f"error: --reference {where}: a file is in the way, expected a reference folder"
             )
+    # A folder that cannot be written is named before any set is computed.
+    result = drift("--save-reference", "--reference", "/proc/nope/ref")
+    assert result.exit_code == 2
+    assert result.stderr.startswith("error: --reference '/proc/nope/ref' is not writable")
 
 
 def test_saving_onto_a_reference_needs_force_and_leaves_it_untouched(ref):

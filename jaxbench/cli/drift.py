@@ -87,6 +87,8 @@ def drift_cmd(
     if save_reference:
         if ctx.get_parameter_source("out").name == "COMMANDLINE":
             raise fail("--out is for a check; --save-reference writes to --reference")
+        _refuse_overwrite(reference, force)  # before any set is built
+        writable_folder(str(reference), "--reference")
         sets = None if found is None else _user_sets(found, param)
         _save(reference, force, backend, sets)
         return
@@ -133,16 +135,22 @@ def _user_sets(found: UserWorkload, params: list[str] | None) -> list:
     return sets
 
 
-def _save(folder: Path, force: bool, backend: str, sets: list | None = None) -> None:
-    from jaxbench.drift.check import DriftComputeError
-    from jaxbench.drift.check import save_reference as save
-    from jaxbench.drift.reference import DriftReferenceError, manifest_path
+def _refuse_overwrite(folder: Path, force: bool) -> None:
+    from jaxbench.drift.reference import manifest_path
 
-    if manifest_path(folder).exists() and not force:  # before any work
+    if manifest_path(folder).exists() and not force:
         raise fail(
             f"a drift reference already exists in {folder} (reference.json); "
             "pass --force to overwrite it"
         )
+
+
+def _save(folder: Path, force: bool, backend: str, sets: list | None = None) -> None:
+    from jaxbench.drift.check import DriftComputeError
+    from jaxbench.drift.check import save_reference as save
+    from jaxbench.drift.reference import DriftReferenceError
+
+    _refuse_overwrite(folder, force)
     device = _device(backend)
     try:
         path = save(folder, force=force, device=device, sets=sets)
@@ -151,7 +159,8 @@ def _save(folder: Path, force: bool, backend: str, sets: list | None = None) -> 
     except DriftComputeError as exc:
         raise fail(f"cannot save a reference: {exc}", code=1) from None
     except OSError as exc:
-        raise fail(f"cannot write the reference in {folder}: {exc.strerror or exc}") from None
+        raise fail(f"--reference {folder}: cannot write the reference: "
+                   f"{exc.strerror or exc}") from None  # fmt: skip
     console.print(
         f"drift reference saved: {path} (jax {_jax_version()}, {device.platform}, "
         f"{device.device_kind})",
