@@ -115,8 +115,8 @@ def _resume(ctx: typer.Context, sweep: Sweep, dry_run: bool) -> Submission | Non
     try:
         sweep.load()
     except (OSError, ValueError) as exc:
-        given = ctx.params["resume"]
-        raise fail(f"--resume {given}: {str(exc).removeprefix(f'{sweep.root}: ')}") from None
+        raise fail(f"--resume {ctx.params['resume']}: "
+                   f"{str(exc).removeprefix(f'{sweep.root}: ')}") from None  # fmt: skip
     try:
         if dry_run:
             _, only = dispatch.resume_plan(sweep)
