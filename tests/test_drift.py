@@ -323,8 +323,11 @@ def test_saving_onto_a_reference_needs_force_and_leaves_it_untouched(ref):
         (["-b", "quantum"], "unknown backend 'quantum'"),
     ],
 )
-def test_bad_options_are_one_line_and_exit_2(saved, args, message):
+def test_bad_options_are_one_line_and_exit_2(saved, tmp_path, args, message):
     result = drift("--reference", str(saved), *args)
+    assert result.exit_code == 2 and message in result.stderr
+    # The option is named before the reference is looked for: none here.
+    result = drift("--reference", str(tmp_path / "none"), *args)
     assert result.exit_code == 2 and message in result.stderr
 
 

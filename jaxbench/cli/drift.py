@@ -77,6 +77,12 @@ def drift_cmd(
         raise fail("--param needs --workload: the built-in sets have fixed inputs")
     if param and not save_reference:
         raise fail("--param applies with --save-reference: a check recomputes the saved cases")
+    from jaxbench.backends import check_backend
+
+    try:
+        check_backend(backend)
+    except ValueError as exc:
+        raise fail(str(exc)) from None
     found = None if workload is None else _user_workload(workload)  # bad input, not drift
     if workload is not None and ctx.get_parameter_source("reference").name != "COMMANDLINE":
         from jaxbench.drift.user import reference_folder
