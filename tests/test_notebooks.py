@@ -112,6 +112,7 @@ def test_the_notebook_command_saves_the_executed_notebook_and_names_bad_input(tm
     out = run_cli("notebook", "latency_distributions", "-r", str(results), "-o",
                   str(tmp_path / "nb.ipynb"))  # fmt: skip
     assert out.returncode == 0, out.stderr
+    assert "IPKernelApp" not in out.stderr  # the kernel app's own warnings are not shown
     nb = nbformat.read(tmp_path / "nb.ipynb", as_version=4)
     assert str(results) in text_of(nb)
     bad = run_cli("notebook", "nope")

@@ -75,12 +75,17 @@ def execute_notebook(name: str, results: Path | None = None, timeout_s: float = 
     with tempfile.TemporaryDirectory() as kernels, _results_env(results):
         spec = Path(kernels) / KERNEL
         spec.mkdir()
-        argv = [sys.executable, "-m", "ipykernel_launcher", "-f", "{connection_file}"]
+        # The kernel talks over Unix sockets in the temporary folder (IPC), not TCP ports any
+        # user of the machine could reach; the kernel app's own warnings (e.g. "parent appears
+        # to have exited" as it ends) are not the notebook's: its errors still show.
+        argv = [sys.executable, "-m", "ipykernel_launcher", "-f", "{connection_file}",
+                "--IPKernelApp.log_level=ERROR"]  # fmt: skip
         (spec / "kernel.json").write_text(
             json.dumps({"argv": argv, "display_name": "jaxbench", "language": "python"})
         )
         specs = KernelSpecManager(kernel_dirs=[kernels], ensure_native_kernel=False)
-        km = KernelManager(kernel_name=KERNEL, kernel_spec_manager=specs)
+        km = KernelManager(kernel_name=KERNEL, kernel_spec_manager=specs, transport="ipc",
+                           ip=str(Path(kernels) / "ipc"))  # fmt: skip
         client = NotebookClient(
             nb, km=km, timeout=timeout_s, resources={"metadata": {"path": str(folder)}}
         )
