@@ -96,6 +96,7 @@ def select_cases(
                     message = f"{workload.name}: {message}"  # which family rejected it
                 raise ValueError(message) from None
             cases.append(Case(workload.name, params))
+        workload.release()  # a user factory's last Step: the cases run in a worker
     return cases
 
 

@@ -133,8 +133,13 @@ def prepare(
         jaxbench.workloads.NotApplicable: The case does not apply (e.g. a Jacobian too large).
         jaxbench.workloads.GateFailure: The case failed its correctness gate.
     """
+    import jax
+
     spec = get_workload(workload)
-    spec.validate(params)
+    # On the case's device: a user factory's Step, made here and kept for the build below,
+    # holds its arrays (e.g. a model's parameters) where the case runs.
+    with jax.default_device(resolve_device(backend)):
+        spec.validate(params)
     case = Case(workload, dict(params))
     if not keep:
         return _prepare_now(spec, case, backend, warmup_calls, frozenset(gated))

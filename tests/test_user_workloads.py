@@ -429,3 +429,39 @@ def test_a_float_parameter_that_is_not_finite_is_refused(text):
         workload.parse_param("limit", text)
     with pytest.raises(ValueError, match="expected int"):
         workload.parse_param("n", text)
+
+
+def test_choosing_cases_leaves_no_step_of_a_user_factory_in_this_process(tmp_path, monkeypatch):
+    """Selecting cases calls the factory to check its parameters; the Step it made (e.g. a
+    model's parameters on a GPU) is dropped once the cases are chosen, since they run in a
+    worker. In the worker, the factory runs under the case's device."""
+    import gc
+    import weakref
+
+    import jax
+
+    made, devices = [], []
+
+    def big(n: int = 4):
+        import jax.numpy as jnp
+
+        from jaxbench.workloads import Step
+
+        devices.append(jax.config.jax_default_device)
+        weights = jnp.ones((n, n))
+        made.append(weakref.ref(weights))
+        return Step(fn=jax.jit(lambda a, w: a @ w), args=(jnp.ones((n, n)), weights))
+
+    module = tmp_path / "bigmod.py"
+    module.write_text("")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    import bigmod
+
+    monkeypatch.setattr(bigmod, "big", big, raising=False)
+    (case,) = select_cases(["bigmod:big"], texts={"n": ["4"]})
+    gc.collect()
+    assert len(made) == 1 and made[0]() is None  # the weights are gone
+    from jaxbench.prepared import prepare
+
+    prepare(case.workload, case.params, backend="cpu", keep=False)
+    assert devices[-1] == jax.devices("cpu")[0]

@@ -565,6 +565,8 @@ def side_params(cases: list, values: list[str] | None, option: str) -> dict[str,
             workload.validate(dict(case.params) | out)
         except ValueError as exc:
             raise fail(f"{option}: {exc}") from None
+        finally:
+            workload.release()  # the sides run in workers
     return out
 
 

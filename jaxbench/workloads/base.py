@@ -185,6 +185,16 @@ class Workload(ABC):
     def benchmark(self, params: Mapping[str, Any]) -> str:
         """Benchmark name for the record, e.g. ``forward/vmap_jvp``."""
 
+    def release(self) -> None:
+        """Drop what :meth:`validate` kept, so that this process holds no case's arrays.
+
+        Called once the cases are chosen (:func:`jaxbench.cases.cases`): a command whose cases
+        run in worker processes must not keep a model on the device they measure on. A
+        built-in family keeps nothing; a user workload keeps the last :class:`Step` its
+        factory made (:class:`jaxbench.workloads.user.UserWorkload`).
+        """
+        return None
+
     def build(self, params: Mapping[str, Any]) -> Step:
         """The case's :class:`~jaxbench.workloads.step.Step`: ``factory(**params)``, checked.
 

@@ -113,6 +113,10 @@ class UserWorkload(Workload):
         """The workload's name."""
         return self.name
 
+    def release(self) -> None:
+        """Drop the last :class:`Step` kept by :meth:`build` (its arrays, e.g. a model's)."""
+        self._last = None
+
     def build(self, params: Mapping[str, Any]) -> Step:
         """The factory's :class:`Step` for ``params`` (the last one is kept, not rebuilt).
 
