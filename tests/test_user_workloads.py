@@ -60,6 +60,12 @@ def shaped(n: int = 2, shape=(4, 4), dtype=jnp.float32):
     return Step(fn=jax.jit(lambda a: a * n), args=(jax.ShapeDtypeStruct(shape, dtype),))
 
 
+def brackets():
+    def fails(a):
+        raise ValueError("bad [/x] tag and [n, 4] shape")
+    return Step(fn=jax.jit(fails), args=(jnp.ones(3),))
+
+
 def turns_nan(after: int = 1):
     # Finite on the gate's call; from call after + 1 on, out * nan.
     step = jax.jit(lambda a, k: (a * jnp.where(k >= after, jnp.nan, 1.0), k + 1))
@@ -465,3 +471,12 @@ def test_choosing_cases_leaves_no_step_of_a_user_factory_in_this_process(tmp_pat
 
     prepare(case.workload, case.params, backend="cpu", keep=False)
     assert devices[-1] == jax.devices("cpu")[0]
+
+
+def test_a_failure_whose_message_has_brackets_is_printed_as_it_is(user_module, tmp_path):
+    """Rich would read `[/x]` as a closing tag (a MarkupError after the records were written)
+    and drop `[n, 4]` as a style: the problem line prints the message as it is."""
+    result = runner.invoke(app, ["run", "-w", f"{user_module}:brackets", "--budget", "0",
+                                 "--min-samples", "3", "-o", str(tmp_path)])  # fmt: skip
+    assert result.exit_code == 1, result.output
+    assert "bad [/x] tag and [n, 4] shape" in " ".join(result.output.split())

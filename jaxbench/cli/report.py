@@ -6,6 +6,7 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
+from rich.markup import escape
 
 from jaxbench.cli.options import (
     Alpha,
@@ -88,7 +89,7 @@ def report_cmd(
         if made:
             remove_if_only_lock(Path(out))  # a report that made --out and wrote nothing
     for problem in review.problems:
-        err_console.print(f"[yellow]problem:[/] {problem}", highlight=False)
+        err_console.print(f"[yellow]problem:[/] {escape(str(problem))}", highlight=False)
     counts = review.verdict_counts()
     pairs = ", ".join(f"{a} -> {b}" for a, b in review.pairs) or "none (one version)"
     console.print(f"compared: {pairs}", highlight=False)

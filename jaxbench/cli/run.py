@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
 import typer
+from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from jaxbench.cli.options import (
@@ -85,7 +86,7 @@ def _list_installed() -> None:
         try:
             spec = get_workload(name)
         except ValueError as exc:
-            err_console.print(f"[yellow]warning:[/] {exc}", highlight=False)
+            err_console.print(f"[yellow]warning:[/] {escape(str(exc))}", highlight=False)
             continue
         grid = "; ".join(f"{k}={v[0]!r}" for k, v in spec.grid(True).items()) or "none"
         console.print(f"[bold]{name}[/]  ({GROUP} entry point {target})", highlight=False)
@@ -266,7 +267,8 @@ def _run(
             progress.advance(task)
             if not console.is_terminal:  # logs, CI, Slurm: one line per finished case
                 done = int(progress.tasks[0].completed)
-                console.print(f"[{done}/{len(cases)}] {case.label}: {rec.status}", highlight=False)
+                console.print(f"\\[{done}/{len(cases)}] {escape(case.label)}: {rec.status}",
+                              highlight=False)  # fmt: skip
 
         return run(
             cases,
@@ -286,7 +288,7 @@ def _report(result: RunResult, cases: list[Case]) -> None:
 
     console.print(records_table(result.records, title=f"jaxbench run {result.path.stem}"))
     for line in problems(result.records):
-        console.print(f"[yellow]{line}[/]", highlight=False)
+        console.print(f"[yellow]{escape(line)}[/]", highlight=False)
     console.print(f"results: {result.path}", highlight=False)
     if result.write_error:
         raise fail(f"cannot write {result.write_error}; the {len(result.records)} record(s) "
@@ -401,7 +403,7 @@ def _show(paths: list[Path], strict: bool, limit: int) -> None:
     except (FileNotFoundError, StoreFormatError) as exc:
         raise fail(str(exc)) from None
     for problem in loaded.problems:
-        err_console.print(f"[yellow]skipped:[/] {problem}", highlight=False)
+        err_console.print(f"[yellow]skipped:[/] {escape(str(problem))}", highlight=False)
     items = loaded.of("record")
     if not items:
         raise fail(f"no records in {', '.join(map(str, paths))}")

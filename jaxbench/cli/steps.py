@@ -6,6 +6,7 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
+from rich.markup import escape
 from rich.table import Table
 
 from jaxbench.cli.options import console, err_console, fail
@@ -43,7 +44,8 @@ def steps_cmd(
     except (ValueError, FileNotFoundError) as exc:
         raise fail(str(exc)) from None
     for problem in problems:
-        err_console.print(f"[yellow]skipped:[/] {problem.path}: {problem.reason}", highlight=False)
+        err_console.print(f"[yellow]skipped:[/] {escape(f'{problem.path}: {problem.reason}')}",
+                          highlight=False)  # fmt: skip
     if frame.empty or "commit" not in frame or frame["commit"].isna().all():
         raise fail("no records with a commit in " + ", ".join(map(str, paths)))
     found = change_points(frame, order, min_change)
