@@ -38,7 +38,7 @@ def test_records_of_two_jax_versions_get_a_jax_column():
     assert "jax" not in _headers(records_table([_record(), _record()], "one version"))
     table = records_table([_record("0.11.2"), _record("0.12.0.1")], "sweep")
     assert _headers(table)[:3] == ["benchmark", "jax", "params"]
-    assert table.columns[1]._cells == ["0.11.2", "0.12.0.1"]
+    assert [str(c) for c in table.columns[1]._cells] == ["0.11.2", "0.12.0.1"]
 
 
 def test_a_case_under_two_conditions_is_two_rows_told_apart_by_a_condition_column(tmp_path):
@@ -110,3 +110,18 @@ def test_a_case_has_one_spelling_the_label_its_records_carry():
     for c in select_cases(["train_step", "forward"]):
         name = "train_step" if c.workload == "train_step" else f"forward/{c.params['strategy']}"
         assert c.label.split()[0] == name
+
+
+def test_the_commands_print_text_as_it_is_never_as_markup(capsys):
+    """An error's `[/x]` would end a print with MarkupError and `[n, 4]` would be dropped as a
+    style: the commands' consoles read no markup, and a label's style is given as a style."""
+    from jaxbench.cli.options import console, say
+
+    console.print("shape [n, 4] and [/x] tag")
+    say("warning:", "bad [/x] and [bold]")
+    table = records_table([_record(), _record().model_copy(update={"status": "failed"})], "t")
+    status = next(c for c in table.columns if c.header == "status")._cells
+    assert [(c.plain, str(c.style)) for c in status] == [("ok", ""), ("failed", "yellow")]
+    out, err = capsys.readouterr()
+    assert "shape [n, 4] and [/x] tag" in out
+    assert err.strip() == "warning: bad [/x] and [bold]"

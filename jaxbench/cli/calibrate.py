@@ -7,6 +7,7 @@ from typing import Annotated, Any
 
 import typer
 from rich.table import Table
+from rich.text import Text
 
 from jaxbench.cli.options import (
     Alpha,
@@ -93,7 +94,7 @@ def comparisons_table(record: Any) -> Table:
         ci = "" if c.ci_low is None else f"[{c.ci_low:.3f}, {c.ci_high:.3f}]"
         ratio = "" if c.ratio is None else f"{c.ratio:.3f}"
         style = "bold red" if c.verdict in ("slower", "faster") else None
-        verdict = f"[{style}]{c.verdict}[/]" if style else c.verdict
+        verdict = Text(c.verdict, style=style or "")
         table.add_row(str(c.index), ratio, ci, verdict)
     return table
 

@@ -7,7 +7,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
-from rich.markup import escape
 from rich.table import Table
 
 from jaxbench.cli.options import (
@@ -21,6 +20,7 @@ from jaxbench.cli.options import (
     err_console,
     fail,
     profile_option,
+    say,
     timing_fields,
 )
 from jaxbench.cli.selection import Selection, selects_cases
@@ -184,7 +184,7 @@ def _submit_new(opts: dict[str, Any], select: Selection) -> tuple[Sweep, Submiss
         highlight=False,
     )
     for warning in preflight.sharing_warnings(prof):
-        err_console.print(f"[yellow]warning:[/] {escape(warning)}", highlight=False)
+        say("warning:", warning)
     if opts["dry_run"]:
         _print_scripts(prof, sweep, manifest)
         if made is not None and not any(p.is_file() for p in made.rglob("*")):
@@ -279,9 +279,9 @@ def collect_cmd(sweep_dir: SweepArg) -> None:
     if result.records:
         console.print(records_table(result.records, title=str(result.path)))
     for line in problems(result.records):
-        console.print(f"[yellow]{escape(line)}[/]", highlight=False)
+        console.print(line, style="yellow", highlight=False)
     for line in result.unreadable:
-        console.print(f"[yellow]unreadable record: {escape(line)}[/]", highlight=False)
+        console.print(f"unreadable record: {line}", style="yellow", highlight=False)
     where = f"in {result.path}"
     if not result.written:
         where = f"readable; {result.path} left as it was, since a record file is unreadable"

@@ -7,8 +7,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
-from rich.markup import escape
 from rich.table import Table
+from rich.text import Text
 
 from jaxbench.cli.options import console, fail, writable_folder
 from jaxbench.drift.reference import DEFAULT_REFERENCE
@@ -203,7 +203,7 @@ def _check(folder: Path, out: str, backend: str, workload: str | None = None) ->
         console.print(f"note: {note}", highlight=False, soft_wrap=True)
     for row in run.findings:
         what = f"{row.workload} {row.dtype} {row.set} {row.output}: {row.finding}"
-        console.print(f"[yellow]finding: {escape(what)}[/]", highlight=False, soft_wrap=True)
+        console.print(f"finding: {what}", style="yellow", highlight=False, soft_wrap=True)
     console.print(f"drift: {run.path}", highlight=False, soft_wrap=True)
     if run.findings:
         raise fail(f"{len(run.findings)} of {len(run.rows)} drift rows are findings", code=1)
@@ -258,7 +258,7 @@ def drift_table(run: DriftRun) -> Table:
 
     for (workload, dtype, name), rows in groups.items():
         bad = [r for r in rows if not r.within_tolerance]
-        verdict = "ok" if not bad else f"[bold red]{len(bad)} finding(s)[/]"
+        verdict = Text("ok") if not bad else Text(f"{len(bad)} finding(s)", style="bold red")
         table.add_row(
             workload,
             dtype,
@@ -269,7 +269,7 @@ def drift_table(run: DriftRun) -> Table:
             _fmt(worst(rows, "worst_ratio")),
             f"{rows[0].rtol:.3g}",
             f"{rows[0].atol:.3g}",
-            escape(_loss_cell(rows)),
+            _loss_cell(rows),
             verdict,
         )
     return table

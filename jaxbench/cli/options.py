@@ -20,10 +20,20 @@ if TYPE_CHECKING:
 
     from jaxbench.cluster.pyenvs import VersionEnvs
 
-console = Console()
+# No rich markup in what is printed: a user's value or an error's text (`[n, 4]`, `[/x]`) shows
+# as it is; a style is given as a style (`say`, `fail`, `rich.text.Text`), never in the text.
+console = Console(markup=False)
 if not console.is_terminal:  # logs and CI: do not squeeze the table into 80 columns
-    console = Console(width=160)
-err_console = Console(stderr=True, soft_wrap=True)  # one error, one line
+    console = Console(width=160, markup=False)
+err_console = Console(stderr=True, soft_wrap=True, markup=False)  # one error, one line
+
+
+def say(label: str, message: str, style: str = "yellow", to: Console | None = None) -> None:
+    """Print ``label message`` on one line of stderr (or ``to``), the label in ``style``.
+
+    The message is plain text, as in :func:`fail`: e.g. ``say("warning:", text)``.
+    """
+    (to or err_console).print(Text.assemble((label, style), " ", message), highlight=False)
 
 
 def fail(message: str, code: int = 2) -> typer.Exit:

@@ -6,7 +6,6 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
-from rich.markup import escape
 
 from jaxbench.cli.options import (
     Alpha,
@@ -14,8 +13,8 @@ from jaxbench.cli.options import (
     Threshold,
     check_rule_options,
     console,
-    err_console,
     fail,
+    say,
     writable_folder,
 )
 
@@ -89,7 +88,7 @@ def report_cmd(
         if made:
             remove_if_only_lock(Path(out))  # a report that made --out and wrote nothing
     for problem in review.problems:
-        err_console.print(f"[yellow]problem:[/] {escape(str(problem))}", highlight=False)
+        say("problem:", str(problem))
     counts = review.verdict_counts()
     pairs = ", ".join(f"{a} -> {b}" for a, b in review.pairs) or "none (one version)"
     console.print(f"compared: {pairs}", highlight=False)

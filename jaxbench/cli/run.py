@@ -8,8 +8,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
 import typer
-from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.text import Text
 
 from jaxbench.cli.options import (
     Budget,
@@ -20,6 +20,7 @@ from jaxbench.cli.options import (
     console,
     err_console,
     fail,
+    say,
     timing_fields,
     whole_number,
     writable_folder,
@@ -50,7 +51,8 @@ def list_workloads() -> None:
     from jaxbench.workloads.transformer import LM_SIZES
 
     for workload in WORKLOADS.values():
-        console.print(f"[bold]{workload.name}[/]  parameters: {', '.join(workload.param_names)}")
+        names = ", ".join(workload.param_names)
+        console.print(Text.assemble((workload.name, "bold"), f"  parameters: {names}"))
         for label, quick in (("quick", True), ("full", False)):
             grid = workload.grid(quick)
             console.print(
@@ -60,14 +62,14 @@ def list_workloads() -> None:
             shown = ", ".join(choice_text(v, workload.aliases.get(param, {})) for v in values)
             console.print(f"  {param}: {shown}", highlight=False)
     _list_installed()
-    console.print("[bold]sizes[/] (train_step, forward)")
+    console.print(Text.assemble(("sizes", "bold"), " (train_step, forward)"))
     for s in SIZES.values():
         console.print(
             f"  {s.name:7} d_in={s.d_in} width={s.width} depth={s.depth} "
             f"d_out={s.d_out} batch={s.batch} params={s.params_count:,} ({s.device})",
             highlight=False,
         )
-    console.print("[bold]sizes[/] (transformer)")
+    console.print(Text.assemble(("sizes", "bold"), " (transformer)"))
     for m in LM_SIZES.values():
         console.print(
             f"  {m.name:7} d_model={m.d_model} layers={m.n_layers} heads={m.n_heads} "
@@ -86,10 +88,11 @@ def _list_installed() -> None:
         try:
             spec = get_workload(name)
         except ValueError as exc:
-            err_console.print(f"[yellow]warning:[/] {escape(str(exc))}", highlight=False)
+            say("warning:", str(exc))
             continue
         grid = "; ".join(f"{k}={v[0]!r}" for k, v in spec.grid(True).items()) or "none"
-        console.print(f"[bold]{name}[/]  ({GROUP} entry point {target})", highlight=False)
+        console.print(Text.assemble((name, "bold"), f"  ({GROUP} entry point {target})"),
+                      highlight=False)  # fmt: skip
         console.print(f"  parameters (--param NAME=VALUE): {grid}", highlight=False)
 
 
@@ -267,8 +270,7 @@ def _run(
             progress.advance(task)
             if not console.is_terminal:  # logs, CI, Slurm: one line per finished case
                 done = int(progress.tasks[0].completed)
-                console.print(f"\\[{done}/{len(cases)}] {escape(case.label)}: {rec.status}",
-                              highlight=False)  # fmt: skip
+                console.print(f"[{done}/{len(cases)}] {case.label}: {rec.status}", highlight=False)
 
         return run(
             cases,
@@ -288,7 +290,7 @@ def _report(result: RunResult, cases: list[Case]) -> None:
 
     console.print(records_table(result.records, title=f"jaxbench run {result.path.stem}"))
     for line in problems(result.records):
-        console.print(f"[yellow]{escape(line)}[/]", highlight=False)
+        console.print(line, style="yellow", highlight=False)
     console.print(f"results: {result.path}", highlight=False)
     if result.write_error:
         raise fail(f"cannot write {result.write_error}; the {len(result.records)} record(s) "
@@ -313,11 +315,8 @@ def _check_debug_modes(allow_debug: bool) -> None:
             "op, not compiled; unset it, or pass --allow-debug to time it anyway"
         )
     for mode in modes:
-        err_console.print(
-            f"[yellow]warning:[/] {mode} is on ({mode.upper()} or jax.config): it slows every "
-            "call; the records say so in env.jax_flags",
-            highlight=False,
-        )
+        say("warning:", f"{mode} is on ({mode.upper()} or jax.config): it slows every call; "
+                        "the records say so in env.jax_flags")  # fmt: skip
 
 
 def _warn_cpu_clock() -> None:
@@ -326,18 +325,12 @@ def _warn_cpu_clock() -> None:
 
     policy = cpu_frequency_policy()
     if policy["governor"] not in (None, "performance"):
-        err_console.print(
-            f"[yellow]warning:[/] the CPU frequency governor is {policy['governor']}, not "
-            "performance: the clock follows the load, and latencies with it; the records say "
-            "so in env.host.governor",
-            highlight=False,
-        )
+        say("warning:", f"the CPU frequency governor is {policy['governor']}, not performance: "
+                        "the clock follows the load, and latencies with it; the records say so "
+                        "in env.host.governor")  # fmt: skip
     if policy["turbo"]:
-        err_console.print(
-            "[yellow]warning:[/] turbo boost is on: the clock depends on temperature and on the "
-            "other cores' load; the records say so in env.host.turbo",
-            highlight=False,
-        )
+        say("warning:", "turbo boost is on: the clock depends on temperature and on the other "
+                        "cores' load; the records say so in env.host.turbo")  # fmt: skip
 
 
 def _platform(backend: str) -> str:
@@ -352,11 +345,8 @@ def _warn_gpu_sizes_on_cpu(cases: list[Case], platform: str | None) -> None:
 
     big = sorted({c.label for c in cases if get_workload(c.workload).meant_for(c.params) == "gpu"})
     if big and platform == "cpu":
-        err_console.print(
-            f"[yellow]warning:[/] {len(big)} case(s) are meant for a GPU (e.g. {big[0]}); on the "
-            "CPU one case can take minutes",
-            highlight=False,
-        )
+        say("warning:", f"{len(big)} case(s) are meant for a GPU (e.g. {big[0]}); on the CPU "
+                        "one case can take minutes")  # fmt: skip
 
 
 def show_cmd(
@@ -403,7 +393,7 @@ def _show(paths: list[Path], strict: bool, limit: int) -> None:
     except (FileNotFoundError, StoreFormatError) as exc:
         raise fail(str(exc)) from None
     for problem in loaded.problems:
-        err_console.print(f"[yellow]skipped:[/] {escape(str(problem))}", highlight=False)
+        say("skipped:", str(problem))
     items = loaded.of("record")
     if not items:
         raise fail(f"no records in {', '.join(map(str, paths))}")

@@ -6,10 +6,9 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
-from rich.markup import escape
 from rich.table import Table
 
-from jaxbench.cli.options import console, err_console, fail
+from jaxbench.cli.options import console, fail, say
 
 
 def steps_cmd(
@@ -44,8 +43,7 @@ def steps_cmd(
     except (ValueError, FileNotFoundError) as exc:
         raise fail(str(exc)) from None
     for problem in problems:
-        err_console.print(f"[yellow]skipped:[/] {escape(f'{problem.path}: {problem.reason}')}",
-                          highlight=False)  # fmt: skip
+        say("skipped:", f"{problem.path}: {problem.reason}")
     if frame.empty or "commit" not in frame or frame["commit"].isna().all():
         raise fail("no records with a commit in " + ", ".join(map(str, paths)))
     found = change_points(frame, order, min_change)
