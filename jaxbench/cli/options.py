@@ -31,7 +31,11 @@ err_console = Console(stderr=True, soft_wrap=True, markup=False)  # one error, o
 def say(label: str, message: str, style: str = "yellow", to: Console | None = None) -> None:
     """Print ``label message`` on one line of stderr (or ``to``), the label in ``style``.
 
-    The message is plain text, as in :func:`fail`: e.g. ``say("warning:", text)``.
+    Args:
+        label: What the line is, e.g. ``"warning:"``, ``"skipped:"`` or ``"problem:"``.
+        message: Plain text, printed as it is (no rich markup, as in :func:`fail`).
+        style: A rich style of the label.
+        to: The console; :data:`err_console` (stderr) when ``None``.
     """
     (to or err_console).print(Text.assemble((label, style), " ", message), highlight=False)
 
