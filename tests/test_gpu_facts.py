@@ -118,7 +118,7 @@ def test_a_throttled_or_shared_gpu_is_marked_and_kept_apart(monkeypatch, visible
     fields = condition_fields(frame, ("shared", "gpu_throttled"), env_vars=False)
     assert fields.iloc[0].tolist() != fields.iloc[1].tolist()
     assert fields.iloc[1].tolist() == ["other processes on the GPU", "GPU clocks held down"]
-    names = records_table([quiet, slowed], "t").columns[0]._cells
+    names = [str(c) for c in records_table([quiet, slowed], "t").columns[0]._cells]
     assert names == ["train_step", "train_step (GPU throttled) (GPU shared)"]
 
 
