@@ -138,15 +138,16 @@ def prepare(
     spec = get_workload(workload)
     # On the case's device: a user factory's Step, made here and kept for the build below,
     # holds its arrays (e.g. a model's parameters) where the case runs.
-    with jax.default_device(resolve_device(backend)):
+    device = resolve_device(backend)
+    with jax.default_device(device):
         spec.validate(params)
     case = Case(workload, dict(params))
     if not keep:
-        return _prepare_now(spec, case, backend, warmup_calls, frozenset(gated))
+        return _prepare_now(spec, case, device, warmup_calls, frozenset(gated))
     key = (*case.key, backend)
     if key not in _PREPARED:
         try:
-            _PREPARED[key] = _prepare_now(spec, case, backend, warmup_calls)
+            _PREPARED[key] = _prepare_now(spec, case, device, warmup_calls)
         except Exception as exc:
             _PREPARED[key] = exc
     found = _PREPARED[key]
@@ -157,13 +158,12 @@ def prepare(
 
 
 def _prepare_now(
-    spec: Workload, case: Case, backend: str, warmup_calls: int, gated: frozenset[str] = frozenset()
+    spec: Workload, case: Case, device: Any, warmup_calls: int, gated: frozenset[str] = frozenset()
 ) -> PreparedCase:
     import jax
 
     from jaxbench.store.programs import programs_digest
 
-    device = resolve_device(backend)
     with jax.default_device(device):
         step = spec.build(case.params)
         metrics = step.record_metrics()
