@@ -10,7 +10,8 @@ Two designs, one rule:
 
 - **independent processes** (recorded runs, sweeps, asv results): each process is summarised by
   the median of its calls, on the log scale; the two sides' means of those log medians are
-  compared with Welch's t interval (:func:`scipy.stats.ttest_ind`, ``equal_var=False``;
+  compared with Welch's t interval (:func:`scipy.stats.ttest_ind`, ``equal_var=False``, taken
+  from the sides' summaries by :func:`scipy.stats.ttest_ind_from_stats`;
   Student's pooled interval when one side has a single process). This is the two-stage
   ("summary statistics") estimate of a random-effects model with the process as random effect:
   the spread of the per-process medians contains both the between-process variance and the
@@ -500,9 +501,13 @@ def estimate_log_medians(
     sd = _pooled_sd(a, b)
     if a.size >= 2 and b.size >= 2:
         va, vb = a.var(ddof=1) / a.size, b.var(ddof=1) / b.size
-        if va + vb > 0:
-            test = sps.ttest_ind(b, a, equal_var=False)
-            se, df, p = math.sqrt(va + vb), float(test.df), float(test.pvalue)
+        if va + vb > 0:  # Welch's test from the sides' summaries (ttest_ind without its checks)
+            test = sps.ttest_ind_from_stats(b.mean(), math.sqrt(vb * b.size), b.size,
+                                            a.mean(), math.sqrt(va * a.size), a.size,
+                                            equal_var=False)  # fmt: skip
+            # Welch-Satterthwaite degrees of freedom (Welch, Biometrika 34, 1947), as ttest_ind's
+            df = (va + vb) ** 2 / (va**2 / (a.size - 1) + vb**2 / (b.size - 1))
+            se, df, p = math.sqrt(va + vb), float(df), float(test.pvalue)
         else:  # every process alike on both sides: the interval is the point
             se, df, p = 0.0, float(a.size + b.size - 2), float(diff == 0)
     elif a.size + b.size >= 3 and sd > 0:  # one side has one process: assume equal spread
