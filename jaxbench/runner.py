@@ -7,6 +7,7 @@ each record is on disk before the next case starts.
 from __future__ import annotations
 
 import datetime as _dt
+import sys
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -24,6 +25,7 @@ from jaxbench.measure.harness import (
 )
 from jaxbench.prepared import prepare
 from jaxbench.store import Appender, Env, Record, Trace, new_run_id, save_programs, save_trace
+from jaxbench.store.record import error_text
 from jaxbench.workloads import GateFailure, NotApplicable, get_workload
 from jaxbench.workloads.source import source_of, user_workload_names
 
@@ -146,12 +148,10 @@ def measure_case(
     except GateFailure as exc:
         return Record(**base, status="failed", error=f"correctness gate: {exc}", env=env(device))
     except Exception as exc:  # a failing case must not stop the run
-        return Record(
-            **base,
-            status="failed",
-            error=f"{type(exc).__name__}: {exc}",
-            env=env(device),
-        )
+        error = error_text(exc)
+        if error != f"{type(exc).__name__}: {exc}":  # cut to one line: the whole of it here
+            print(f"{case.label}: {type(exc).__name__}: {exc}", file=sys.stderr, flush=True)
+        return Record(**base, status="failed", error=error, env=env(device))
     stats = prepared.stats
     base["compilation_cache"] |= {
         "cache_hits": stats.cache_hits,

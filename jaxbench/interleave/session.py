@@ -156,6 +156,9 @@ class Schedule:
         return out
 
 
+#: The worker requests that begin a case (:mod:`jaxbench.interleave.worker`): a worker's
+#: stderr tail in an error starts at the last of them.
+CASE_OPS = ("prepare", "record")
 #: Seconds a worker may take over one answer before it is taken for hung (a large case's compile
 #: and gate on a CPU take minutes; an hour is far beyond any case of the grids).
 WORKER_TIMEOUT_S = 3600.0
@@ -238,6 +241,7 @@ class Worker:
         self._quit_sent = False
         self._case = ""
         self._op: str | None = None
+        self._case_start = 0  # where on stderr the current case began (its first request)
 
     def request(self, **request: Any) -> dict[str, Any]:
         """Send one request and wait for its answer (:meth:`send`, then :meth:`answer`).
@@ -257,8 +261,9 @@ class Worker:
             WorkerDied: The process has ended (its input is closed).
         """
         assert self._proc.stdin
-        if request.get("op") == "prepare":
+        if request.get("op") in CASE_OPS:  # a new case: what an earlier one wrote is not its
             self._case = case_label(request["workload"], request["params"])
+            self._case_start = os.fstat(self._stderr.fileno()).st_size
         self._op = request.get("op")
         try:
             self._proc.stdin.write(json.dumps(request) + "\n")
@@ -316,9 +321,9 @@ class Worker:
         )  # fmt: skip
 
     def _stderr_tail(self, lines: int = 8) -> str:
-        self._stderr.seek(0)
-        text = self._stderr.read().decode(errors="replace").strip().splitlines()
-        return " | ".join(text[-lines:]) or "nothing on stderr"
+        """The last ``lines`` lines it wrote on stderr since the current case began."""
+        text, _ = self.stderr_from(self._case_start)
+        return " | ".join(text.strip().splitlines()[-lines:]) or "nothing on stderr"
 
     def stderr_from(self, offset: int) -> tuple[str, int]:
         """What the worker wrote on stderr from byte ``offset`` on, and the offset after it.

@@ -209,7 +209,11 @@ def serve(requests: IO[str], answers: IO[str]) -> None:
                 raise ValueError(f"unknown op {op!r}; expected {', '.join(OPS)} or quit")
             answer = {"ok": True, **getattr(case, op)(request)}
         except Exception as exc:
-            answer = {"ok": False, "error": f"{type(exc).__name__}: {exc}"}
+            from jaxbench.store.record import error_text
+
+            answer = {"ok": False, "error": error_text(exc)}
+            if answer["error"] != f"{type(exc).__name__}: {exc}":  # the whole of it on stderr
+                print(f"{type(exc).__name__}: {exc}", file=sys.stderr, flush=True)
         answers.write(json.dumps(answer) + "\n")
         answers.flush()
 

@@ -360,6 +360,19 @@ class Record(BaseModel):
     started_at: str | None = None
 
 
+def error_text(exc: BaseException) -> str:
+    """One line for a record's ``error``: ``"<type>: <message>"``.
+
+    A message of several lines (e.g. one that wraps a Python traceback, as JAX's error from a
+    failing host callback does) keeps its first and its last non-blank line, joined by
+    ``" ... "``; the caller shows the whole message elsewhere (on stderr).
+    """
+    lines = [ln.strip() for ln in str(exc).splitlines() if ln.strip()]
+    if len(lines) <= 1:
+        return f"{type(exc).__name__}: {exc}"
+    return f"{type(exc).__name__}: {lines[0]} ... {lines[-1]}"
+
+
 def new_run_id() -> str:
     """``YYYYmmddTHHMMSSZ-<8 hex>``: sortable by time, unique across hosts."""
     stamp = _dt.datetime.now(_dt.UTC).strftime("%Y%m%dT%H%M%SZ")
