@@ -480,3 +480,28 @@ def test_a_failure_whose_message_has_brackets_is_printed_as_it_is(user_module, t
                                  "--min-samples", "3", "-o", str(tmp_path)])  # fmt: skip
     assert result.exit_code == 1, result.output
     assert "bad [/x] tag and [n, 4] shape" in " ".join(result.output.split())
+
+
+def test_a_step_that_gives_its_reduction_length_is_gated_within_what_its_sums_can_round():
+    import jax
+    import jax.numpy as jnp
+
+    from jaxbench.workloads import Step
+
+    def step(n):  # the jitted output is 2e-5 relative off its reference: sums rounded otherwise
+        return Step(fn=jax.jit(lambda x: x), args=(jnp.full(4, 100.0),),
+                    reference=lambda x: x * (1 + 2e-5), reduction_length=n)  # fmt: skip
+
+    with pytest.raises(GateFailure, match=r"differs beyond rtol=1e-05, atol=1e-06 x scale 100"):
+        step(None).check()
+    with pytest.raises(GateFailure, match=r"differs beyond rtol=1e-05, atol=1e-06 x scale"):
+        step(8).check()  # a short sum: the fixed float32 bound, which is wider
+    facts = step(512).check()  # 512 terms: 4 n u relative, n u of the scale
+    assert facts["rtol"] == 4 * 512 * 2.0**-24 and facts["atol"] == 512 * 2.0**-24
+    with pytest.raises(GateFailure, match=r"rtol=0.00012207, atol=3.05176e-05 x scale 100 "):
+        Step(
+            fn=jax.jit(lambda x: 1.001 * x),
+            args=(jnp.full(4, 100.0),),
+            reference=lambda x: x,
+            reduction_length=512,
+        ).check()  # a real error still fails

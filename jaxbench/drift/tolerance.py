@@ -64,19 +64,24 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from jaxbench.tolerance import bound_ratio
+from jaxbench.tolerance import (
+    BASE_REDUCTION,
+    BFLOAT16_FLOOR,
+    DRIFT_TOLERANCES,
+    FLOAT32_U,
+    bound_ratio,
+    tolerance,
+)
 
-#: The reduction length the tolerances of :data:`DRIFT_TOLERANCES` are given at.
-BASE_REDUCTION = 64
-#: Unit roundoff of float32 (Higham's u).
-FLOAT32_U = 2.0**-24
-#: The bfloat16 tolerance's floor (4 bfloat16 epsilon), whatever the reduction length.
-BFLOAT16_FLOOR = 2.0**-5
-#: The tolerances at :data:`BASE_REDUCTION` terms (what the MLP, loop and scatter sets apply).
-DRIFT_TOLERANCES: dict[str, dict[str, float]] = {
-    "float32": {"rtol": 4 * BASE_REDUCTION * FLOAT32_U, "atol": BASE_REDUCTION * FLOAT32_U},
-    "bfloat16": {"rtol": BFLOAT16_FLOOR, "atol": BFLOAT16_FLOOR},
-}
+__all__ = [
+    "BASE_REDUCTION",
+    "BFLOAT16_FLOOR",
+    "DRIFT_TOLERANCES",
+    "FLOAT32_U",
+    "ArrayCheck",
+    "compare",
+    "tolerance",
+]
 
 
 @dataclass(frozen=True)
@@ -101,37 +106,6 @@ class ArrayCheck:
     scale: float
     within_tolerance: bool
     finding: str | None
-
-
-def tolerance(
-    dtype: str, reduction_length: int = BASE_REDUCTION, bfloat16_floor: float = BFLOAT16_FLOOR
-) -> dict[str, float]:
-    """The ``{"rtol", "atol"}`` of a dtype and a reduction length (the module docstring says why).
-
-    Args:
-        dtype: ``float32`` or ``bfloat16``: the set's dtype (its compute dtype).
-        reduction_length: The most terms summed into one element behind any output, >= 1.
-        bfloat16_floor: The least bfloat16 ``rtol`` and ``atol`` (:data:`BFLOAT16_FLOOR`; wider
-            for a workload whose bfloat16 roundings compound over more stages, as the
-            transformer's: its :attr:`DriftSets.bfloat16_floor
-            <jaxbench.workloads.regression.DriftSets.bfloat16_floor>`).
-
-    Raises:
-        ValueError: ``dtype`` has no drift tolerance (the message lists those that have one), or
-            ``reduction_length`` is not a whole number >= 1.
-    """
-    if dtype not in DRIFT_TOLERANCES:
-        raise ValueError(
-            f"no drift tolerance for dtype {dtype!r}; known: {', '.join(DRIFT_TOLERANCES)}"
-        )
-    if isinstance(reduction_length, bool) or not isinstance(reduction_length, int):
-        raise ValueError(f"reduction_length must be a whole number >= 1, got {reduction_length!r}")
-    if reduction_length < 1:
-        raise ValueError(f"reduction_length must be a whole number >= 1, got {reduction_length}")
-    n_u = reduction_length * FLOAT32_U
-    if dtype == "float32":
-        return {"rtol": 4 * n_u, "atol": n_u}
-    return {"rtol": max(bfloat16_floor, 4 * n_u), "atol": max(bfloat16_floor, n_u)}
 
 
 def compare(current: np.ndarray, reference: np.ndarray, tol: Mapping[str, float]) -> ArrayCheck:
@@ -174,7 +148,7 @@ def compare(current: np.ndarray, reference: np.ndarray, tol: Mapping[str, float]
     if not within:
         finding = (
             f"max abs error {float(np.max(diff)):.3g} exceeds rtol={tol['rtol']:g}, "
-            f"atol={tol['atol']:g} x {scale:.3g} ({ratio:.3g} x the bound)"
+            f"atol={tol['atol']:g} x scale {scale:.3g} ({ratio:.3g} x the bound)"
         )
     return ArrayCheck(float(np.max(diff)), max_rel, ratio, scale, within, finding)
 

@@ -377,7 +377,7 @@ def check_close(
         if ratio > 1:
             raise GateFailure(
                 f"{name}: leaf {i} differs beyond rtol={here['rtol']:g}, "
-                f"atol={here['atol']:g} x {scale:.3g} "
+                f"atol={here['atol']:g} x scale {scale:.3g} "
                 f"(max abs error {float(np.max(np.abs(a - b))):.3g})"
             )
     unused = [p for p, n in matched.items() if n == 0]

@@ -17,7 +17,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from jaxbench.measure.harness import CompileTarget
-from jaxbench.workloads.base import GateFailure, LeafTolerance, check_close
+from jaxbench.tolerance import tolerance
+from jaxbench.workloads.base import TOLERANCES, GateFailure, LeafTolerance, check_close
 
 
 @dataclass(frozen=True)
@@ -47,7 +48,8 @@ class Step:
         reduction_length: The most terms summed into one element of any output (a matmul's
             inner dimension, a softmax's width, a mean over the batch; the widest of them), for
             ``jaxbench drift --workload``: its float32 tolerance is derived from it
-            (:func:`jaxbench.drift.tolerance.tolerance`). ``None``: 64, and drift says so.
+            (:func:`jaxbench.tolerance.tolerance`). ``None``: 64, and drift says so. The
+            gate widens its tolerance to that one where it is wider (:func:`gate_tolerance`).
         tolerances: Output leaves that need another tolerance, or none, in the gate and in
             ``drift --workload``: a pattern over the output's key paths joined by ``/`` (the
             output of ``fn``: ``0/params/attn/key/bias``; ``fnmatch``, first match counts) ->
@@ -252,9 +254,27 @@ def _reference_gate(name: str, step: Step) -> dict[str, Any]:
         )
     if step.next_args is not None:
         _check_next_args(name, args, step.next_args(args, got))
-    facts = check_close(f"{name}: jit vs {source}", got, want, tolerance_dtype(got),
+    dtype = tolerance_dtype(got)
+    facts = check_close(f"{name}: jit vs {source}", got, want, dtype,
+                        gate_tolerance(dtype, step.reduction_length),
                         leaves=step.tolerances)  # fmt: skip
     return facts | {"reference": source}
+
+
+def gate_tolerance(dtype: str, reduction_length: int | None) -> dict[str, float]:
+    """The ``{"rtol", "atol"}`` a user step's gate holds its outputs to.
+
+    The dtype's (:data:`jaxbench.workloads.base.TOLERANCES`), or, where the step gives its
+    :attr:`Step.reduction_length` and that allows more, the tolerance drift derives from it
+    (:func:`jaxbench.tolerance.tolerance`): the jitted step sums in another order than the plain
+    one, and a sum of ``n`` float32 terms rounds by up to ``n`` unit roundoffs (Higham 2002,
+    sec. 4.2), more than the fixed float32 bound once ``n`` is above a few dozen.
+    """
+    base = TOLERANCES[dtype]
+    if reduction_length is None:
+        return dict(base)
+    wide = tolerance(dtype, reduction_length)
+    return {k: max(base[k], wide[k]) for k in ("rtol", "atol")}
 
 
 def tolerance_dtype(outputs: Any) -> str:
