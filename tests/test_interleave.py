@@ -119,7 +119,7 @@ def test_a_ratio_that_moves_part_way_through_a_pair_is_unstable():
         ]  # fmt: skip
         c = c.with_pair(PairRun(index=i, rounds=rs, started_at=now()))
     e = estimate(c)
-    assert e.verdict == "unstable" and "pair 3: per-round ratio moved" in e.advice
+    assert e.verdict == "unstable" and "pair 4: per-round ratio moved" in e.advice  # index 3
 
 
 def test_scaled_size_scales_the_batch_rows_and_nothing_else():
@@ -281,7 +281,7 @@ def test_a_compile_inside_a_timed_block_marks_the_case_recompiled_not_timed():
                           "cpu", Schedule(rounds=10), np.random.default_rng(0))  # fmt: skip
     assert run.status == "recompiled" and "b:" in run.error and run.rounds == []
     c = CaseComparison.start("interleaved", "train_step", TINY, Schedule()).with_pair(run)
-    assert c.status == "recompiled" and c.error.startswith("pair 0:")
+    assert c.status == "recompiled" and c.error.startswith("pair 1:")
     with pytest.raises(ValueError, match="no timed rounds"):
         estimate(c)
 
@@ -435,6 +435,14 @@ def test_compare_of_two_result_paths_with_the_same_records_is_never_slower_or_fa
     assert "1+1" in text and "no interval" in text  # one run a side: one process a side
     assert "results/cpu (candidate) vs results/cpu (baseline)" in text
     assert "warning: baseline and candidate are the same records" in text
+
+
+def test_compare_of_a_version_with_itself_warns_that_it_is_an_a_a_check():
+    result = runner.invoke(app, ["compare", "0.12.0.1", "0.12.0.1", "-r", "results/versions"])
+    text = " ".join(result.output.split())
+    assert "warning: baseline and candidate are the same records (JAX 0.12.0.1)" in text
+    (counts,) = [ln for ln in result.output.splitlines() if "verdicts:" in ln]
+    assert result.exit_code == 0 and "slower" not in counts and "faster" not in counts
 
 
 def test_compare_of_sets_with_no_common_case_fails_with_one_line(tmp_path):

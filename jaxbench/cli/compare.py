@@ -68,6 +68,12 @@ def _offline(baseline: str, candidate: str, results: list[Path], opts: dict[str,
         _compare_recorded(baseline, candidate, results, opts, json_out, markdown)
 
 
+def _same_records(what: str) -> None:
+    err_console.print(f"warning: baseline and candidate are the same records ({what}): every "
+                      "ratio is 1 (an A/A check of the tool, not a comparison)",
+                      highlight=False)  # fmt: skip
+
+
 def _compare_recorded(baseline: str, candidate: str, results: list[Path], opts: dict[str, Any],
                       json_out: Path | None, markdown: Path | None) -> None:  # fmt: skip
     from jaxbench.analysis import compare_versions
@@ -90,11 +96,7 @@ def _compare_recorded(baseline: str, candidate: str, results: list[Path], opts: 
 
         frames = []
         if baseline == candidate:  # an A/A check of one result set: keep the sides apart
-            err_console.print(
-                f"warning: baseline and candidate are the same records ({baseline}): every "
-                "ratio is 1 (an A/A check of the tool, not a comparison)",
-                highlight=False,
-            )
+            _same_records(baseline)
             baseline, candidate = f"{baseline} (baseline)", f"{candidate} (candidate)"
         for side, path in zip((baseline, candidate), as_paths, strict=True):
             frame, problems = load_results([path])
@@ -119,6 +121,8 @@ def _compare_recorded(baseline: str, candidate: str, results: list[Path], opts: 
         if frame.empty:
             raise fail(f"no records could be loaded from {', '.join(map(str, results))}")
         by = "version"
+        if baseline == candidate:
+            _same_records(f"JAX {baseline}")
     fail_on_undecided = opts.pop("fail_on_undecided", False)
     try:
         result = compare_versions(frame, baseline, candidate, by=by, **opts)

@@ -245,19 +245,20 @@ def pair_disturbances(
     Args:
         rounds: :class:`jaxbench.store.Round` objects (``baseline_s``,
             ``candidate_s``, ``baseline_noise``, ``candidate_noise``).
-        index: The pair's number, for the reasons.
+        index: The pair's index, from 0 (:attr:`jaxbench.store.PairRun.index`); the reasons
+            name it from 1.
         threshold: The verdict's threshold (drift of the ratio beyond it counts).
         alpha: Level of each drift test (already divided over the series checked).
         weight: The pair's share of the comparison's mean log ratio (``1 / pairs``).
     """
     med_a = np.log([np.median(r.baseline_s) for r in rounds])
     med_b = np.log([np.median(r.candidate_s) for r in rounds])
+    name = f"pair {index + 1}"  # named from 1, as the progress lines count them
     out = [
-        drift(med_b - med_a, threshold, alpha, f"pair {index}: per-round ratio", weight),
+        drift(med_b - med_a, threshold, alpha, f"{name}: per-round ratio", weight),
         share_change(map(_share_ratio, rounds),
-                     f"pair {index}, candidate relative to baseline", weight=weight),
-        steal([n for r in rounds for n in (r.baseline_noise, r.candidate_noise)],
-              f"pair {index}", weight),
+                     f"{name}, candidate relative to baseline", weight=weight),
+        steal([n for r in rounds for n in (r.baseline_noise, r.candidate_noise)], name, weight),
     ]  # fmt: skip
     return [d for d in out if d]
 

@@ -82,7 +82,8 @@ class PairRun(BaseModel):
     """One pair of fresh worker processes on one case: its sides and its timed rounds.
 
     Attributes:
-        index: The pair's number within the comparison, from 0, in time order.
+        index: The pair's number within the comparison, from 0, in time order (texts for
+            people, progress lines and reasons, name pairs from 1: index 0 is "pair 1").
         status: ``ok``; ``failed`` (a side did not prepare); ``recompiled``.
         error: Reason for a status other than ``ok``.
         baseline: Side A in this pair's baseline process.
@@ -169,7 +170,7 @@ class CaseComparison(BaseModel):
         if self.baseline is None and pair.baseline and pair.candidate:
             update |= {"baseline": pair.baseline, "candidate": pair.candidate}
         if pair.status != "ok":
-            update |= {"status": pair.status, "error": f"pair {pair.index}: {pair.error}"}
+            update |= {"status": pair.status, "error": f"pair {pair.index + 1}: {pair.error}"}
         return self.model_copy(update=update)
 
     @property
