@@ -41,8 +41,16 @@ def test_list_shows_workloads_and_sizes():
         (["--budget", "inf"], "--budget must be a finite number"),
         (["--compilation-cache", ""], "--compilation-cache '': expected off, fresh or a folder"),
         (
-            ["--compilation-cache", "/proc/x/y"],
-            "--compilation-cache '/proc/x/y': the folder cannot",
+            ["--compilation-cache", "/proc/xla-cache"],
+            "--compilation-cache '/proc/xla-cache': the folder cannot",
+        ),
+        (
+            ["--compilation-cache", "Off"],
+            "--compilation-cache 'Off': expected off, fresh or a folder; did you mean off?",
+        ),
+        (
+            ["--compilation-cache", "no/such/xla-cache"],
+            "--compilation-cache 'no/such/xla-cache': no folder 'no/such' to make it in",
         ),
         (["--cache-min-compile-time", "-1"], "--cache-min-compile-time -1: expected seconds >= 0"),
         (["-o", ""], "--out must be a path"),

@@ -8,6 +8,7 @@ JAX writes a compiled program to the persistent cache only if its compile took a
 from __future__ import annotations
 
 import atexit
+import difflib
 import math
 import shutil
 import tempfile
@@ -45,9 +46,10 @@ def configure_compilation_cache(
         ``min_entry_size_bytes``; recorded with every result.
 
     Raises:
-        ValueError: ``mode`` is empty, or names a path that is not a folder or cannot be
-            created (the message names ``--compilation-cache``); a threshold is negative or not
-            finite.
+        ValueError: ``mode`` is empty, close to ``off`` or ``fresh`` but not an existing
+            folder (a typo), or names a path that is not a folder or cannot be created, or
+            whose parent folder does not exist (the message names ``--compilation-cache``); a
+            threshold is negative or not finite.
     """
     import jax
 
@@ -68,10 +70,18 @@ def configure_compilation_cache(
         raise ValueError("--compilation-cache '': expected off, fresh or a folder")
     else:
         path = Path(mode)
+        near = difflib.get_close_matches(mode.strip().lower(), (OFF, FRESH), n=1, cutoff=0.6)
+        if near and not path.exists():  # "Off", "fresh ", "frsh": a typo, not a new folder
+            raise ValueError(f"--compilation-cache {mode!r}: expected off, fresh or a "
+                             f"folder; did you mean {near[0]}? (a folder of that name: "
+                             f"./{mode})")  # fmt: skip
         if path.exists() and not path.is_dir():
             raise ValueError(f"--compilation-cache {mode!r}: exists and is not a folder")
+        if not path.parent.is_dir():  # one new folder at most: a path with a typo is not made
+            raise ValueError(f"--compilation-cache {mode!r}: no folder {str(path.parent)!r} to "
+                             "make it in")  # fmt: skip
         try:
-            path.mkdir(parents=True, exist_ok=True)
+            path.mkdir(exist_ok=True)
         except OSError as exc:
             raise ValueError(
                 f"--compilation-cache {mode!r}: the folder cannot be created: {exc.strerror or exc}"
