@@ -97,6 +97,21 @@ def test_code_outside_any_distribution_is_said_and_gets_no_requirement(tmp_path,
     assert user_workload_names(["train_step", "loose_mod_b:step", "loop"]) == ["loose_mod_b:step"]
 
 
+def test_what_version_environments_get_is_said_only_where_a_side_is_a_version(
+    tmp_path, monkeypatch, capsys
+):
+    from jaxbench.cli.options import VersionEnvOptions
+
+    (tmp_path / "loose_mod_d.py").write_text(STEP)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    source_of.cache_clear()
+    venvs = VersionEnvOptions(env_root=tmp_path / "envs")
+    venvs.envs(["loose_mod_d:step"], specs=("current", sys.executable))
+    assert capsys.readouterr().err == ""  # no environment is built: nothing to say
+    venvs.envs(["loose_mod_d:step"], specs=("current", "0.11.2"))
+    assert "-w loose_mod_d:step: loose_mod_d belongs to no installed" in capsys.readouterr().err
+
+
 def test_environment_requirements_join_the_workloads_with_and_requirements_once(
     tmp_path, monkeypatch
 ):

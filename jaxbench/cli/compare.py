@@ -443,6 +443,6 @@ def register(app: typer.Typer) -> None:
                     "max_time_s": max_time, "rounds": rounds, "calls_per_block": calls_per_block,
                     "warmup_rounds": warmup_rounds, "seed": seed,
                     "trace_calls": TRACE_CALLS if trace else 0}  # fmt: skip
-        envs = venvs.envs([c.workload for c in cases])
+        envs = venvs.envs([c.workload for c in cases], specs=(baseline, candidate))
         _live(baseline, candidate, cases, a, b, back_to_back, backend, schedule,
               envs, writable_folder(out), opts, json_out, markdown)  # fmt: skip

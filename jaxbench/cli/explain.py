@@ -213,7 +213,7 @@ def register(app: typer.Typer) -> None:
             raise typer.Exit(explain_result_sets(baseline, candidate, labels, verdict))
         a, b = side_params(cases, set_a, "--set-a"), side_params(cases, set_b, "--set-b")
         folder = writable_folder(out) if out else None  # before any environment is built
-        envs = venvs.envs([c.workload for c in cases])
+        envs = venvs.envs([c.workload for c in cases], specs=(baseline, candidate))
         python_a, python_b = pythons_for((("baseline", baseline), ("candidate", candidate)), envs)
         path = folder / f"explain-{new_run_id()}.md" if folder else None
         sections = []

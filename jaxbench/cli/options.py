@@ -324,7 +324,12 @@ class VersionEnvOptions:
             raise fail(f"--env-root {self.env_root}: a file, expected a folder for the "
                        "JAX-version venvs")  # fmt: skip
 
-    def envs(self, workloads: list[str] | None = None, jax_extra: str | None = None) -> VersionEnvs:
+    def envs(
+        self,
+        workloads: list[str] | None = None,
+        jax_extra: str | None = None,
+        specs: Sequence[str] | None = None,
+    ) -> VersionEnvs:
         """The :class:`jaxbench.cluster.pyenvs.VersionEnvs` of the options.
 
         Every environment gets the distributions of the selected user workloads
@@ -335,6 +340,8 @@ class VersionEnvOptions:
         Args:
             workloads: The selected cases' workload names (built-in ones are left out).
             jax_extra: In place of ``--jax-extra`` (e.g. a cluster profile's).
+            specs: What the sides name (``current``, a python, a JAX version; default: JAX
+                versions): what the environments get is said only where one is a version.
 
         Raises:
             typer.Exit: A bad extra, or a requirements file that cannot be read (exit 2).
@@ -349,8 +356,9 @@ class VersionEnvOptions:
             envs = VersionEnvs(self.env_root, extra, self.extra_index_url, reqs, tuple(users))
         except ValueError as exc:
             raise fail(str(exc)) from None
-        for line in said:
-            err_console.print(line, highlight=False, markup=False)
+        if specs is None or any(interpreter(spec) is None for spec in specs):
+            for line in said:
+                err_console.print(line, highlight=False, markup=False)
         return envs
 
 
@@ -464,6 +472,16 @@ def writable_folder(out: str, option: str = "--out") -> Path:
 CURRENT = "current"
 
 
+def interpreter(spec: str) -> str | None:
+    """``spec``'s interpreter where it names one (``current``, a path), else ``None``.
+
+    ``None``: ``spec`` is a JAX version, whose environment is built.
+    """
+    if spec == CURRENT:
+        return sys.executable
+    return spec if "/" in spec or Path(spec).exists() else None
+
+
 def pythons_for(
     sides: Sequence[tuple[str, str]], envs: VersionEnvs, distinct: bool = False
 ) -> list[str]:
@@ -491,12 +509,6 @@ def pythons_for(
             workload, or with ``distinct`` one JAX version twice (exit 2).
     """
     from jaxbench.cluster import pyenvs
-
-    def interpreter(spec: str) -> str | None:
-        """``spec``'s interpreter where it names one (``current``, a path), else ``None``."""
-        if spec == CURRENT:
-            return sys.executable
-        return spec if "/" in spec or Path(spec).exists() else None
 
     base = None
     versions: dict[str, str] = {}  # side -> the JAX version it will import

@@ -246,7 +246,8 @@ def register(app: typer.Typer) -> None:
             what = "a file, expected a folder" if reference.exists() else "no such folder"
             raise fail(f"--reference {reference}: {what}")
         _review(baseline, candidate, cases, run_options(select, backend, timing, trace),
-                processes, schedule, backend, venvs.envs([c.workload for c in cases]),
+                processes, schedule, backend,
+                venvs.envs([c.workload for c in cases], specs=(baseline, candidate)),
                 out, drift, reference,
                 {"threshold": threshold, "compile_threshold": compile_threshold,
                  "alpha": alpha}, json_out, markdown, fail_on_undecided)  # fmt: skip
