@@ -401,7 +401,10 @@ runner = CliRunner()
     ("args", "message"),
     [
         (["--interleave", "--back-to-back", "current", "current"], "exclude each other"),
-        (["a", "b", "--set-b", "size=tiny"], "apply to --interleave only"),
+        (["a", "b", "--set-b", "size=tiny"], "--set-a/--set-b apply to --interleave"),
+        (["results/versions", "results/cpu", "-w", "loop", "--param", "trip=7"],
+         "no record of the selected cases"),
+        (["results/versions", "results/cpu", "-s", "huge"], "unknown size 'huge'"),
         (["a", "b", "--pairs", "0"], "--pairs: a live comparison's option"),
         (["a", "b", "-b", "gpu", "--seed", "3"], "--backend, --seed: a live comparison's option"),
         (["--interleave", "current", "current", "--set-b", "size"], "expected NAME=VALUE"),
@@ -443,6 +446,18 @@ def test_compare_of_a_version_with_itself_warns_that_it_is_an_a_a_check():
     assert "warning: baseline and candidate are the same records (JAX 0.12.0.1)" in text
     (counts,) = [ln for ln in result.output.splitlines() if "verdicts:" in ln]
     assert result.exit_code == 0 and "slower" not in counts and "faster" not in counts
+
+
+def test_a_recorded_compare_takes_the_selection_options_of_a_live_one(tmp_path):
+    out = tmp_path / "v.json"
+    args = ["compare", "0.11.2", "0.12.0.1", "-r", "results/versions", "--json", str(out)]
+    runner.invoke(app, args)
+    everything = {c["case"] for c in json.loads(out.read_text())["cases"]}
+    result = runner.invoke(app, [*args, "-w", "train_step", "-s", "tiny"])
+    assert result.exit_code in (0, 1), result.output
+    chosen = {c["case"] for c in json.loads(out.read_text())["cases"]}
+    assert chosen and chosen < everything
+    assert all(c.startswith("train_step ") and "size=tiny" in c for c in chosen)
 
 
 def test_compare_of_sets_with_no_common_case_fails_with_one_line(tmp_path):

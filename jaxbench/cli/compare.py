@@ -60,12 +60,16 @@ BASELINE_HELP = (
 
 
 def _offline(baseline: str, candidate: str, results: list[Path], opts: dict[str, Any],
-             json_out: Path | None = None, markdown: Path | None = None) -> None:  # fmt: skip
-    """Compare recorded results; every file is read once: records and calibrations together."""
+             labels: set[str] | None = None, json_out: Path | None = None,
+             markdown: Path | None = None) -> None:  # fmt: skip
+    """Compare recorded results; every file is read once: records and calibrations together.
+
+    ``labels``: compare only the records of these cases (the selection options), else all.
+    """
     from jaxbench.store import collector_paused
 
     with collector_paused():
-        _compare_recorded(baseline, candidate, results, opts, json_out, markdown)
+        _compare_recorded(baseline, candidate, results, opts, labels, json_out, markdown)
 
 
 def _same_records(what: str) -> None:
@@ -75,7 +79,8 @@ def _same_records(what: str) -> None:
 
 
 def _compare_recorded(baseline: str, candidate: str, results: list[Path], opts: dict[str, Any],
-                      json_out: Path | None, markdown: Path | None) -> None:  # fmt: skip
+                      labels: set[str] | None, json_out: Path | None,
+                      markdown: Path | None) -> None:  # fmt: skip
     from jaxbench.analysis import compare_versions
     from jaxbench.analysis.compare import BASIS
     from jaxbench.analysis.frames import results_of
@@ -123,6 +128,11 @@ def _compare_recorded(baseline: str, candidate: str, results: list[Path], opts: 
         by = "version"
         if baseline == candidate:
             _same_records(f"JAX {baseline}")
+    if labels is not None:
+        frame = frame[frame["case"].isin(labels)]
+        if frame.empty:
+            raise fail("no record of the selected cases (-w, -s, --param, ...); `jaxbench show` "
+                       "lists the cases recorded")  # fmt: skip
     fail_on_undecided = opts.pop("fail_on_undecided", False)
     try:
         result = compare_versions(frame, baseline, candidate, by=by, **opts)
@@ -404,15 +414,21 @@ def register(app: typer.Typer) -> None:
         check_output_files(json_out, markdown)
         opts = {"threshold": threshold, "alpha": alpha, "strict": strict,
                 "fail_on_undecided": fail_on_undecided}  # fmt: skip
-        live_options = bool(set_a or set_b or select.given)
         if interleave and back_to_back:
             raise fail("--interleave and --back-to-back exclude each other: pick one")
         if trace and not interleave:
             raise fail("--trace applies to --interleave (its pairs' workers trace the case); "
                        "recorded runs keep the traces of `run --trace`")  # fmt: skip
         if not (interleave or back_to_back):
-            if live_options:
-                raise fail("case selection and --set-a/--set-b apply to --interleave only")
+            if set_a or set_b:
+                raise fail("--set-a/--set-b apply to --interleave (both sides run now); recorded "
+                           "runs are compared case by case as measured")  # fmt: skip
+            labels = None
+            if select.given:  # the selected cases' records only, as `explain` of result sets
+                try:
+                    labels = {c.label for c in select.cases()}
+                except ValueError as exc:
+                    raise fail(str(exc)) from None
             live_only = {"--backend": (backend, "cpu"), "--pairs": (pairs, DEFAULT_PAIRS),
                          "--max-pairs": (max_pairs, DEFAULT_MAX_PAIRS),
                          "--pairs-step": (pairs_step, DEFAULT_PAIRS_STEP),
@@ -425,7 +441,7 @@ def register(app: typer.Typer) -> None:
                 raise fail(f"{', '.join(given)}: a live comparison's option (--interleave, "
                            "--back-to-back); a recorded one reads what was measured")  # fmt: skip
             _offline(baseline, candidate, results or [Path("results")],
-                     opts | {"compile_threshold": compile_threshold}, json_out,
+                     opts | {"compile_threshold": compile_threshold}, labels, json_out,
                      markdown)  # fmt: skip
             return
         if results:
