@@ -400,7 +400,8 @@ def register(app: typer.Typer) -> None:
         """Compare a baseline with a candidate: ratio, interval over processes, verdict per case.
 
         Two result paths (files or folders) or two JAX versions found in --results: the
-        sequential comparison of recorded runs, each run a process. With --interleave (or
+        sequential comparison of recorded runs, each run a process (with -w, -s, --param, ...:
+        of the selected cases only). With --interleave (or
         --back-to-back): run both now, in several pairs of fresh worker processes, on the
         selected cases. Verdicts: slower, faster, same, inconclusive, unstable. Exit 0 when no
         case is slower, 1 when one is (or a live case failed), 2 on bad input, 3 with
