@@ -394,3 +394,17 @@ def test_records_of_one_file_that_recorded_one_environment_share_its_model(tmp_p
     assert envs[0] is envs[1]  # the same environment: one model
     assert envs[2] is not envs[1] and envs[2].jax == "0.4.31"  # another: its own
     assert envs[3] == envs[0] and envs[3].jax == "0.4.30"
+
+
+def test_an_error_of_many_lines_keeps_its_first_line_and_what_was_raised():
+    from jaxbench.store.record import error_text
+
+    wrapped = ("INTERNAL: CpuCallback error calling callback: Traceback (most recent call last):\n"
+               '  File "/x/step.py", line 3, in callback\n    raise ValueError(text)\n'
+               "ValueError: late boom line one\nline two")  # fmt: skip
+    assert error_text(RuntimeError(wrapped)) == (
+        "RuntimeError: INTERNAL: CpuCallback error calling callback: Traceback (most recent "
+        "call last): ... ValueError: late boom line one"
+    )
+    assert error_text(ValueError("first\n\n  second\nlast ")) == "ValueError: first ... last"
+    assert error_text(ValueError("one line")) == "ValueError: one line"

@@ -2,6 +2,7 @@
 
 import json
 import os
+from pathlib import Path
 
 import pytest
 from test_store import make_record
@@ -110,30 +111,65 @@ def test_off_writes_nothing(tmp_path, cache_in, parses):
     assert store_cache.folder() is None
 
 
-@pytest.mark.parametrize("kind", ["shared", "a file"])
-def test_a_folder_others_may_write_or_a_file_turns_the_cache_off_with_one_line(
-    tmp_path, cache_in, parses, capfd, kind
+@pytest.mark.parametrize(
+    ("kind", "why"),
+    [
+        ("shared", "must be the user's own and writable by nobody else"),
+        ("a file", "is not a folder"),
+        ("relative", "expected an absolute folder (or off)"),
+        ("no parent", "no folder"),
+        ("no such user", "home directory"),
+    ],
+)
+def test_a_setting_that_cannot_serve_turns_the_cache_off_with_one_line(
+    tmp_path, cache_in, parses, capfd, monkeypatch, kind, why
 ):
-    where = tmp_path / "cache"
+    monkeypatch.chdir(tmp_path)
+    settings = {"relative": "cache", "no parent": str(tmp_path / "no" / "cache"),
+                "no such user": "~no-such-user-here/cache"}  # fmt: skip
+    where = settings.get(kind, str(tmp_path / "cache"))
     if kind == "shared":
-        where.mkdir()
-        where.chmod(0o777)
-    else:
-        where.write_text("")
+        os.mkdir(where)
+        os.chmod(where, 0o777)
+    elif kind == "a file":
+        (tmp_path / "cache").write_text("")
     cache_in(where)
     run = records_file(tmp_path / "run.jsonl", "r1")
     assert [r.run_id for r in load(run).models("record")] == ["r1"]
     load(run)
     assert len(parses) == 2
     (line,) = capfd.readouterr().err.splitlines()
-    assert line.startswith(f"warning: {store_cache.ENV} {str(where)!r}: ")
+    assert line.startswith(f"warning: {store_cache.ENV} {where!r}: ") and why in line
     assert line.endswith("loading without the cache")
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted(
+        ["run.jsonl", *(["cache"] if kind in ("shared", "a file") else [])]
+    )  # nothing made
     if kind == "shared":
-        assert list(where.iterdir()) == []
+        assert list((tmp_path / "cache").iterdir()) == []
+
+
+@pytest.mark.parametrize("value", ["off", "OFF", " 0 ", "false", "No", "none"])
+def test_off_and_its_usual_spellings_turn_it_off(cache_in, value):
+    cache_in(value)
+    assert store_cache.folder() is None
+
+
+def test_a_file_holding_an_asv_result_is_not_cached(tmp_path, cache_in, parses):
+    """An asv result's records depend on its folder's benchmarks.json, not only its bytes."""
+    folder = cache_in(tmp_path / "cache")
+    asv_result = next(Path("results/asv").rglob("*-jax*.json"))
+    (tmp_path / "runs").mkdir()
+    run = tmp_path / "runs" / "asv.jsonl"
+    run.write_text(json.dumps(json.loads(asv_result.read_text())) + "\n")
+    (tmp_path / "benchmarks.json").write_text("{broken")
+    assert load(run).problems and not load(run).items
+    (tmp_path / "benchmarks.json").write_text("{}")
+    assert load(run).items and not load(run).problems  # read again, not the cached failure
+    assert list(folder.iterdir()) == [] and len(parses) == 4
 
 
 def test_a_new_folder_is_the_users_alone(tmp_path, cache_in):
-    where = cache_in(tmp_path / "a" / "cache")
+    where = cache_in(tmp_path / "cache")
     load(records_file(tmp_path / "run.jsonl", "r1"))
     assert where.stat().st_mode & 0o777 == 0o700
     (entry,) = where.iterdir()

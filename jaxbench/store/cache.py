@@ -7,15 +7,15 @@ per-user folder, and reads them back while the file's bytes and the store's code
 JSON Lines stays the format of record: an entry is only ever a copy of what the loader made of
 the file, and deleting the folder loses nothing.
 
-- **Where**: ``$JAXBENCH_STORE_CACHE``, or ``store`` in the user's cache folder
-  (:func:`platformdirs.user_cache_dir`, e.g. ``~/.cache/jaxbench/store`` on Linux).
-  ``JAXBENCH_STORE_CACHE=off`` turns it off.
+- **Where**: ``$JAXBENCH_STORE_CACHE`` (an absolute folder), or ``store`` in the user's cache
+  folder (:func:`platformdirs.user_cache_dir`, e.g. ``~/.cache/jaxbench/store`` on Linux).
+  ``JAXBENCH_STORE_CACHE=off`` (or ``0``, ``false``, ``no``, ``none``) turns it off.
 - **When an entry is used**: its header holds the SHA-256 of the file's bytes and a token of the
   code that made it (this package's source, pydantic's and Python's versions); both must match.
   The bytes are hashed, not their size and time stamp, so a file rewritten in the same
   millisecond with the same size is never taken for the old one (git's "racy clean" case).
-- **What is not cached**: ``.json`` files (an asv result's records depend on its folder's
-  ``benchmarks.json`` too), and files that could not be read.
+- **What is not cached**: ``.json`` files, and JSON Lines files that hold an asv result (its
+  records depend on its folder's ``benchmarks.json`` too), and files that could not be read.
 - **Safety**: an entry is a pickle, which can run code when loaded, so the folder must be the
   user's own and writable by nobody else (it is made so, mode ``0o700``); otherwise the cache
   is off for the process, with one warning line on stderr.
@@ -30,7 +30,6 @@ import hashlib
 import json
 import os
 import pickle
-import stat
 import sys
 import tempfile
 from pathlib import Path
@@ -38,8 +37,8 @@ from typing import Any
 
 #: The environment variable naming the cache folder (``off``: no cache).
 ENV = "JAXBENCH_STORE_CACHE"
-#: Its value that turns the cache off.
-OFF = "off"
+#: Its values that turn the cache off (any case).
+OFF = ("off", "0", "false", "no", "none")
 _PROTOCOL = pickle.HIGHEST_PROTOCOL
 
 
@@ -59,29 +58,42 @@ def code_token() -> str:
 
 @functools.cache
 def folder() -> Path | None:
-    """The cache folder, made if missing; ``None`` when off or unsafe (warned once on stderr)."""
-    setting = os.environ.get(ENV, "")
-    if setting.strip().lower() == OFF:
+    """The cache folder, made if missing; ``None`` when off or unusable (warned once on stderr).
+
+    ``$JAXBENCH_STORE_CACHE``: unset or blank for the user's cache folder (made with its
+    parents), a value of :data:`OFF`, or an absolute folder (``~`` expanded) whose parent
+    exists. Unusable: a relative path, a file, a folder that cannot be made, or one that is
+    not the user's own or that others may write.
+    """
+    setting = os.environ.get(ENV, "").strip()
+    if setting.lower() in OFF:
         return None
     if setting:
-        where = Path(setting).expanduser()
+        try:
+            where = Path(setting).expanduser()
+        except RuntimeError as exc:  # ~user of no such user
+            return _off(setting, str(exc))
+        if not where.is_absolute():
+            return _off(setting, "expected an absolute folder (or off)")
+        if not where.parent.is_dir():
+            return _off(setting, f"no folder {str(where.parent)!r} to make it in")
     else:
         import platformdirs
 
         where = Path(platformdirs.user_cache_dir("jaxbench")) / "store"
+    if where.exists() and not where.is_dir():
+        return _off(where, "is not a folder")
     try:
-        where.mkdir(mode=0o700, parents=True, exist_ok=True)
+        where.mkdir(mode=0o700, parents=not setting, exist_ok=True)
         st = where.stat()
     except OSError as exc:
         return _off(where, f"cannot be made: {exc.strerror or exc}")
-    if not stat.S_ISDIR(st.st_mode):
-        return _off(where, "is not a folder")
     if hasattr(os, "getuid") and (st.st_uid != os.getuid() or st.st_mode & 0o022):
-        return _off(where, "must be the user's own and writable by nobody else (mode 700)")
+        return _off(where, "must be the user's own and writable by nobody else (chmod go-w)")
     return where
 
 
-def _off(where: Path, why: str) -> None:
+def _off(where: Path | str, why: str) -> None:
     print(f"warning: {ENV} {str(where)!r}: {why}; loading without the cache", file=sys.stderr)
     return None
 

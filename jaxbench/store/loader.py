@@ -159,7 +159,8 @@ def _models(raw: Any, path: Path) -> list[BaseModel]:
         raise _Bad(_reason(exc, kind)) from None
 
 
-def _parse(data: bytes, path: Path) -> list[BaseModel]:
+def _parse(data: bytes, path: Path, kinds: set[str | None] | None = None) -> list[BaseModel]:
+    """The models of one JSON object; ``kinds`` collects the kind of one parsed apart."""
     try:  # the common case: a current object of a modelled kind
         return [STORED.validate_json(data)]
     except ValidationError:
@@ -170,6 +171,8 @@ def _parse(data: bytes, path: Path) -> list[BaseModel]:
         raise _Bad(f"not UTF-8 text: {exc}") from None
     except ValueError as exc:
         raise _Bad(f"not JSON (cut short?): {exc}") from None
+    if kinds is not None:
+        kinds.add(kind_of(raw))
     return _models(raw, path)
 
 
@@ -235,7 +238,8 @@ def read_file(path: str | os.PathLike[str], strict: bool = False) -> Loaded:
     lines = cache.get(path, key)
     if not isinstance(lines, _Lines) or (strict and lines.bad):
         lines = _read_lines(data, path, strict)
-        cache.put(path, key, lines)
+        if ASV not in lines.kinds_apart:  # an asv result reads its folder's benchmarks.json too
+            cache.put(path, key, lines)
     out.items.extend(Item(m, path, n) for m, n in lines.models)
     out.passed_over |= lines.passed_over
     if lines.bad:
@@ -251,11 +255,14 @@ class _Lines:
         models: ``(model, line)`` of each object, in line order (line numbers from 1).
         bad: ``(line, reason)`` of each line that did not load.
         passed_over: Kinds seen but not read.
+        kinds_apart: The kinds of the objects parsed apart (not of the current schema; ``None``
+            for one that is no jaxbench object).
     """
 
     models: list[tuple[BaseModel, int]] = field(default_factory=list)
     bad: list[tuple[int, str]] = field(default_factory=list)
     passed_over: set[str] = field(default_factory=set)
+    kinds_apart: set[str | None] = field(default_factory=set)
 
 
 def _read_lines(data: bytes, path: Path, strict: bool) -> _Lines:
@@ -265,7 +272,7 @@ def _read_lines(data: bytes, path: Path, strict: bool) -> _Lines:
         if not line.strip():
             continue
         try:
-            out.models.extend((shared(m), lineno) for m in _parse(line, path))
+            out.models.extend((shared(m), lineno) for m in _parse(line, path, out.kinds_apart))
         except _Unmodelled as exc:
             out.passed_over.add(str(exc))
         except _Bad as exc:

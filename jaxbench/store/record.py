@@ -363,14 +363,21 @@ class Record(BaseModel):
 def error_text(exc: BaseException) -> str:
     """One line for a record's ``error``: ``"<type>: <message>"``.
 
-    A message of several lines (e.g. one that wraps a Python traceback, as JAX's error from a
-    failing host callback does) keeps its first and its last non-blank line, joined by
-    ``" ... "``; the caller shows the whole message elsewhere (on stderr).
+    A message of several lines keeps its first non-blank line and, joined by ``" ... "``, the
+    line that says what was raised: where the message wraps a Python traceback (as JAX's error
+    from a failing host callback does), the first unindented line after the traceback's last
+    frame (``ValueError: ...``), else its last non-blank line. The caller shows the whole
+    message elsewhere (on stderr).
     """
-    lines = [ln.strip() for ln in str(exc).splitlines() if ln.strip()]
+    lines = [ln.rstrip() for ln in str(exc).splitlines() if ln.strip()]
     if len(lines) <= 1:
         return f"{type(exc).__name__}: {exc}"
-    return f"{type(exc).__name__}: {lines[0]} ... {lines[-1]}"
+    last = lines[-1].strip()
+    headers = [i for i, ln in enumerate(lines) if "Traceback (most recent call last)" in ln]
+    if headers:
+        raised = (ln for ln in lines[headers[-1] + 1 :] if not ln[:1].isspace())
+        last = next(raised, last).strip()
+    return f"{type(exc).__name__}: {lines[0].strip()} ... {last}"
 
 
 def new_run_id() -> str:
