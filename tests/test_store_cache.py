@@ -58,12 +58,13 @@ def test_a_second_load_reads_the_cache_and_gives_the_same_items_and_problems(tmp
     assert envs[0] is envs[1]  # one environment, one model, as the loader made it
 
 
-def test_items_name_the_path_as_given_this_time(tmp_path, cache_in, monkeypatch):
+def test_items_name_the_path_as_given_this_time(tmp_path, cache_in, monkeypatch, parses):
     cache_in(tmp_path / "cache")
     records_file(tmp_path / "runs" / "run.jsonl", "r1")
     load(tmp_path / "runs")
     monkeypatch.chdir(tmp_path)
     (item,) = load("runs/run.jsonl").items
+    assert len(parses) == 1  # the same file by another path: its entry
     assert str(item.path) == os.path.join("runs", "run.jsonl")
 
 
