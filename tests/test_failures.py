@@ -66,3 +66,27 @@ def test_a_ctrl_c_swallowed_by_a_gc_callback_still_ends_the_command_with_130():
     assert "KeyboardInterrupt" in out.stderr and "Exception ignored" in out.stderr  # swallowed
     assert out.returncode == 130, out.stderr
     assert "error: interrupted (Ctrl-C); what was written to disk is kept" in out.stderr
+
+
+ABORTED = textwrap.dedent(
+    """
+    import importlib, os, signal, sys
+    cli_app = importlib.import_module("jaxbench.cli.app")  # the module, not its Typer `app`
+    def command():
+        # Ctrl-C early in a command that does not handle it: click's Abort ends it with 1
+        try:
+            os.kill(os.getpid(), signal.SIGINT)
+            signal.pause()
+        except KeyboardInterrupt:
+            sys.exit(1)
+    cli_app.app = command
+    cli_app.main()
+    """
+)
+
+
+def test_a_ctrl_c_that_ends_a_command_with_another_status_is_said_and_exits_130():
+    out = subprocess.run([sys.executable, "-c", ABORTED], capture_output=True, text=True,
+                         timeout=120)  # fmt: skip
+    assert out.returncode == 130, out.stderr
+    assert out.stderr.strip() == "error: interrupted (Ctrl-C); what was written to disk is kept"

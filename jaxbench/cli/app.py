@@ -115,9 +115,8 @@ def main() -> None:
     try:
         app()
     except SystemExit as exc:
-        if interrupted.is_set() and exc.code != 130:
-            if exc.code in (0, None):
-                sys.stderr.write("error: interrupted (Ctrl-C); what was written to disk is "
-                                 "kept\n")  # fmt: skip
+        if interrupted.is_set() and exc.code != 130:  # a command that said so ends with 130
+            sys.stderr.write("error: interrupted (Ctrl-C); what was written to disk is "
+                             "kept\n")  # fmt: skip
             raise SystemExit(130) from None
         raise
