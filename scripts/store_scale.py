@@ -11,14 +11,11 @@ each as a subprocess run from that folder:
 - ``jaxbench compare A B`` (recorded, two result paths);
 - ``jaxbench report A B -o report`` (the version-upgrade review, with figures).
 
-Each command runs with the store's cache (:mod:`jaxbench.store.cache`) in a folder of the run's
-own: first emptied (``cold``: every file validated, and its entry written), then again as the
-first run left it (``warm``); ``--cache`` picks one. For each run it records the cache state,
-the wall time (seconds, ``time.perf_counter``), the child's peak resident set size (bytes,
-``os.wait4``'s ``ru_maxrss``) and the exit status (``compare`` exits 1 when a case is slower,
-which the synthetic candidate is); a command still running after ``--timeout`` seconds is killed
-and marked ``timed_out``. The store needs about 2.4 KiB of disk a record in the temporary folder
-(``TMPDIR``), and its cache about 0.8 KiB, removed after each size. The results go to
+For each it records the wall time (seconds, ``time.perf_counter``), the child's peak resident
+set size (bytes, ``os.wait4``'s ``ru_maxrss``) and the exit status (``compare`` exits 1 when a
+case is slower, which the synthetic candidate is); a command still running after ``--timeout``
+seconds is killed and marked ``timed_out``. The store needs about 2.4 KiB of disk a record in the
+temporary folder (``TMPDIR``), removed after each size. The results go to
 ``<out>/store-scale-<run id>.json`` (kind ``store-scale``, a kind the store's loader passes
 over), with the machine (:func:`jaxbench.env.host`). Run it alone on a quiet machine::
 
@@ -32,12 +29,10 @@ from __future__ import annotations
 
 import argparse
 import datetime as _dt
-import itertools
 import json
 import os
 import platform
 import random
-import shutil
 import subprocess
 import sys
 import tempfile
@@ -48,7 +43,6 @@ from pathlib import Path
 from typing import Any
 
 from jaxbench.store import Record, new_run_id, write_jsonl
-from jaxbench.store.cache import ENV as STORE_CACHE_ENV
 
 ROOT = Path(__file__).resolve().parent.parent
 VERSIONS = ("0.4.30", "0.4.31")
@@ -167,20 +161,17 @@ def generate(
     return out
 
 
-def time_command(
-    args: list[str], cwd: Path, timeout_s: float | None = None, env: dict[str, str] | None = None
-) -> dict[str, Any]:
+def time_command(args: list[str], cwd: Path, timeout_s: float | None = None) -> dict[str, Any]:
     """Run ``python -m jaxbench <args>`` in ``cwd``: wall seconds, peak RSS bytes, exit status.
 
     A command still running after ``timeout_s`` seconds is killed (``timed_out`` true; its
-    exit status is then the kill's). The child is polled every 10 ms for its end. ``env``: the
-    child's environment variables (default this process's).
+    exit status is then the kill's). The child is polled every 10 ms for its end.
     """
     log = cwd / f"{args[0]}.log"
     timed_out = False
     with log.open("wb") as sink:
         start = time.perf_counter()
-        child = subprocess.Popen([sys.executable, "-m", "jaxbench", *args], cwd=cwd, env=env,
+        child = subprocess.Popen([sys.executable, "-m", "jaxbench", *args], cwd=cwd,
                                  stdout=sink, stderr=subprocess.STDOUT)  # fmt: skip
         while True:
             pid, status, usage = os.wait4(child.pid, os.WNOHANG)  # this child's own rusage
@@ -209,9 +200,6 @@ def main(argv: list[str] | None = None) -> int:
                         help=f"Commands to time, of {', '.join(COMMANDS)}.")  # fmt: skip
     parser.add_argument("--timeout", type=float, default=1800.0,
                         help="Seconds a command may run before it is killed.")  # fmt: skip
-    parser.add_argument("--cache", choices=("both", "cold", "warm"), default="both",
-                        help="The store's cache before each command: emptied (cold), "
-                        "as the run before left it (warm), or each in turn.")  # fmt: skip
     parser.add_argument("--out", type=Path, default=ROOT / "results" / "store-scale",
                         help="Folder of the results file.")  # fmt: skip
     args = parser.parse_args(argv)
@@ -226,7 +214,6 @@ def main(argv: list[str] | None = None) -> int:
         parser.error(f"--timeout {args.timeout}: expected seconds above 0")
     if not sizes or min(sizes) < 1:
         parser.error(f"--records {args.records!r}: expected sizes of at least 1")
-    states = ("cold", "warm") if args.cache == "both" else (args.cache,)
     from jaxbench.env import host
 
     env = base_env()
@@ -243,15 +230,10 @@ def main(argv: list[str] | None = None) -> int:
             made = generate(folder, size, args.cases, args.samples, env=env)
             print(f"{made['records']} records in {made['files']} files "
                   f"({made['bytes'] / 2**20:.1f} MiB)", flush=True)  # fmt: skip
-            cache = folder / ".store-cache"  # hidden: never scanned as part of the store
-            child_env = {**os.environ, STORE_CACHE_ENV: str(cache)}
-            for name, state in itertools.product(commands, states):
-                if state == "cold":
-                    shutil.rmtree(cache, ignore_errors=True)
-                row = made | time_command(COMMANDS[name], folder, args.timeout, child_env)
-                row["cache"] = state
+            for name in commands:
+                row = made | time_command(COMMANDS[name], folder, args.timeout)
                 ended = "killed at --timeout" if row["timed_out"] else f"exit {row['returncode']}"
-                print(f"  {row['command']} ({state} cache): {row['wall_s']:.2f} s, peak RSS "
+                print(f"  {row['command']}: {row['wall_s']:.2f} s, peak RSS "
                       f"{row['peak_rss_bytes'] / 2**20:.0f} MiB, {ended}", flush=True)  # fmt: skip
                 result["rows"].append(row)
     result["finished_at"] = _dt.datetime.now(_dt.UTC).isoformat()

@@ -1,26 +1,17 @@
-import atexit
 import contextlib
 import fcntl
 import json
 import os
-import shutil
 import subprocess
 import sys
-import tempfile
 import time
 from pathlib import Path
 
 import pytest
 
 from jaxbench.measure import TimingConfig
-from jaxbench.store import cache as store_cache
 
 ROOT = Path(__file__).resolve().parent.parent
-# The store's cache (jaxbench.store.cache) of this test process and the commands it starts: a
-# folder of its own, never the user's cache, and used, so every test that loads twice reads it.
-_STORE_CACHE = tempfile.mkdtemp(prefix="jaxbench-store-cache-")
-os.environ[store_cache.ENV] = _STORE_CACHE
-atexit.register(shutil.rmtree, _STORE_CACHE, ignore_errors=True)
 FAST = TimingConfig(budget_s=0.0, min_samples=5, max_samples=5, warmup_calls=1)
 
 

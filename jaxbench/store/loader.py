@@ -12,9 +12,6 @@ kill), is not a jaxbench object, is of a kind this version does not know, or has
 ``schema_version`` newer than this version reads is a :class:`Problem` that names the file and
 the line; everything else in the file still loads. ``strict=True`` raises
 :class:`StoreFormatError` at the first such line instead (``jaxbench show --strict``).
-
-**Cache.** What a JSON Lines file loaded into is kept in :mod:`jaxbench.store.cache` and read
-back, without validating again, while the file's bytes and the store's code are unchanged.
 """
 
 from __future__ import annotations
@@ -31,7 +28,7 @@ from typing import Any
 
 from pydantic import BaseModel, ValidationError
 
-from jaxbench.store import asv, cache
+from jaxbench.store import asv
 from jaxbench.store.kinds import ASV, KINDS, MODELS, STORED, UNMODELLED, kind_of, upgrade
 from jaxbench.store.record import Env, Record
 from jaxbench.store.scan import store_files
@@ -159,8 +156,7 @@ def _models(raw: Any, path: Path) -> list[BaseModel]:
         raise _Bad(_reason(exc, kind)) from None
 
 
-def _parse(data: bytes, path: Path, kinds: set[str | None] | None = None) -> list[BaseModel]:
-    """The models of one JSON object; ``kinds`` collects the kind of one parsed apart."""
+def _parse(data: bytes, path: Path) -> list[BaseModel]:
     try:  # the common case: a current object of a modelled kind
         return [STORED.validate_json(data)]
     except ValidationError:
@@ -171,8 +167,6 @@ def _parse(data: bytes, path: Path, kinds: set[str | None] | None = None) -> lis
         raise _Bad(f"not UTF-8 text: {exc}") from None
     except ValueError as exc:
         raise _Bad(f"not JSON (cut short?): {exc}") from None
-    if kinds is not None:
-        kinds.add(kind_of(raw))
     return _models(raw, path)
 
 
@@ -234,51 +228,21 @@ def read_file(path: str | os.PathLike[str], strict: bool = False) -> Loaded:
                 raise StoreFormatError(f"{path}: {exc}") from None
             out.problems.append(Problem(str(path), str(exc)))
         return out
-    key = cache.stamp(data)
-    lines = cache.get(path, key)
-    if not isinstance(lines, _Lines) or (strict and lines.bad):
-        lines = _read_lines(data, path, strict)
-        if ASV not in lines.kinds_apart:  # an asv result reads its folder's benchmarks.json too
-            cache.put(path, key, lines)
-    out.items.extend(Item(m, path, n) for m, n in lines.models)
-    out.passed_over |= lines.passed_over
-    if lines.bad:
-        out.problems.append(Problem(str(path), _summary(lines.bad, len(out.items))))
-    return out
-
-
-@dataclass
-class _Lines:
-    """What one JSON Lines file loaded into (what :mod:`jaxbench.store.cache` keeps).
-
-    Attributes:
-        models: ``(model, line)`` of each object, in line order (line numbers from 1).
-        bad: ``(line, reason)`` of each line that did not load.
-        passed_over: Kinds seen but not read.
-        kinds_apart: The kinds of the objects parsed apart (not of the current schema; ``None``
-            for one that is no jaxbench object).
-    """
-
-    models: list[tuple[BaseModel, int]] = field(default_factory=list)
-    bad: list[tuple[int, str]] = field(default_factory=list)
-    passed_over: set[str] = field(default_factory=set)
-    kinds_apart: set[str | None] = field(default_factory=set)
-
-
-def _read_lines(data: bytes, path: Path, strict: bool) -> _Lines:
-    out = _Lines()
+    bad: list[tuple[int, str]] = []
     shared = _SharedEnv()
     for lineno, line in enumerate(data.splitlines(), start=1):
         if not line.strip():
             continue
         try:
-            out.models.extend((shared(m), lineno) for m in _parse(line, path, out.kinds_apart))
+            out.items.extend(Item(shared(m), path, lineno) for m in _parse(line, path))
         except _Unmodelled as exc:
             out.passed_over.add(str(exc))
         except _Bad as exc:
             if strict:
                 raise StoreFormatError(f"{path}:{lineno}: {exc}") from None
-            out.bad.append((lineno, str(exc)))
+            bad.append((lineno, str(exc)))
+    if bad:
+        out.problems.append(Problem(str(path), _summary(bad, len(out.items))))
     return out
 
 
