@@ -148,9 +148,7 @@ def measure_case(
     except GateFailure as exc:
         return Record(**base, status="failed", error=f"correctness gate: {exc}", env=env(device))
     except Exception as exc:  # a failing case must not stop the run
-        error = error_text(exc)
-        if error != f"{type(exc).__name__}: {exc}":  # cut to one line: the whole of it here
-            print(f"{case.label}: {type(exc).__name__}: {exc}", file=sys.stderr, flush=True)
+        error = error_text(exc, whole_to=sys.stderr, label=f"{case.label}: ")
         return Record(**base, status="failed", error=error, env=env(device))
     stats = prepared.stats
     base["compilation_cache"] |= {

@@ -211,9 +211,7 @@ def serve(requests: IO[str], answers: IO[str]) -> None:
         except Exception as exc:
             from jaxbench.store.record import error_text
 
-            answer = {"ok": False, "error": error_text(exc)}
-            if answer["error"] != f"{type(exc).__name__}: {exc}":  # the whole of it on stderr
-                print(f"{type(exc).__name__}: {exc}", file=sys.stderr, flush=True)
+            answer = {"ok": False, "error": error_text(exc, whole_to=sys.stderr)}
         answers.write(json.dumps(answer) + "\n")
         answers.flush()
 

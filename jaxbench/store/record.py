@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import datetime as _dt
 import uuid
-from typing import Any, Literal
+from typing import Any, Literal, TextIO
 
 from pydantic import BaseModel, ConfigDict, Field, SerializerFunctionWrapHandler, model_serializer
 
@@ -360,14 +360,16 @@ class Record(BaseModel):
     started_at: str | None = None
 
 
-def error_text(exc: BaseException) -> str:
+def error_text(exc: BaseException, whole_to: TextIO | None = None, label: str = "") -> str:
     """One line for a record's ``error``: ``"<type>: <message>"``.
+
+    ``whole_to``: where a message cut to one line is written whole (e.g. ``sys.stderr``),
+    after ``label``.
 
     A message of several lines keeps its first non-blank line and, joined by ``" ... "``, the
     line that says what was raised: where the message wraps a Python traceback (as JAX's error
     from a failing host callback does), the first unindented line after the traceback's last
-    frame (``ValueError: ...``), else its last non-blank line. The caller shows the whole
-    message elsewhere (on stderr).
+    frame (``ValueError: ...``), else its last non-blank line.
     """
     lines = [ln.rstrip() for ln in str(exc).splitlines() if ln.strip()]
     if len(lines) <= 1:
@@ -377,6 +379,8 @@ def error_text(exc: BaseException) -> str:
     if headers:
         raised = (ln for ln in lines[headers[-1] + 1 :] if not ln[:1].isspace())
         last = next(raised, last).strip()
+    if whole_to is not None:
+        print(f"{label}{type(exc).__name__}: {exc}", file=whole_to, flush=True)
     return f"{type(exc).__name__}: {lines[0].strip()} ... {last}"
 
 
