@@ -151,6 +151,42 @@ def test_steady_state_drops_recompiled_and_compile_times_drop_cache_hits(tmp_pat
     assert sorted(analysis.compile_times(frame)["compile_s"]) == [2.0, 3.0]
 
 
+def test_drawn_samples_keep_every_call_of_a_small_group_and_the_quantiles_of_a_large_one(
+    tmp_path,
+):
+    rng = np.random.default_rng(7)
+    many = list(rng.lognormal(size=5_000))
+    few = [3.0, 1.0, 2.0]
+    recs = [
+        record("0.4.30", many[:2_000], run_id="p1"),
+        record("0.4.30", many[2_000:], run_id="p2"),
+        record("0.4.31", few),
+        record("0.4.31", [9.0], status="recompiled"),
+    ]
+    frame = load(tmp_path, recs)
+    frame.at[1, "samples_s"] = [*frame.at[1, "samples_s"], math.nan]  # as a frame may hold
+    by = ["case", "version"]
+    drawn = analysis.drawn_samples(frame, by, most=100)
+    assert list(drawn.columns) == [*by, "latency_s"]
+    assert drawn["version"].dtype == frame["version"].dtype  # still in version order
+    large = drawn.loc[drawn["version"] == "0.4.30", "latency_s"].to_numpy()
+    assert len(large) == 100  # of 5,000 calls (the nan left out) in two records
+    assert (large[0], large[-1]) == (min(many), max(many))
+    # every latency's ECDF differs from the whole group's by at most 1 / (most - 1)
+    whole = np.sort(many)
+    at = np.concatenate([whole, whole * (1 - 1e-9)])
+    gap = np.abs(
+        np.searchsorted(whole, at, side="right") / whole.size
+        - np.searchsorted(large, at, side="right") / large.size
+    )
+    assert gap.max() <= 1 / 99
+    small = drawn.loc[drawn["version"] == "0.4.31", "latency_s"]
+    assert list(small) == [1.0, 2.0, 3.0]  # all kept; not the recompiled record's
+    assert analysis.drawn_samples(frame[frame["status"] == "recompiled"], by, 100).empty
+    with pytest.raises(ValueError, match="most must be at least 2, got 1"):
+        analysis.drawn_samples(frame, by, most=1)
+
+
 # -- conditions --------------------------------------------------------------------------------
 
 

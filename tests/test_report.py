@@ -202,6 +202,31 @@ def test_a_corrupt_file_is_named_under_problems_and_the_report_still_builds(buil
     assert "1 problem(s) with results files" in text
 
 
+def test_latency_figures_draw_at_most_their_calls_of_each_version(review, tmp_path, monkeypatch):
+    from jaxbench.analysis import facets, report_figures
+    from jaxbench.analysis.report_context import ReportContext
+
+    drawn = []
+    for name in ("latency_grid", "ecdf_grid"):
+        real = getattr(facets, name)
+
+        def spy(rows, *args, real=real, **kwargs):
+            drawn.append(rows)
+            return real(rows, *args, **kwargs)
+
+        monkeypatch.setattr(facets, name, spy)
+    monkeypatch.setattr(report_figures, "DRAWN_CALLS", 7)
+    text = report_figures.latency_section(ReportContext(review, tmp_path))
+    assert "drawn from at most 7 of its calls" in text
+    assert len(drawn) >= 2
+    for rows in drawn:
+        per = rows.groupby(["case", "version"], observed=True)["latency_s"].agg(["size", "min"])
+        assert per["size"].max() == 7  # each version of a case had more calls than that
+        whole = review.frame[review.frame["status"] == "ok"].explode("samples_s")
+        fastest = whole.groupby(["case", "version"], observed=True)["samples_s"].min()
+        assert np.allclose(per["min"], fastest.loc[per.index].astype(float))
+
+
 def test_every_linked_figure_exists_and_is_a_png(built):
     path, text = built
     links = re.findall(r"!\[[^\]]*\]\(([^)]+)\)", text)

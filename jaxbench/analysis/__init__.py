@@ -33,6 +33,7 @@ _SOURCES = {
     "Problem": "jaxbench.analysis.frames",
     "case_label": "jaxbench.analysis.frames",
     "compile_times": "jaxbench.analysis.frames",
+    "drawn_samples": "jaxbench.analysis.frames",
     "load_results": "jaxbench.analysis.frames",
     "steady_state_samples": "jaxbench.analysis.frames",
     "case_summary": "jaxbench.analysis.stats",

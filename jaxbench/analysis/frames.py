@@ -14,14 +14,15 @@ Each record is counted once: a sweep folder (one with ``sweep.json``) holds ever
 in ``records/*.json`` (the source of truth) and in the ``results.jsonl`` that ``jaxbench
 collect`` gathers from them, so that ``results.jsonl`` is not read where its ``records/`` is.
 
-:func:`steady_state_samples` gives one row per timed call (``latency_s``, seconds) and
+:func:`steady_state_samples` gives one row per timed call (``latency_s``, seconds),
+:func:`drawn_samples` at most a given number of them per group, for figures, and
 :func:`compile_times` one row per record with a compile time (``compile_s``, seconds).
 """
 
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -37,6 +38,7 @@ __all__ = [
     "Problem",
     "case_label",
     "compile_times",
+    "drawn_samples",
     "laid_out",
     "load_results",
     "needed_problems",
@@ -288,6 +290,55 @@ def steady_state_samples(frame: pd.DataFrame) -> pd.DataFrame:
     if "version" in frame:
         out["version"] = out["version"].astype(frame["version"].dtype)
     return out
+
+
+def drawn_samples(frame: pd.DataFrame, by: Sequence[str], most: int) -> pd.DataFrame:
+    """The steady-state latencies of the ``ok`` records to draw: at most ``most`` per group.
+
+    A figure of a distribution (a violin, an ECDF) needs its quantiles, not every call: a
+    history of long records holds millions. Each group (the distinct values of ``by``, e.g.
+    case, condition and version) of ``n`` calls keeps, of its values sorted, those at ranks
+    ``round(j (n - 1) / (m - 1))`` for ``j = 0 .. m - 1``, ``m = min(n, most)``: its minimum,
+    its maximum and evenly spaced order statistics between (all of them where ``n <= most``).
+    Its ECDF then differs from the whole group's by at most ``1 / (m - 1)`` at any latency.
+
+    Args:
+        frame: Rows of :func:`load_results` with ``status``, ``samples_s`` and ``by``.
+        by: Columns that make a group; they are the output's columns, with ``latency_s``.
+        most: Values kept per group, at least 2.
+
+    Returns:
+        One row per kept value: ``by`` (categoricals stay so), then ``latency_s`` (seconds),
+        groups in the order they first appear, values in ascending order. ``nan`` values are
+        left out; records of status ``recompiled`` too, as in :func:`steady_state_samples`.
+
+    Raises:
+        ValueError: ``most`` below 2.
+    """
+    if most < 2:
+        raise ValueError(f"most must be at least 2, got {most}")
+    by = list(by)
+    ok = frame[frame["status"] == "ok"] if not frame.empty else frame
+    values, row, _ = laid_out(ok["samples_s"].tolist()) if not ok.empty else laid_out([])
+    kept = ~np.isnan(values)
+    values, row = values[kept], row[kept]
+    if not values.size:
+        return ok.iloc[:0][by].assign(latency_s=pd.Series(dtype=float))
+    record_group = ok.groupby(by, sort=False, dropna=False, observed=True).ngroup().to_numpy()
+    group = record_group[row]
+    order = np.lexsort((values, group))  # by group, then value
+    values = values[order]
+    counts = np.bincount(group)
+    present = np.flatnonzero(counts)
+    n = counts[present]
+    m = np.minimum(n, most)
+    start = np.repeat(np.cumsum(n) - n, m)
+    j = np.arange(m.sum()) - np.repeat(np.cumsum(m) - m, m)
+    n_each, m_each = np.repeat(n, m), np.repeat(m, m)
+    rank = np.rint(j * (n_each - 1) / np.maximum(m_each - 1, 1)).astype(np.int64)
+    first = np.unique(record_group, return_index=True)[1]  # each group's first record
+    keys = ok[by].iloc[np.repeat(first[present], m)].reset_index(drop=True)
+    return keys.assign(latency_s=values[start + rank])
 
 
 def compile_times(frame: pd.DataFrame) -> pd.DataFrame:
