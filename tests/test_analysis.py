@@ -458,6 +458,22 @@ def test_forward_table_and_crossover(tmp_path):
     assert analysis.crossover_k(table, cheaper="forward/vmap_jvp", than="forward/linearize") is None
 
 
+def test_forward_table_takes_the_median_of_every_steady_state_call_of_its_records(tmp_path):
+    (lin, vmap) = forward_records(ks=(4,))
+    recs = [
+        lin.model_copy(update={"samples_s": [5.0, 1.0, 3.0]}),
+        lin.model_copy(update={"samples_s": [2.0], "run_id": "p2", "metrics": {}}),
+        lin.model_copy(update={"samples_s": [99.0, 99.0], "status": "recompiled"}),
+        lin.model_copy(update={"samples_s": [], "status": "failed"}),
+        vmap.model_copy(update={"samples_s": [4.0, 6.0]}),
+    ]
+    table = analysis.forward_table(load(tmp_path, recs)).set_index("benchmark")
+    # 1, 2, 3, 5: even, so the mean of the middle two; the recompiled calls are not steady state
+    assert table.loc["forward/linearize", ["p50_s", "n"]].tolist() == [2.5, 4]
+    assert table.loc["forward/linearize", "held_bytes"] == 1 << 20  # the largest recorded
+    assert table.loc["forward/vmap_jvp", ["p50_s", "n"]].tolist() == [5.0, 2]
+
+
 def test_crossover_between_measured_ks_is_interpolated(tmp_path):
     # r(2) = 6/4 = 1.5, r(8) = 12/16 = 0.75; the true crossover is K = 4.
     frame = load(tmp_path, forward_records(ks=(1, 2, 8, 32)))

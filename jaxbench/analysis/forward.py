@@ -15,7 +15,8 @@ import numpy as np
 import pandas as pd
 
 from jaxbench.analysis.conditions import CONDITION
-from jaxbench.analysis.frames import steady_state_samples
+from jaxbench.analysis.frames import laid_out
+from jaxbench.inference.verdicts import segment_medians
 from jaxbench.store import Metrics
 
 FORWARD_PREFIX = "forward/"
@@ -46,22 +47,29 @@ def forward_table(frame: pd.DataFrame) -> pd.DataFrame:
     cols = [*GROUP, "benchmark", "k", "p50_s", "n", "held_bytes"]
     if fwd.empty:
         return pd.DataFrame(columns=cols)
-    # only the columns read here: every column is repeated once per sample
+    # the steady-state records (as steady_state_samples keeps them), medians over their calls
+    # laid end to end: no row per call
+    fwd = fwd[(fwd["status"] == "ok") & (fwd["samples_s"].map(len) > 0)]
     held = fwd["metrics"].map(_held_bytes) if "metrics" in fwd else math.nan
-    fwd = fwd[[c for c in (*GROUP, "benchmark", "param.k", "status", "samples_s") if c in fwd]]
+    fwd = fwd[[c for c in (*GROUP, "benchmark", "param.k", "samples_s") if c in fwd]]
     fwd = fwd.assign(held_bytes=held)
-    samples = steady_state_samples(fwd)
-    if samples.empty:
-        return pd.DataFrame(columns=cols)
     for column in [c for c in GROUP if c.startswith("param.")]:  # older records lack wrt
-        given = samples[column].astype(object) if column in samples else None
-        samples[column] = "n/a" if given is None else given.where(given.notna(), "n/a")
-    samples = samples.assign(k=samples["param.k"].astype(int))
+        given = fwd[column].astype(object) if column in fwd else None
+        fwd[column] = "n/a" if given is None else given.where(given.notna(), "n/a")
     keys = [*GROUP, "benchmark", "k"]
-    out = samples.groupby(keys, observed=True).agg(
-        p50_s=("latency_s", "median"), n=("latency_s", "size"), held_bytes=("held_bytes", "max")
-    )
-    return out.reset_index().sort_values(keys, ignore_index=True)[cols]
+    fwd = fwd[fwd[[*GROUP, "benchmark", "param.k"]].notna().all(axis=1)]
+    if fwd.empty:
+        return pd.DataFrame(columns=cols)
+    fwd = fwd.assign(k=fwd["param.k"].astype(int))
+    groups = fwd.groupby(keys, observed=True, sort=False)
+    group = groups.ngroup().to_numpy()
+    values, row, _ = laid_out(fwd["samples_s"].tolist())
+    of_value = group[row]
+    known = ~np.isnan(values)  # a median over the calls that have a value, as pandas takes it
+    out = groups.agg(held_bytes=("held_bytes", "max")).reset_index()  # groups in ngroup order
+    out["p50_s"] = segment_medians(of_value[known], values[known], len(out))
+    out["n"] = np.bincount(of_value, minlength=len(out))
+    return out.sort_values(keys, ignore_index=True)[cols]
 
 
 def crossover_k(
