@@ -44,6 +44,7 @@ from jaxbench.analysis.report_live import disagree
 from jaxbench.analysis.review import Settings, version_pairs
 from jaxbench.cli import app
 from jaxbench.cli.report import report_cmd
+from jaxbench.inference.verdicts import decide
 
 PNG = b"\x89PNG\r\n\x1a\n"
 ROOT = Path(__file__).resolve().parent.parent
@@ -251,6 +252,10 @@ def test_method_states_the_unit_the_rule_and_its_error_rate(built):
     for verdict in ("slower", "faster", "same", "inconclusive", "unstable"):
         assert f"- `{verdict}`" in method, verdict
     assert "probability at most alpha / 2 = 2.5% per case" in method
+    # the rule the report applies (decide, not strict): a change shown, its estimate >= 1 + t
+    assert decide(1.01, 1.10) == "slower"
+    assert "- `slower`: lo > 1 (a change is shown) and the estimate" in method
+    assert "lo > 1 + t" not in method and "whole interval lies above" not in text
     assert "each of L looks uses alpha / L" in method
     assert "Kalibera and R. Jones" in method and "ISMM 2013" in method
     assert "Pinpoint" in method

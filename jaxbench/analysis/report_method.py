@@ -62,8 +62,9 @@ def method_section(ctx: ReportContext) -> str:
             f"baseline) and t the threshold. Like {PINPOINT}, which decides different, same or "
             "unknown (collect more data), it may say that it does not know:",
             "",
-            "- `slower`: lo > 1 + t (the whole interval lies above the threshold);",
-            "- `faster`: hi < 1 / (1 + t);",
+            "- `slower`: lo > 1 (a change is shown) and the estimate, the interval's geometric "
+            "midpoint, is at least 1 + t (it is as large as the threshold);",
+            "- `faster`: hi < 1 and the estimate is at most 1 / (1 + t);",
             "- `same`: 1 / (1 + t) < lo and hi < 1 + t (no change as large as the threshold: "
             "equivalence shown, two one-sided tests);",
             "- `inconclusive` otherwise: neither a change beyond the threshold nor its absence "
@@ -75,12 +76,13 @@ def method_section(ctx: ReportContext) -> str:
             "stole CPU time, or a process's or pair's timings drifted between its halves); such "
             "a row is never called `slower` or `faster`, and its `advice` gives the reason.",
             "",
-            f"**Error rate.** When the true ratio is at most 1 + t, `slower` is called with "
-            f"probability at most alpha / 2 = {a / 2:.1%} per case (the lower end of a "
-            f"{1 - a:.0%} interval lies above the truth that often); likewise `faster` when "
-            "the truth is at least 1 / (1 + t), and `same` when the truth lies beyond the "
-            "threshold. Over many cases, expect at most alpha / 2 false calls per case in the "
-            "worst case (a true change just at the threshold), far fewer for unchanged code. A "
+            f"**Error rate.** With no change at all, `slower` is called with probability at "
+            f"most alpha / 2 = {a / 2:.1%} per case (the lower end of a {1 - a:.0%} interval "
+            "lies above the truth that often), and likewise `faster`; `same` is called with "
+            "probability at most alpha / 2 when the truth lies beyond the threshold. A true "
+            "change smaller than the threshold may be called `slower` or `faster` when its "
+            "estimate reaches the threshold: the rule asks that a change be shown and its "
+            "estimate be at least t, not that the whole interval lie beyond t. A "
             "live comparison that looks again after adding pairs spends alpha over its looks: "
             "each of L looks uses alpha / L, so all of them together keep the rate. The rate "
             "assumes the processes of a side are independent draws from one machine state; the "

@@ -282,9 +282,10 @@ def regressions_section(ctx: ReportContext) -> str:
     t = ctx.review.settings
     return (
         "## Regressions\n\n"
-        "Every case that got slower (verdict `slower`: the whole interval lies above 1 + "
-        f"threshold, {t.threshold:.1%} for steady state and {t.compile_threshold:.1%} for "
-        "compile time), over all compared pairs; steady state first, then compile time; largest "
+        "Every case that got slower (verdict `slower`: the interval lies above 1 and the "
+        f"estimate is at least 1 + threshold, {t.threshold:.1%} for steady state and "
+        f"{t.compile_threshold:.1%} for compile time), over all compared pairs; steady state "
+        "first, then compile time; largest "
         f"ratio first. {_columns_note(ctx)}\n\n" + md.table(comparison_table(rows))
     )
 
@@ -293,9 +294,9 @@ def improvements_section(ctx: ReportContext) -> str:
     """Every ``faster`` row over all pairs, steady state first, smallest ratio first."""
     rows = ctx.review.improvements
     return (
-        "## Improvements\n\nEvery case that got faster (verdict `faster`: the whole interval "
-        "lies below 1 / (1 + threshold)), columns as above; smallest ratio first.\n\n"
-        + md.table(comparison_table(rows))
+        "## Improvements\n\nEvery case that got faster (verdict `faster`: the interval lies "
+        "below 1 and the estimate is at most 1 / (1 + threshold)), columns as above; smallest "
+        "ratio first.\n\n" + md.table(comparison_table(rows))
     )
 
 

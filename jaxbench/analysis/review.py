@@ -86,8 +86,9 @@ class Settings:
         threshold: Smallest relative steady-state change that counts (0.02 = 2 %).
         compile_threshold: The same for compile time.
         alpha: ``1 -`` the confidence level of the intervals (0.05: 95 % intervals). A
-            ``slower`` call on a case whose truth is at most ``1 + threshold`` has probability
-            at most ``alpha / 2``, and so has a false ``faster``.
+            ``slower`` call on a case that did not change has probability at most
+            ``alpha / 2``, and so has a ``faster`` one (the rule:
+            :func:`jaxbench.inference.verdicts.decide`, not strict).
 
     Raises:
         ReviewInputError: A threshold is negative or not finite, or ``alpha`` is not in (0, 1)
