@@ -78,7 +78,7 @@ def test_the_recipe_calls_a_slower_pull_request_slower_and_posts_the_summary(tmp
     assert summary.startswith("## jaxbench compare: ")
     assert "| slower" in summary or "slower |" in summary  # the verdict table, as Markdown
     assert "**Verdicts:** 1 slower." in summary
-    assert "Exit status 1: a case is slower, or a live case failed." in summary
+    assert "Exit status 1: a case is slower, or a case failed." in summary
     # each side's worker imported its own checkout, and the live file says which
     (live,) = (tmp_path / "results").glob("interleave-*.jsonl")
     sides = json.loads(live.read_text().splitlines()[-1])

@@ -168,6 +168,38 @@ def test_compare_of_recorded_runs_with_a_1000x_slowdown_exits_1(tmp_path):
     assert [c["verdict"] for c in steady] == ["slower"] and steady[0]["ratio"] > 500
 
 
+def test_a_case_that_fails_on_every_candidate_run_is_said_and_exits_1(tmp_path):
+    broken = {"benchmark": "mywl:maybe_broken", "params": {"n": 16}}
+    for side, version in enumerate(("a", "b")):
+        for p in range(2):
+            samples = lognormal(1e-3, 40, seed=100 + 10 * side + p, sigma=0.01)
+            good = record("0.1", samples, run_id=f"{version}-{p}")
+            lost = (record("0.1", samples, run_id=f"{version}-{p}", **broken) if version == "a"
+                    else record("0.1", [], run_id=f"{version}-{p}", status="failed",
+                                error="GateFailure: max error 0.9 > atol", **broken))  # fmt: skip
+            write(tmp_path / version / f"run{p}.jsonl", [good, lost])
+    out = tmp_path / "verdicts.json"
+    args = ["compare", str(tmp_path / "a"), str(tmp_path / "b"), "--json", str(out)]
+    result = CliRunner().invoke(app, args)
+    assert result.exit_code == 1, result.output
+    b = str(tmp_path / "b")
+    assert (
+        f"failed: mywl:maybe_broken n=16: no ok record on {b} (2 failed); first error: "
+        "GateFailure: max error 0.9 > atol"
+    ) in " ".join(result.output.split())
+    assert "unmatched" not in result.output  # not "only a has it": b has it, failed
+    written = json.loads(out.read_text())
+    assert written["exit_status"] == 1
+    assert written["failed"] == [{"side": b, "case": "mywl:maybe_broken n=16",
+                                  "statuses": {"failed": 2},
+                                  "error": "GateFailure: max error 0.9 > atol"}]  # fmt: skip
+    assert [c["case"] for c in written["cases"]] == ["train_step dtype=float32 mesh=none size=tiny"]
+    # the other way round, a case that the candidate fixed is said, and exits 0
+    fixed = CliRunner().invoke(app, ["compare", b, str(tmp_path / "a")])
+    assert fixed.exit_code == 0, fixed.output
+    assert f"failed: mywl:maybe_broken n=16: no ok record on {b}" in " ".join(fixed.output.split())
+
+
 def test_fail_on_undecided_exits_3_and_slower_still_wins(tmp_path):
     for side, version in enumerate(("a", "b")):
         for p in range(2):

@@ -22,7 +22,7 @@ from __future__ import annotations
 import itertools
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -77,10 +77,12 @@ class Comparison:
             process's log median (pooled over the sides), ``advice`` what would settle an
             ``inconclusive`` case or why one is ``unstable``.
         kept_apart: Why rows of one case were not pooled (differing condition fields).
-        unmatched: Cases of one side with no counterpart under the same condition.
+        unmatched: Cases of one side with no counterpart under the same condition (a case
+            that one side recorded only as failed is under ``failed`` instead).
         threshold: Steady-state threshold used (relative, e.g. 0.02).
         compile_threshold: Compile-time threshold used.
         alpha: ``1 -`` the confidence level of the intervals.
+        failed: Cases that one side timed and the other recorded, but never ``ok``.
     """
 
     baseline: str
@@ -91,6 +93,50 @@ class Comparison:
     threshold: float
     compile_threshold: float
     alpha: float
+    failed: list[Failure] = field(default_factory=list)
+
+    @property
+    def candidate_failed(self) -> bool:
+        """Whether a case that the baseline timed fails on the candidate (a regression)."""
+        return any(f.side == self.candidate for f in self.failed)
+
+
+@dataclass(frozen=True)
+class Failure:
+    """A case that one side timed (``ok`` records) and the other recorded, none of them ``ok``.
+
+    Attributes:
+        case: The case label.
+        side: The side whose records of it are all not ``ok`` (``by``'s value).
+        statuses: How many of its records had each status, e.g. ``{"failed": 2}``.
+        error: The first of their errors (``None``: none recorded).
+    """
+
+    case: str
+    side: str
+    statuses: dict[str, int]
+    error: str | None
+
+    def __str__(self) -> str:
+        counts = ", ".join(f"{n} {s}" for s, n in sorted(self.statuses.items()))
+        why = f"; first error: {self.error}" if self.error else ""
+        return f"{self.case}: no ok record on {self.side} ({counts}){why}"
+
+
+def _failures(rows: pd.DataFrame, by: str, sides: tuple[str, str]) -> list[Failure]:
+    """:attr:`Comparison.failed` of the rows of both sides (``case``, ``status``, ``by``)."""
+    side = rows[by].astype(str)
+    ok = rows["status"] == "ok"
+    timed = {s: set(rows.loc[ok & (side == s), "case"]) for s in sides}
+    out = []
+    for s, other in (sides, sides[::-1]):
+        lost = rows[(side == s) & rows["case"].isin(timed[other] - timed[s])]
+        for case, records in lost.groupby("case", sort=False):
+            errors = records["error"].dropna() if "error" in records else pd.Series()
+            out.append(Failure(str(case), s, {str(k): int(v) for k, v in
+                                              records["status"].value_counts().items()},
+                               str(errors.iloc[0]) if len(errors) else None))  # fmt: skip
+    return sorted(out, key=lambda f: (f.side != sides[1], f.case))  # the candidate's first
 
 
 @dataclass(frozen=True)
@@ -212,6 +258,7 @@ def _metric_rows(
     threshold: float,
     alpha: float,
     strict: bool,
+    failed: set[str],
 ) -> tuple[list[dict[str, object]], list[str]]:
     rows, unmatched = [], []
     # one pass over the rows: each (case, condition, side) apart, not one scan per case
@@ -241,7 +288,7 @@ def _metric_rows(
                 | _compare_values(processes, pair, column, threshold, alpha, strict)
             )
         alone = {s: sorted(conds[s] - set(both)) for s in sides}
-        for s, other in (sides, sides[::-1]):
+        for s, other in (sides, sides[::-1]) if case not in failed else ():
             if alone[s] and not conds[other]:
                 unmatched.append(f"{metric} {case}: only {s} has it")
             elif alone[s]:
@@ -254,8 +301,8 @@ def _metric_rows(
 
 
 #: Columns of the frame that :func:`compare_versions` reads once the series are split.
-_READ = ("case", "benchmark", CONDITION, "process", "status", "version", "samples_s", "noise",
-         "compile_s", "compilation_cache")  # fmt: skip
+_READ = ("case", "benchmark", CONDITION, "process", "status", "error", "version", "samples_s",
+         "noise", "compile_s", "compilation_cache")  # fmt: skip
 
 
 def _with_process(frame: pd.DataFrame) -> pd.DataFrame:
@@ -314,10 +361,12 @@ def compare_versions(
     # only the columns the comparison reads: exploding and grouping copy every column they hold
     narrow = split.frame[[c for c in dict.fromkeys((*_READ, by)) if c in split.frame]]
     timed = narrow[(narrow["status"] == "ok") & (narrow["samples_s"].map(len) > 0)]
+    failed = _failures(narrow, by, sides)
+    lost = {f.case for f in failed}  # said under failed, not as "only one side has it"
     steady, un1 = _metric_rows(timed, "samples_s", STEADY_STATE, by, sides, threshold, alpha,
-                               strict)  # fmt: skip
+                               strict, lost)  # fmt: skip
     comp, un2 = _metric_rows(compile_times(narrow), "compile_s", COMPILE, by, sides,
-                             compile_threshold, alpha, strict)  # fmt: skip
+                             compile_threshold, alpha, strict, lost)  # fmt: skip
     table = pd.DataFrame([*steady, *comp], columns=list(COLUMNS))
     return Comparison(
         baseline=sides[0],
@@ -325,6 +374,7 @@ def compare_versions(
         table=table,
         kept_apart=split.reasons,
         unmatched=[*un1, *un2],
+        failed=failed,
         threshold=threshold,
         compile_threshold=compile_threshold,
         alpha=alpha,

@@ -458,7 +458,8 @@ def not_timed_section(ctx: ReportContext) -> str:
         "## Not timed\n\nRecords without a steady state, by status and reason, with the number "
         "of records per version: `failed` and `skipped` were never timed, `recompiled` compiled "
         "inside the timed region. They are left out of the steady-state comparisons; a case "
-        "timed in one version only is listed under Kept apart as unmatched.\n\n" + md.table(table)
+        "timed in one version only is listed under Kept apart: as unmatched, or as failed where "
+        "the other version recorded it, never `ok`.\n\n" + md.table(table)
     )
 
 
@@ -478,6 +479,10 @@ def kept_apart_section(ctx: ReportContext) -> str:
     for c in review.comparisons:
         parts.append(f"Unmatched in {pair_label(c.baseline, c.candidate)}:")
         parts.append(md.bullets(c.unmatched))
+        if c.failed:
+            parts.append(f"Timed by one version, failed in the other, in "
+                         f"{pair_label(c.baseline, c.candidate)}:")  # fmt: skip
+            parts.append(md.bullets(map(str, c.failed)))
     return "\n\n".join(parts)
 
 

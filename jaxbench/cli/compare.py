@@ -142,10 +142,13 @@ def _compare_recorded(baseline: str, candidate: str, results: list[Path], opts: 
         console.print(f"kept apart: {reason}", highlight=False)
     for case in result.unmatched:
         console.print(f"unmatched: {case}", highlight=False)
-    if result.table.empty:
+    for failure in result.failed:
+        console.print(f"failed: {failure}", highlight=False)
+    if result.table.empty and not result.failed:
         raise fail(f"no common case: {baseline} and {candidate} share no case measured under "
                    "the same condition (see unmatched and kept apart above)")  # fmt: skip
-    console.print(comparison_table(result))
+    if not result.table.empty:
+        console.print(comparison_table(result))
     for line in verdict_notes(result.table):
         console.print(line, highlight=False)
     console.print(f"mode: sequential; {BASIS}; verdicts: {_counts(result.table)}")
@@ -154,14 +157,17 @@ def _compare_recorded(baseline: str, candidate: str, results: list[Path], opts: 
                             opts["alpha"])  # fmt: skip
     roots = results if not all(exists) else as_paths
     _cite_calibration(roots, set(result.table["case"]), read)
-    code = exit_status(result.table["verdict"], fail_on_undecided)
+    code = exit_status(result.table["verdict"], fail_on_undecided, result.candidate_failed)
     write_verdicts(json_out, "compare", _rows(result.table), code, mode="sequential",
                    baseline=baseline, candidate=candidate, threshold=opts["threshold"],
-                   alpha=opts["alpha"])  # fmt: skip
+                   alpha=opts["alpha"],
+                   failed=[{"side": f.side, "case": f.case, "statuses": f.statuses,
+                            "error": f.error} for f in result.failed])  # fmt: skip
     if markdown is not None:
         write_summary(markdown, f"jaxbench compare: {candidate} vs {baseline}",
                       comparison_model(result),
-                      _summary_lines(result.table, f"sequential; {BASIS}", code))  # fmt: skip
+                      [*(f"Failed: {f}." for f in result.failed),
+                       *_summary_lines(result.table, f"sequential; {BASIS}", code)])  # fmt: skip
     raise typer.Exit(code)
 
 
@@ -404,7 +410,8 @@ def register(app: typer.Typer) -> None:
         of the selected cases only). With --interleave (or
         --back-to-back): run both now, in several pairs of fresh worker processes, on the
         selected cases. Verdicts: slower, faster, same, inconclusive, unstable. Exit 0 when no
-        case is slower, 1 when one is (or a live case failed), 2 on bad input, 3 with
+        case is slower, 1 when one is (or a case failed: live, or recorded on the candidate only
+        where the baseline timed it), 2 on bad input, 3 with
         --fail-on-undecided when no case is slower but one is inconclusive or unstable.
         """
         try:

@@ -211,7 +211,7 @@ EXIT_UNDECIDED = 3
 #: What each exit status of a command that judges means, for the Markdown summaries.
 EXIT_MEANINGS = {
     0: "no case is slower",
-    1: "a case is slower, or a live case failed",
+    1: "a case is slower, or a case failed",
     EXIT_UNDECIDED: "no case is slower, but one is undecided (--fail-on-undecided)",
 }
 FailOnUndecided = Annotated[
@@ -225,15 +225,18 @@ FailOnUndecided = Annotated[
 ]
 
 
-def exit_status(verdicts: Iterable[str], fail_on_undecided: bool = False) -> int:
+def exit_status(
+    verdicts: Iterable[str], fail_on_undecided: bool = False, failed: bool = False
+) -> int:
     """The exit status of the verdicts of ``compare`` or ``review``, for a CI gate.
 
-    1 when any verdict is ``slower``; else :data:`EXIT_UNDECIDED` when ``fail_on_undecided``
-    and one is not ``faster`` or ``same`` (``inconclusive``, ``unstable``, a review's
-    ``disagree``); else 0. Bad input exits 2 before there are verdicts.
+    1 when any verdict is ``slower`` or ``failed`` (a case that the baseline timed fails on
+    the candidate); else :data:`EXIT_UNDECIDED` when ``fail_on_undecided`` and one is not
+    ``faster`` or ``same`` (``inconclusive``, ``unstable``, a review's ``disagree``); else 0.
+    Bad input exits 2 before there are verdicts.
     """
     verdicts = list(verdicts)
-    if "slower" in verdicts:
+    if "slower" in verdicts or failed:
         return 1
     if fail_on_undecided and any(v not in ("faster", "same") for v in verdicts):
         return EXIT_UNDECIDED
