@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import math
+import shutil
 
 import numpy as np
 import pytest
@@ -232,3 +233,28 @@ def test_fail_on_undecided_exits_3_and_slower_still_wins(tmp_path):
         blocked.output.strip() == f"error: --json {under_a_file}: its folder "
         f"{tmp_path / 'afile'} is a file"
     )
+
+
+def test_json_and_markdown_never_overwrite_or_append_to_results(tmp_path):
+    for side, version in enumerate(("a", "b")):
+        for p in range(2):
+            samples = lognormal(1e-3, 40, seed=100 + 10 * side + p, sigma=0.05)
+            write(tmp_path / version / f"run{p}.jsonl",
+                  [record("0.1", samples, run_id=f"{version}-{p}")])  # fmt: skip
+    args = ["compare", str(tmp_path / "a"), str(tmp_path / "b")]
+    results = tmp_path / "b" / "run0.jsonl"
+    before = results.read_bytes()
+    for option in ("--json", "--markdown"):
+        refused = CliRunner().invoke(app, [*args, option, str(results)])
+        assert refused.exit_code == 2, refused.output
+        assert f"error: {option} {results}: a jaxbench record file" in refused.output
+        assert results.read_bytes() == before
+    verdicts = tmp_path / "verdicts.json"
+    for _ in range(2):  # an earlier verdicts file is replaced, and loads as no problem
+        assert CliRunner().invoke(app, [*args, "--json", str(verdicts)]).exit_code == 0
+    assert json.loads(verdicts.read_text())["kind"] == "jaxbench-verdicts"
+    shutil.copy(verdicts, tmp_path / "b")
+    again = CliRunner().invoke(app, args)
+    assert again.exit_code == 0 and "jaxbench-verdicts" not in again.output, again.output
+    onto = CliRunner().invoke(app, [*args, "--markdown", str(verdicts)])
+    assert onto.exit_code == 2 and "a jaxbench jaxbench-verdicts file" in onto.output

@@ -380,8 +380,9 @@ def check_output_files(json_out: Path | None, markdown: Path | None) -> None:
     """Before anything runs: ``--json`` and ``--markdown`` can be written where they point.
 
     Raises:
-        typer.Exit: Both name one file, one is a folder, or its folder does not exist or
-            cannot be written (exit 2); nothing is created.
+        typer.Exit: Both name one file, one is a folder, its folder does not exist or cannot
+            be written, or it is a jaxbench file (results; for ``--json``, any but an earlier
+            verdicts file) (exit 2); nothing is created.
     """
     import os
 
@@ -399,6 +400,29 @@ def check_output_files(json_out: Path | None, markdown: Path | None) -> None:
             raise fail(f"{option} {path}: its folder {folder} {what}")
         if not os.access(folder, os.W_OK):
             raise fail(f"{option} {path}: its folder {folder} is not writable")
+        if (held := _stored_kind(path)) and not (option == "--json" and held == VERDICTS_KIND):
+            raise fail(f"{option} {path}: a jaxbench {held} file; give a new file (results "
+                       "are never overwritten or appended to)")  # fmt: skip
+
+
+#: The ``kind`` of what ``--json`` writes (:func:`write_verdicts`).
+VERDICTS_KIND = "jaxbench-verdicts"
+
+
+def _stored_kind(path: Path) -> str | None:
+    """The jaxbench kind an existing file holds (a JSON Lines file's first line), or ``None``."""
+    import json
+
+    from jaxbench.store.kinds import kind_of
+
+    if not path.is_file():
+        return None
+    try:
+        with path.open("rb") as f:
+            text = f.readline() if path.suffix == ".jsonl" else f.read()
+        return kind_of(json.loads(text))
+    except (OSError, ValueError):
+        return None
 
 
 def write_verdicts(path: Path | None, command: str, cases: list[dict[str, Any]],
@@ -425,7 +449,7 @@ def write_verdicts(path: Path | None, command: str, cases: list[dict[str, Any]],
 
     if path is None:
         return
-    payload = {"kind": "jaxbench-verdicts", "command": command, **context,
+    payload = {"kind": VERDICTS_KIND, "command": command, **context,
                "exit_status": exit_status, "cases": cases}  # fmt: skip
     try:
         write_atomic(path, (json.dumps(payload, indent=2, default=str) + "\n").encode())
