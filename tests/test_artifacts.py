@@ -253,7 +253,7 @@ def test_two_processes_compiling_one_program_save_one_artifact(tmp_path):
     assert len(list((tmp_path / "programs").iterdir())) == 1
 
 
-def test_explaining_two_result_sets_names_a_changed_scaling_exponent(tmp_path):
+def test_explaining_two_result_sets_names_a_changed_scaling_exponent(tmp_path, capsys):
     from tests.analysis_data import lognormal, record, write
 
     programs = _programs(lambda x, w: x @ w)
@@ -271,6 +271,14 @@ def test_explaining_two_result_sets_names_a_changed_scaling_exponent(tmp_path):
     assert out.stdout.count("identical programs") == 4
     (line,) = [x for x in out.stdout.splitlines() if x.startswith("scaling:")]
     assert "exponent of latency in n 1.00 -> 2.00" in line and line.endswith("changed")
+    # the cases outside a selection have no scaling line either, as in compare
+    from jaxbench.cli.explain import explain_result_sets
+
+    capsys.readouterr()
+    assert explain_result_sets(str(tmp_path / "a"), str(tmp_path / "b"),
+                               {"user/attention n=16"}, None) == 0  # fmt: skip
+    shown = capsys.readouterr().out
+    assert "identical programs" in shown and "scaling:" not in shown, shown
 
 
 def test_explain_names_a_missing_side_an_artifact_given_as_a_side_and_an_empty_one(

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 import shutil
 
 import numpy as np
@@ -258,3 +259,18 @@ def test_json_and_markdown_never_overwrite_or_append_to_results(tmp_path):
     assert again.exit_code == 0 and "jaxbench-verdicts" not in again.output, again.output
     onto = CliRunner().invoke(app, [*args, "--markdown", str(verdicts)])
     assert onto.exit_code == 2 and "a jaxbench jaxbench-verdicts file" in onto.output
+
+
+def test_the_design_line_says_when_the_planned_change_is_below_the_threshold(tmp_path):
+    for side, version in enumerate(("a", "b")):
+        for p in range(3):
+            samples = lognormal(1e-3, 40, seed=100 + 10 * side + p, sigma=0.05)
+            write(tmp_path / version / f"run{p}.jsonl",
+                  [record("0.1", samples, run_id=f"{version}-{p}")])  # fmt: skip
+    args = ["compare", str(tmp_path / "a"), str(tmp_path / "b")]
+    above = CliRunner().invoke(app, [*args, "--threshold", "0.06"])
+    assert "design: a 5% change does not reach the threshold 6.0%: no number of processes" in (
+        " ".join(above.output.split())
+    )
+    below = " ".join(CliRunner().invoke(app, [*args, "--threshold", "0.04"]).output.split())
+    assert re.search(r"design: to call a 5% change slower .* needs about \d+ processes", below)

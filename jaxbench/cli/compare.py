@@ -180,12 +180,19 @@ def _rows(table: Any) -> list[dict[str, Any]]:
 
 def _print_processes_needed(result: Any, opts: dict[str, Any]) -> None:
     """One line: processes a side this machine needs to decide a 5 % change, and what it has."""
+    import math
+
     from jaxbench.analysis.compare import PLANNED_EFFECT, processes_to_decide
 
     need, spread = processes_to_decide(result.table, PLANNED_EFFECT, opts["threshold"],
                                        opts["alpha"], opts.get("strict", False))  # fmt: skip
     table = result.table
     have = int(table[["n_baseline", "n_candidate"]].min(axis=1).median()) if len(table) else 0
+    if need is None and not math.isnan(spread):  # a spread, but the change cannot be called
+        console.print(f"design: a {PLANNED_EFFECT:.0%} change does not reach the threshold "
+                      f"{opts['threshold']:.1%}: no number of processes calls it slower",
+                      highlight=False)  # fmt: skip
+        return
     if need is None:
         console.print(f"design: {have} process(es) a side measure no spread between processes; "
                       f"run at least 2 a side (each run is one)", highlight=False)  # fmt: skip

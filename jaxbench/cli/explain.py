@@ -96,8 +96,10 @@ def explain_result_sets(
         explained += 1
         for line in lines + traced_op_lines(*(f[f["case"] == label] for f in frames)):
             console.print(line, highlight=False, markup=False, soft_wrap=True)
-    print_exponent_changes(pd.concat(frames, ignore_index=True), "side", baseline, candidate,
-                           alpha=0.05)  # fmt: skip
+    both = pd.concat(frames, ignore_index=True)
+    if labels is not None:  # of the selected cases only, as compare's
+        both = both[both["case"].isin(labels)]
+    print_exponent_changes(both, "side", baseline, candidate, alpha=0.05)
     return 0 if explained else 1
 
 
