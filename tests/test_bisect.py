@@ -157,6 +157,7 @@ def test_releases_are_those_of_both_packages_in_order_and_bad_ranges_are_named()
         (["0.10.2", "0.11.0", "--jax-extra", "cuda11"], "--jax-extra 'cuda11': expected one of"),
         (["0.10.2", "0.11.0", "--profile", "nope"], "--profile 'nope': not found"),
         (["0.10.2", "0.11.0", "--profile", "local", "--processes", "1"], "--processes 1"),
+        (["0.10.2", "0.11.0", "--processes", "0"], "--processes 0 applies to --profile"),
         (["0.10.2", "0.11.0", "--profile", "local", "--jax-extra", "cuda13"], "a local bisect"),
     ],
 )

@@ -27,6 +27,8 @@ from jaxbench.live_defaults import DEFAULT_PAIRS, DEFAULT_PAIRS_STEP, DEFAULT_RO
 
 #: ``--search auto`` sweeps every release up to this many, and searches by halves beyond.
 SWEEP_AT_MOST = 8
+#: Sweeps (processes) per release of a bisect on a cluster profile.
+DEFAULT_SWEEPS = 3
 
 
 def _releases(good: str, bad: str, envs: Any) -> tuple[str, list[str]]:
@@ -170,8 +172,9 @@ def register(app: typer.Typer) -> None:
             ),
         ] = None,
         processes: Annotated[
-            int, typer.Option(help="With --profile: processes (sweeps) per release.")
-        ] = 3,
+            int | None,
+            typer.Option(help="With --profile: processes (sweeps) per release (default 3)."),
+        ] = None,
         out: Annotated[
             str,
             typer.Option("--out", "-o", help="Folder of `bisect-<id>.md` and the comparisons."),
@@ -212,6 +215,10 @@ def register(app: typer.Typer) -> None:
         if profile is not None and (venvs.jax_extra or venvs.extra_index_url):
             raise fail("--jax-extra and --extra-index-url apply to a local bisect; with "
                        "--profile, the profile's [environment] jax_extra is used")  # fmt: skip
+        if processes is not None and profile is None:
+            raise fail(f"--processes {processes} applies to --profile (the sweeps per release); "
+                       "a local bisect compares live, in pairs of worker processes")  # fmt: skip
+        processes = DEFAULT_SWEEPS if processes is None else processes
         if profile is not None and processes < 2:
             raise fail(f"--processes {processes}: expected at least 2 (the process is the "
                        "unit of a recorded verdict)")  # fmt: skip

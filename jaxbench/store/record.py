@@ -5,9 +5,9 @@ A run appends one :class:`Record` per finished case to a JSON Lines file
 writes one record file per case. Records are read back by the store's one loader
 (:func:`jaxbench.store.load`). Results are JSON only: never pickled.
 
-Schema versions: 1 (no ``kind`` field; still read), 2 (``kind: "record"``), 3 (``programs``) and
+Schema versions: 1 (no ``kind`` field; still read), 2 (``kind: "record"``), 3 (``programs``),
 4 (whose memory peaks are: ``host_peak_scope``, ``device_peak_scope``,
-``device_bytes_in_use_before``).
+``device_bytes_in_use_before``) and 5 (``trace``: a per-op table of traced calls).
 ``env``, ``noise`` and ``metrics`` are the submodels :class:`Env` (with :class:`Host`, :class:`Git`
 and :class:`SweepPlacement`), :class:`Noise` and :class:`Metrics`: the fields the analysis reads
 are typed and optional (files of every version lack some of them), any other field is kept as it
