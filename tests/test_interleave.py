@@ -438,6 +438,15 @@ def test_compare_of_two_result_paths_with_the_same_records_is_never_slower_or_fa
     assert "1+1" in text and "no interval" in text  # one run a side: one process a side
     assert "results/cpu (candidate) vs results/cpu (baseline)" in text
     assert "warning: baseline and candidate are the same records" in text
+    spelled = runner.invoke(app, ["compare", "results/cpu", "./results/cpu/"])  # one folder
+    assert "warning: baseline and candidate are the same records" in spelled.output
+    assert "(baseline)" in spelled.output and "(candidate)" in spelled.output  # kept apart
+    folder = Path("results/versions/0.11.2")
+    part = sorted(folder.glob("*.jsonl"))[0]
+    overlap = runner.invoke(app, ["compare", str(folder), str(part)])
+    assert f"warning: the sides share 1 file(s) (e.g. {part.resolve()})" in " ".join(
+        overlap.output.split()
+    )
 
 
 def test_compare_of_a_version_with_itself_warns_that_it_is_an_a_a_check():

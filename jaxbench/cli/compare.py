@@ -92,15 +92,17 @@ def _compare_recorded(baseline: str, candidate: str, results: list[Path], opts: 
     def load_results(paths: list[Path]) -> tuple[Any, list]:
         loaded = load(paths, kinds={"record", "calibration"})
         read.extend(loaded)
+        files.append(loaded.files)
         return results_of(loaded)
 
+    files: list[set[Path]] = []  # what each load read
     as_paths = [Path(baseline), Path(candidate)]
     exists = [p.exists() for p in as_paths]
     if all(exists):
         import pandas as pd
 
         frames = []
-        if baseline == candidate:  # an A/A check of one result set: keep the sides apart
+        if as_paths[0].resolve() == as_paths[1].resolve():  # an A/A check: keep the sides apart
             _same_records(baseline)
             baseline, candidate = f"{baseline} (baseline)", f"{candidate} (candidate)"
         for side, path in zip((baseline, candidate), as_paths, strict=True):
@@ -109,6 +111,10 @@ def _compare_recorded(baseline: str, candidate: str, results: list[Path], opts: 
             if frame.empty:
                 raise fail(f"{path}: no jaxbench or asv records could be loaded")
             frames.append(frame.assign(side=side))
+        if (shared := files[0] & files[1]) and files[0] != files[1]:
+            err_console.print(f"warning: the sides share {len(shared)} file(s) (e.g. "
+                              f"{min(shared)}): their processes are on both sides, which pulls "
+                              "every ratio towards 1", highlight=False)  # fmt: skip
         frame, by = pd.concat(frames, ignore_index=True), "side"
     elif any(exists):
         path, other = (baseline, candidate) if exists[0] else (candidate, baseline)
