@@ -261,7 +261,8 @@ def run(
 
     A backend that is not present gives one ``skipped`` record per case, not an error. Every
     record's ``env`` has ``requested_backend`` (:func:`measure_case`). A ``KeyboardInterrupt``
-    ends the run early with ``interrupted`` set; the records written so far stay. A record that
+    ends the run early with ``interrupted`` set; the records written so far stay (a run that
+    ended before its first record leaves no file). A record that
     cannot be written (a full disk) ends it with ``write_error`` set; the file keeps the
     records before it, whole (:class:`~jaxbench.store.Appender`).
 
@@ -296,4 +297,6 @@ def run(
                     on_record(case, record)
         except KeyboardInterrupt:
             result.interrupted = True
+    if not result.records and path.stat().st_size == 0:  # ended before its first record
+        path.unlink(missing_ok=True)
     return result

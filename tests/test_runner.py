@@ -188,3 +188,14 @@ def test_interrupt_keeps_the_records_written_so_far(tmp_path, fast_timing):
     assert [r.params["dtype"] for r in read_file(result.path, strict=True).models("record")] == [
         "float32"
     ]
+
+
+def test_a_run_interrupted_before_its_first_record_leaves_no_empty_file(tmp_path, fast_timing):
+    cases = select_cases(["train_step"], overrides={"size": ["tiny"]})
+
+    def stop(case):
+        raise KeyboardInterrupt
+
+    result = run(cases, tmp_path, timing=fast_timing, on_case=stop)
+    assert result.interrupted and result.records == []
+    assert not result.path.exists() and list(tmp_path.iterdir()) == []

@@ -291,10 +291,14 @@ def _report(result: RunResult, cases: list[Case]) -> None:
     console.print(records_table(result.records, title=f"jaxbench run {result.path.stem}"))
     for line in problems(result.records):
         console.print(line, style="yellow", highlight=False)
-    console.print(f"results: {result.path}", highlight=False)
+    if result.path.exists():
+        console.print(f"results: {result.path}", highlight=False)
     if result.write_error:
         raise fail(f"cannot write {result.write_error}; the {len(result.records)} record(s) "
                    "before it are whole in that file", code=1)  # fmt: skip
+    if result.interrupted and not result.records:
+        raise fail(f"interrupted before the first of {len(cases)} cases finished; nothing was "
+                   "written", code=130)  # fmt: skip
     if result.interrupted:
         raise fail(
             f"interrupted after {len(result.records)} of {len(cases)} cases; "
