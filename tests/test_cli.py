@@ -64,6 +64,30 @@ def test_bad_input_is_one_clear_line_and_exit_2(args, message, tmp_path):
     assert not list(tmp_path.glob("*.jsonl"))
 
 
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["show", ""], "Invalid value for 'paths': '': expected a file or folder"),
+        (["report", "", "-o", "r"], "Invalid value for 'paths': '': expected a file or folder"),
+        (["steps", ""], "Invalid value for 'paths': '': expected a file or folder"),
+        (["status", ""], "Invalid value for 'sweep_dir': '': expected a file or folder"),
+        (["compare", "results/cpu", ""], "'candidate': '': expected a results path or a JAX"),
+        (["compare", " ", "results/cpu"], "'baseline': ' ': expected a results path or a JAX"),
+        (["explain", "results/cpu", ""], "'candidate': '': expected a results path or a JAX"),
+        (["review", "", "current"], "'baseline': '': expected a results path or a JAX"),
+        (["review", "0.11.2", "current", "--out", ""], "--out must be a path, got ''"),
+    ],
+)
+def test_an_empty_path_is_refused_not_read_as_this_folder(args, message):
+    from typer.testing import CliRunner
+
+    from jaxbench.cli import app
+
+    result = CliRunner().invoke(app, args)
+    assert result.exit_code == 2, result.output
+    assert message in " ".join(result.output.split())
+
+
 def test_unwritable_results_folder(tmp_path):
     blocker = tmp_path / "file"
     blocker.write_text("")

@@ -19,6 +19,7 @@ from jaxbench.cli.options import (
     console,
     err_console,
     fail,
+    given_path,
     profile_option,
     say,
     timing_fields,
@@ -31,7 +32,9 @@ if TYPE_CHECKING:
     from jaxbench.store import SweepManifest
     from jaxbench.store.sweep import Submission
 
-SweepArg = Annotated[Path, typer.Argument(help="The sweep folder (printed by `submit`).")]
+SweepArg = Annotated[
+    Path, typer.Argument(parser=given_path, help="The sweep folder (printed by `submit`).")
+]
 
 
 @selects_cases()

@@ -34,6 +34,7 @@ from jaxbench.cli.options import (
     err_console,
     exit_status,
     fail,
+    given_text,
     pythons_for,
     side_label,
     side_params,
@@ -348,7 +349,7 @@ def register(app: typer.Typer) -> None:
 
     @version_command(app, "compare")
     def compare_cmd(
-        baseline: Annotated[str, typer.Argument(help=BASELINE_HELP)],
+        baseline: Annotated[str, typer.Argument(parser=given_text, help=BASELINE_HELP)],
         candidate: Candidate,
         select: Selection,
         venvs: VersionEnvOptions,

@@ -18,6 +18,7 @@ from jaxbench.cli.options import (
     console,
     err_console,
     fail,
+    given_text,
     pythons_for,
     side_label,
     side_params,
@@ -118,7 +119,7 @@ def register(app: typer.Typer) -> None:
 
     @version_command(app, "explain")
     def explain_cmd(
-        baseline: Annotated[str, typer.Argument(help=SIDE_HELP)],
+        baseline: Annotated[str, typer.Argument(parser=given_text, help=SIDE_HELP)],
         candidate: Candidate,
         select: Selection,
         venvs: VersionEnvOptions,

@@ -94,6 +94,20 @@ def whole_number(value: str) -> int:
         raise typer.BadParameter(f"{value!r} is not a whole number") from None
 
 
+def given_path(value: str) -> Path:
+    """A path argument (typer's ``parser``): an empty one is refused, not read as ``.``."""
+    if not value.strip():
+        raise typer.BadParameter(f"{value!r}: expected a file or folder")
+    return Path(value)
+
+
+def given_text(value: str) -> str:
+    """A side's argument (a path or a version; typer's ``parser``): an empty one is refused."""
+    if not value.strip():
+        raise typer.BadParameter(f"{value!r}: expected a results path or a JAX version")
+    return value
+
+
 def _number(value: str) -> float:
     try:
         return float(value)
@@ -164,7 +178,7 @@ Requirements = Annotated[
     ),
 ]
 #: The second side of ``compare`` and ``explain``.
-Candidate = Annotated[str, typer.Argument(help="Candidate, the same kinds.")]
+Candidate = Annotated[str, typer.Argument(parser=given_text, help="Candidate, the same kinds.")]
 #: Parameters of one side's workers (``compare --interleave``, ``explain``): the same parser as
 #: ``--param`` (:func:`side_params`).
 SetA = Annotated[

@@ -14,6 +14,7 @@ from jaxbench.cli.options import (
     check_rule_options,
     console,
     fail,
+    given_path,
     say,
     writable_folder,
 )
@@ -22,7 +23,9 @@ from jaxbench.cli.options import (
 def report_cmd(
     paths: Annotated[
         list[Path],
-        typer.Argument(help="Results files or folders (runs, sweep records, asv results)."),
+        typer.Argument(
+            parser=given_path, help="Results files or folders (runs, sweep records, asv results)."
+        ),
     ],
     out: Annotated[str, typer.Option("--out", "-o", help="Folder of report.md and figures/.")],
     baseline: Annotated[

@@ -30,6 +30,7 @@ from jaxbench.cli.options import (
     err_console,
     exit_status,
     fail,
+    given_text,
     pythons_for,
     timing_fields,
     writable_folder,
@@ -161,7 +162,7 @@ def register(app: typer.Typer) -> None:
 
     @version_command(app, "review")
     def review_cmd(
-        baseline: Annotated[str, typer.Argument(help=REVIEW_BASELINE_HELP)],
+        baseline: Annotated[str, typer.Argument(parser=given_text, help=REVIEW_BASELINE_HELP)],
         candidate: Annotated[
             str, typer.Argument(help="The JAX version to upgrade to; the same kinds.")
         ],
@@ -278,9 +279,10 @@ def _review(
     from jaxbench.upgrade.screen import ScreenError, Side, screen
     from jaxbench.upgrade.summary import answers, review_sections
 
-    target = Path(out or DEFAULT_OUT.format(baseline=baseline, candidate=candidate))
+    given = DEFAULT_OUT.format(baseline=baseline, candidate=candidate) if out is None else out
+    target = Path(given)
     made = not target.exists()
-    folder = writable_folder(str(target))  # before any environment is built
+    folder = writable_folder(given)  # before any environment is built; '' is refused
     try:
         pythons = pythons_for((("baseline", baseline), ("candidate", candidate)), envs,
                               distinct=True)  # fmt: skip

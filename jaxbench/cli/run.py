@@ -20,6 +20,7 @@ from jaxbench.cli.options import (
     console,
     err_console,
     fail,
+    given_path,
     say,
     timing_fields,
     whole_number,
@@ -355,7 +356,8 @@ def _warn_gpu_sizes_on_cpu(cases: list[Case], platform: str | None) -> None:
 
 def show_cmd(
     paths: Annotated[
-        list[Path], typer.Argument(help="Result files, or folders searched for them.")
+        list[Path],
+        typer.Argument(parser=given_path, help="Result files, or folders searched for them."),
     ],
     strict: Annotated[
         bool,

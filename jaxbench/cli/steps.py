@@ -8,13 +8,16 @@ from typing import Annotated
 import typer
 from rich.table import Table
 
-from jaxbench.cli.options import console, fail, say
+from jaxbench.cli.options import console, fail, given_path, say
 
 
 def steps_cmd(
     paths: Annotated[
         list[Path],
-        typer.Argument(help="Results files or folders over commits (asv results, runs, sweeps)."),
+        typer.Argument(
+            parser=given_path,
+            help="Results files or folders over commits (asv results, runs, sweeps).",
+        ),
     ],
     repo: Annotated[
         Path, typer.Option(help="Git checkout whose first-parent history orders the commits.")
