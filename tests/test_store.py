@@ -241,6 +241,23 @@ def test_bad_status_is_rejected():
         make_record(status="great")
 
 
+@pytest.mark.parametrize(
+    ("sample", "reason"),
+    [(-1.0, "greater than or equal to 0"), ("NaN", "a finite number"), ("Infinity", "finite")],
+)
+def test_a_record_with_an_impossible_latency_is_named_with_its_line(tmp_path, sample, reason):
+    run = tmp_path / "run.jsonl"
+    with Appender(run) as out:
+        out.write(make_record())
+    line = make_record(run_id="r2").model_dump_json().replace('"samples_s":[0.1,', "X")
+    bad = line.replace("X", f'"samples_s":[{sample},')
+    assert bad != line.replace("X", "")  # the samples were found and replaced
+    run.write_bytes(run.read_bytes() + bad.encode() + b"\n")
+    (problem,) = load(run).problems
+    assert problem.reason.startswith("line 2: not a valid record: samples_s.0: ")
+    assert reason in problem.reason and problem.reason.endswith("1 loaded")
+
+
 def test_appends_from_two_writers_never_interleave_lines(tmp_path):
     path = tmp_path / "run.jsonl"
     big = make_record(samples_s=[0.001] * 20000)

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import datetime as _dt
 import uuid
-from typing import Any, Literal, TextIO
+from typing import Annotated, Any, Literal, TextIO
 
 from pydantic import BaseModel, ConfigDict, Field, SerializerFunctionWrapHandler, model_serializer
 
@@ -27,6 +27,9 @@ SCHEMA_VERSION = 5
 
 Status = Literal["ok", "failed", "skipped", "recompiled"]
 Number = int | float
+#: A timed latency, seconds: finite and not negative (a hand-edited or broken file is a problem
+#: of its line, not a record whose statistics go wrong).
+Latency = Annotated[float, Field(ge=0, allow_inf_nan=False)]
 
 
 class _Recorded(BaseModel):
@@ -278,7 +281,7 @@ class Record(BaseModel):
             backend absent, see ``error``); ``recompiled`` (a compile happened inside the timed
             region, so ``samples_s`` are not steady state).
         error: Reason for any status other than ``ok``.
-        samples_s: Every timed per-call latency, in seconds, in call order.
+        samples_s: Every timed per-call latency, in seconds (finite, >= 0), in call order.
         lower_s: Tracing plus lowering to StableHLO, seconds.
         compile_s: XLA compile of the lowered module, seconds.
         first_call_s: First call through the jitted callable, blocked, seconds.
@@ -334,7 +337,7 @@ class Record(BaseModel):
     params: dict[str, Any]
     status: Status
     error: str | None = None
-    samples_s: list[float] = Field(default_factory=list)
+    samples_s: list[Latency] = Field(default_factory=list)
     lower_s: float | None = None
     compile_s: float | None = None
     first_call_s: float | None = None
