@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 import io
 import json
+import re
 import sys
 from pathlib import Path
 
@@ -496,3 +497,11 @@ def test_compare_back_to_back_saves_each_pair_and_names_its_design(tmp_path):
     assert found.candidate.params["size"] == "tiny*1.5" and found.baseline.params["size"] == "tiny"
     assert estimate(found).units == "2+2 processes"
     assert (result.exit_code == 1) == (estimate(found).verdict == "slower")
+
+
+def test_a_recorded_compare_notes_the_recorded_cases_only_the_full_grid_selects():
+    quick = runner.invoke(app, ["compare", "results/cpu", "results/cpu", "-w", "loop"])
+    text = " ".join(quick.output.split())
+    assert re.search(r"note: \d+ recorded case\(s\) of the full grid are outside the quick", text)
+    full = runner.invoke(app, ["compare", "results/cpu", "results/cpu", "-w", "loop", "--full"])
+    assert full.exit_code == 0 and "note:" not in full.output, full.output

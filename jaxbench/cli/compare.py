@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import os
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
@@ -62,15 +63,18 @@ BASELINE_HELP = (
 
 def _offline(baseline: str, candidate: str, results: list[Path], opts: dict[str, Any],
              labels: set[str] | None = None, json_out: Path | None = None,
-             markdown: Path | None = None) -> None:  # fmt: skip
+             markdown: Path | None = None,
+             full_grid: frozenset[str] = frozenset()) -> None:  # fmt: skip
     """Compare recorded results; every file is read once: records and calibrations together.
 
     ``labels``: compare only the records of these cases (the selection options), else all.
+    ``full_grid``: the cases that ``--full`` would add to them (recorded ones are noted).
     """
     from jaxbench.store import collector_paused
 
     with collector_paused():
-        _compare_recorded(baseline, candidate, results, opts, labels, json_out, markdown)
+        _compare_recorded(baseline, candidate, results, opts, labels, json_out, markdown,
+                          full_grid)  # fmt: skip
 
 
 def _same_records(what: str) -> None:
@@ -81,7 +85,7 @@ def _same_records(what: str) -> None:
 
 def _compare_recorded(baseline: str, candidate: str, results: list[Path], opts: dict[str, Any],
                       labels: set[str] | None, json_out: Path | None,
-                      markdown: Path | None) -> None:  # fmt: skip
+                      markdown: Path | None, full_grid: frozenset[str]) -> None:  # fmt: skip
     from jaxbench.analysis import compare_versions
     from jaxbench.analysis.compare import BASIS
     from jaxbench.analysis.frames import results_of
@@ -136,6 +140,10 @@ def _compare_recorded(baseline: str, candidate: str, results: list[Path], opts: 
         if baseline == candidate:
             _same_records(f"JAX {baseline}")
     if labels is not None:
+        if left := sorted(set(frame["case"]) & full_grid):
+            err_console.print(f"note: {len(left)} recorded case(s) of the full grid are outside "
+                              f"the quick one and not compared (e.g. {left[0]}); --full compares "
+                              "them", highlight=False)  # fmt: skip
         frame = frame[frame["case"].isin(labels)]
         if frame.empty:
             raise fail("no record of the selected cases (-w, -s, --param, ...); `jaxbench show` "
@@ -445,10 +453,13 @@ def register(app: typer.Typer) -> None:
             if set_a or set_b:
                 raise fail("--set-a/--set-b apply to --interleave (both sides run now); recorded "
                            "runs are compared case by case as measured")  # fmt: skip
-            labels = None
+            labels, full_grid = None, frozenset()
             if select.given:  # the selected cases' records only, as `explain` of result sets
                 try:
                     labels = {c.label for c in select.cases()}
+                    if not select.full:
+                        full = dataclasses.replace(select, full=True).cases()
+                        full_grid = frozenset(c.label for c in full) - labels
                 except ValueError as exc:
                     raise fail(str(exc)) from None
             live_only = {"--backend": (backend, "cpu"), "--pairs": (pairs, DEFAULT_PAIRS),
@@ -464,7 +475,7 @@ def register(app: typer.Typer) -> None:
                            "--back-to-back); a recorded one reads what was measured")  # fmt: skip
             _offline(baseline, candidate, results or [Path("results")],
                      opts | {"compile_threshold": compile_threshold}, labels, json_out,
-                     markdown)  # fmt: skip
+                     markdown, full_grid)  # fmt: skip
             return
         if results:
             raise fail("--results applies to recorded comparisons, not --interleave")
