@@ -376,6 +376,11 @@ def test_collect_keeps_results_while_a_collected_record_file_is_unreadable(tmp_p
     done = run_cli("collect", str(sweep.root))
     assert done.returncode == 1 and sweep.results_path.read_bytes() == before
     assert "left as it was, since a record file is unreadable" in done.stdout.replace("\n", "")
+    from jaxbench.cluster import dispatch
+
+    (task,) = dispatch.status(sweep, manifest)  # status names it too, counted as missing
+    assert (task.ok, task.missing) == (1, 1)
+    assert "unreadable: " in task.detail and sweep.record_path(cases[1], None).name in task.detail
 
 
 # --- preflight with a stand-in sinfo --------------------------------------------------------

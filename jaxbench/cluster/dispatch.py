@@ -351,10 +351,11 @@ class TaskStatus:
         task: The task.
         job_id: Its latest job (``None``: never submitted).
         state: One of :data:`jobstate.STATES` (see :func:`jobstate.job_state`).
-        detail: First line of the job's error, if any.
+        detail: First line of the job's error, if any; and the first record file that does
+            not load, if any.
         ok: Cases with an ``ok`` record.
         other: Cases with a record of another status.
-        missing: Cases without a record.
+        missing: Cases without a record, or with one that does not load.
     """
 
     task: TaskSpec
@@ -372,7 +373,9 @@ def status(sweep: Sweep, manifest: SweepManifest) -> list[TaskStatus]:
     queued = jobstate.queued_states(jobs.values()) if manifest.executor == "slurm" else {}
     out = []
     for task in manifest.tasks:
-        records = [sweep.read_record(c, task.jax) for c in task.cases]
+        found = [sweep.record_of(c, task.jax) for c in task.cases]
+        records = [r for r, _ in found]
+        unreadable = [why for _, why in found if why]
         ok = sum(1 for r in records if r is not None and r.status == "ok")
         missing = sum(1 for r in records if r is None)
         job_id = jobs.get(task.index)
@@ -381,6 +384,9 @@ def status(sweep: Sweep, manifest: SweepManifest) -> list[TaskStatus]:
             state, detail = jobstate.job_state(
                 sweep.submitit_dir, manifest.executor, job_id, queued
             )
+        if unreadable:  # counted as missing (a resume runs them again), and named
+            more = f" (+{len(unreadable) - 1} more)" if len(unreadable) > 1 else ""
+            detail = "; ".join(filter(None, [detail, f"unreadable: {unreadable[0]}{more}"]))
         other = len(records) - ok - missing
         out.append(TaskStatus(task, job_id, state, detail, ok, other, missing))
     return out

@@ -86,10 +86,21 @@ class Sweep:
 
     def read_record(self, case: CaseSpec, jax_version: str | None) -> Record | None:
         """The case's record, or ``None`` if it has none (or an unreadable one)."""
+        return self.record_of(case, jax_version)[0]
+
+    def record_of(
+        self, case: CaseSpec, jax_version: str | None
+    ) -> tuple[Record | None, str | None]:
+        """The case's record, or ``None`` and why its file does not load (``None``: no file).
+
+        Returns:
+            ``(record, None)``, ``(None, reason)`` or ``(None, None)``.
+        """
+        path = self.record_path(case, jax_version)
         try:
-            return read_model(self.record_path(case, jax_version), Record)
-        except StoreFormatError:
-            return None
+            return read_model(path, Record), None
+        except StoreFormatError as exc:
+            return None, (str(exc) if path.exists() else None)
 
     def has_ok_record(self, case: CaseSpec, jax_version: str | None) -> bool:
         """Whether the case already has a record with status ``ok``."""
