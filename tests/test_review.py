@@ -78,7 +78,8 @@ class Simulation:
                     status="ok", samples_s=list(samples), compile_s=0.2,
                     programs=save_programs(side.folder, programs),
                     env={"jax": side.name, "jaxlib": side.name, "backend": "cpu",
-                         "device_kind": "cpu", "process_id": f"p{n}"},
+                         "device_kind": "cpu", "process_id": f"p{n}",
+                         "timing": {"budget_s": float(run_args[run_args.index("--budget") + 1])}},
                 ))  # fmt: skip
         return 0, 0.1
 
@@ -300,6 +301,16 @@ def test_an_interrupted_screen_runs_only_the_missing_processes(simulated, tmp_pa
     simulated.runs.clear()
     assert _review(out).exit_code == 1  # asks for three
     assert simulated.runs == ["0.11.2", "0.12.0.1"]
+    assert "kept apart" not in _review(out).output  # the same settings: pooled
+
+
+def test_a_screen_resumed_with_other_timing_settings_says_what_it_keeps_apart(simulated, tmp_path):
+    out = tmp_path / "review"
+    assert _review(out, "--processes", "2").exit_code == 1
+    resumed = _review(out, "--budget", "0.7")  # a third process a side, timed otherwise
+    assert simulated.runs[-2:] == ["0.11.2", "0.12.0.1"]
+    assert [x for x in resumed.output.splitlines() if x.startswith("kept apart: ")]
+    assert "budget_s" in " ".join(resumed.output.split()), resumed.output
 
 
 @pytest.mark.parametrize(

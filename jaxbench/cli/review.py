@@ -313,6 +313,9 @@ def _review(
                                  settings=settings)  # fmt: skip
             done = finished(review.live, *versions, schedule.pairs)
             opened = open_cases(review.results, labels)
+            for reason in dict.fromkeys(r for c in review.comparisons for r in c.kept_apart):
+                # e.g. a resumed screen run with other timing settings: not pooled, and said
+                err_console.print(f"kept apart: {reason}", highlight=False)
             _say_processes_needed(review, processes, rule)
             if reused := [label for label in opened if label in done]:
                 err_console.print(f"confirm: {len(reused)} case(s) compared live before, reused",
