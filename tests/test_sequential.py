@@ -170,6 +170,16 @@ def test_compare_of_recorded_runs_with_a_1000x_slowdown_exits_1(tmp_path):
     assert [c["verdict"] for c in steady] == ["slower"] and steady[0]["ratio"] > 500
 
 
+def two_sides(tmp_path, processes):
+    """Folders ``a`` and ``b`` of ``processes`` runs each, of one case and no change."""
+    for side, version in enumerate(("a", "b")):
+        for p in range(processes):
+            samples = lognormal(1e-3, 40, seed=100 + 10 * side + p, sigma=0.05)
+            write(tmp_path / version / f"run{p}.jsonl",
+                  [record("0.1", samples, run_id=f"{version}-{p}")])  # fmt: skip
+    return [str(tmp_path / "a"), str(tmp_path / "b")]
+
+
 def test_a_case_that_fails_on_every_candidate_run_is_said_and_exits_1(tmp_path):
     broken = {"benchmark": "mywl:maybe_broken", "params": {"n": 16}}
     for side, version in enumerate(("a", "b")):
@@ -203,12 +213,7 @@ def test_a_case_that_fails_on_every_candidate_run_is_said_and_exits_1(tmp_path):
 
 
 def test_fail_on_undecided_exits_3_and_slower_still_wins(tmp_path):
-    for side, version in enumerate(("a", "b")):
-        for p in range(2):
-            samples = lognormal(1e-3, 40, seed=100 + 10 * side + p, sigma=0.05)
-            write(tmp_path / version / f"run{p}.jsonl",
-                  [record("0.1", samples, run_id=f"{version}-{p}")])  # fmt: skip
-    args = ["compare", str(tmp_path / "a"), str(tmp_path / "b")]
+    args = ["compare", *two_sides(tmp_path, 2)]
     plain = CliRunner().invoke(app, args)
     assert plain.exit_code == 0, plain.output
     assert "inconclusive" in plain.output
@@ -237,12 +242,7 @@ def test_fail_on_undecided_exits_3_and_slower_still_wins(tmp_path):
 
 
 def test_json_and_markdown_never_overwrite_or_append_to_results(tmp_path):
-    for side, version in enumerate(("a", "b")):
-        for p in range(2):
-            samples = lognormal(1e-3, 40, seed=100 + 10 * side + p, sigma=0.05)
-            write(tmp_path / version / f"run{p}.jsonl",
-                  [record("0.1", samples, run_id=f"{version}-{p}")])  # fmt: skip
-    args = ["compare", str(tmp_path / "a"), str(tmp_path / "b")]
+    args = ["compare", *two_sides(tmp_path, 2)]
     results = tmp_path / "b" / "run0.jsonl"
     before = results.read_bytes()
     for option in ("--json", "--markdown"):
@@ -262,12 +262,7 @@ def test_json_and_markdown_never_overwrite_or_append_to_results(tmp_path):
 
 
 def test_the_design_line_says_when_the_planned_change_is_below_the_threshold(tmp_path):
-    for side, version in enumerate(("a", "b")):
-        for p in range(3):
-            samples = lognormal(1e-3, 40, seed=100 + 10 * side + p, sigma=0.05)
-            write(tmp_path / version / f"run{p}.jsonl",
-                  [record("0.1", samples, run_id=f"{version}-{p}")])  # fmt: skip
-    args = ["compare", str(tmp_path / "a"), str(tmp_path / "b")]
+    args = ["compare", *two_sides(tmp_path, 3)]
     above = CliRunner().invoke(app, [*args, "--threshold", "0.06"])
     assert "design: a 5% change does not reach the threshold 6.0%: no number of processes" in (
         " ".join(above.output.split())
