@@ -78,11 +78,12 @@ def test_bad_input_is_one_clear_line_and_exit_2(args, message, tmp_path):
         (["review", "0.11.2", "current", "--out", ""], "--out must be a path, got ''"),
     ],
 )
-def test_an_empty_path_is_refused_not_read_as_this_folder(args, message):
+def test_an_empty_path_is_refused_not_read_as_this_folder(args, message, tmp_path, monkeypatch):
     from typer.testing import CliRunner
 
     from jaxbench.cli import app
 
+    monkeypatch.chdir(tmp_path)  # were '' read as this folder, nothing here to read or write
     result = CliRunner().invoke(app, args)
     assert result.exit_code == 2, result.output
     assert message in " ".join(result.output.split())
