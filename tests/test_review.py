@@ -62,6 +62,7 @@ class Simulation:
         self.interrupt_after: int | None = None
         self.process = itertools.count()
         self.screen_sd = PROCESS_SD  # spread of the recorded processes' offsets
+        self.fails: set[tuple[str, str]] = set()  # (version, case label) whose records fail
 
     def run_process(self, side, run_args, log):
         assert run_args[: len(RUN_SELECT)] == RUN_SELECT and "-b" in run_args
@@ -70,6 +71,12 @@ class Simulation:
         side.folder.mkdir(parents=True, exist_ok=True)
         with Appender(side.folder / f"run-{n}.jsonl") as out:
             for case in CASES:
+                if (side.name, case.label) in self.fails:
+                    out.write(Record(run_id=f"run-{n}", benchmark="train_step",
+                                     params=dict(case.params), status="failed",
+                                     error="GateFailure: loss not finite",
+                                     env={"jax": side.name, "process_id": f"p{n}"}))  # fmt: skip
+                    continue
                 median, programs = _truth(case.label, side.name)
                 offset = median * math.exp(self.screen_sd * self.rng.standard_normal())
                 samples = offset * self._calls(60)
@@ -256,6 +263,18 @@ def test_the_report_leads_with_the_terminals_answer_per_case(
         assert slow.recorded.startswith("inconclusive ") and slow.live.startswith("slower ")
         assert "Recorded screen: **0 slower**" in screen
         assert "0 slower" not in head
+
+
+def test_a_case_the_candidate_fails_is_said_and_exits_1(simulated, tmp_path):
+    simulated.fails = {(VERSIONS[1], SLOW)}  # the one slower case fails instead: none slower
+    out = tmp_path / "verdicts.json"
+    result = _review(tmp_path / "review", "--json", str(out))
+    assert result.exit_code == 1, result.output
+    assert "slower" not in result.output
+    text = " ".join(result.output.split())
+    assert f"failed: {SLOW}: no ok record on {VERSIONS[1]} (3 failed); first error: " in text
+    (failure,) = json.loads(out.read_text())["failed"]
+    assert failure["side"] == VERSIONS[1] and failure["statuses"] == {"failed": 3}
 
 
 def test_a_second_review_reuses_what_is_on_disk(simulated, tmp_path):

@@ -176,8 +176,7 @@ def _compare_recorded(baseline: str, candidate: str, results: list[Path], opts: 
     write_verdicts(json_out, "compare", _rows(result.table), code, mode="sequential",
                    baseline=baseline, candidate=candidate, threshold=opts["threshold"],
                    alpha=opts["alpha"],
-                   failed=[{"side": f.side, "case": f.case, "statuses": f.statuses,
-                            "error": f.error} for f in result.failed])  # fmt: skip
+                   failed=[dataclasses.asdict(f) for f in result.failed])  # fmt: skip
     if markdown is not None:
         write_summary(markdown, f"jaxbench compare: {candidate} vs {baseline}",
                       comparison_model(result),

@@ -373,11 +373,16 @@ def _review(
         raise fail(f"interrupted; what was measured is in {folder}, and the same command "
                    "resumes from it", code=130) from None  # fmt: skip
     _print(found)
+    failed = [f for c in review.comparisons for f in c.failed]
+    for failure in failed:  # timed by one version, failed in the other: the candidate's first
+        console.print(f"failed: {failure}", highlight=False)
     console.print(f"report: {report}", highlight=False)
-    code = exit_status([a.verdict for a in found], fail_on_undecided)
+    lost = any(c.candidate_failed for c in review.comparisons)
+    code = exit_status([a.verdict for a in found], fail_on_undecided, lost)
     write_verdicts(json_out, "review", [dataclasses.asdict(a) for a in found], code,
                    baseline=versions[0], candidate=versions[1], threshold=rule["threshold"],
-                   alpha=rule["alpha"], report=str(report))  # fmt: skip
+                   alpha=rule["alpha"], report=str(report),
+                   failed=[dataclasses.asdict(f) for f in failed])  # fmt: skip
     _summarize(markdown, found, versions, code, report)
     if code:
         raise typer.Exit(code)
