@@ -392,8 +392,12 @@ def test_command_help_has_no_rest_markup():
         (["run", "--size"], "jaxbench run: Option '--size' requires an argument (see"),
         (["compare", "x"], "jaxbench compare: Missing argument 'candidate' (see"),
         (["compare", "--rounds", "abc", "a", "b"], "Invalid value for '--rounds'"),
+        (["compare", "a", "b", "--threshold", "x"], "a valid number, unable to parse string as a "
+         "number (got 'x')"),
+        (["show", "--limit", "1.5", "."], "Invalid value for '--limit': Input should be a valid "
+         "integer, unable to parse string as an integer (got '1.5')"),
     ],
-)
+)  # fmt: skip
 def test_usage_error_is_one_line(args, line):
     """A usage error of typer (unknown command or option, missing or unparsable value) is one
     line on stderr naming the command, exit 2: not typer's usage lines and boxed panel."""

@@ -62,8 +62,19 @@ def _one_line(command: Callable[[], str]) -> Iterator[None]:
             raise
         where = getattr(e, "ctx", None)
         path = where.command_path if where is not None else command()
-        message = e.format_message().rstrip(".")
+        message = e.format_message().rstrip(".") + _given(e)
         raise fail(f"{path}: {message} (see {path} --help)", e.exit_code) from None
+
+
+def _given(error: Exception) -> str:
+    """``" (got 'x')"`` for a value that typer checked with pydantic, else ``""``.
+
+    Pydantic's message does not repeat the value (``--threshold x``: "Input should be a valid
+    number"); an option with a ``parser`` of its own names it already.
+    """
+    cause = error.__cause__
+    errors = cause.errors() if type(cause).__name__ == "ValidationError" else []
+    return f" (got {errors[0]['input']!r})" if errors and "input" in errors[0] else ""
 
 
 app = typer.Typer(
