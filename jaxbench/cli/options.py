@@ -14,6 +14,7 @@ from rich.text import Text
 
 from jaxbench.cli.groups import option_group
 from jaxbench.inference.paired import MIN_ROUNDS
+from jaxbench.store.kinds import VERDICTS
 
 if TYPE_CHECKING:
     from collections.abc import Iterable, Sequence
@@ -244,8 +245,8 @@ def exit_status(
 ) -> int:
     """The exit status of the verdicts of ``compare`` or ``review``, for a CI gate.
 
-    1 when any verdict is ``slower`` or ``failed`` (a case that the baseline timed fails on
-    the candidate); else :data:`EXIT_UNDECIDED` when ``fail_on_undecided`` and one is not
+    1 when any verdict is ``slower``, or ``failed`` is true (a case that the baseline timed
+    fails on the candidate); else :data:`EXIT_UNDECIDED` when ``fail_on_undecided`` and one is not
     ``faster`` or ``same`` (``inconclusive``, ``unstable``, a review's ``disagree``); else 0.
     Bad input exits 2 before there are verdicts.
     """
@@ -414,13 +415,9 @@ def check_output_files(json_out: Path | None, markdown: Path | None) -> None:
             raise fail(f"{option} {path}: its folder {folder} {what}")
         if not os.access(folder, os.W_OK):
             raise fail(f"{option} {path}: its folder {folder} is not writable")
-        if (held := _stored_kind(path)) and not (option == "--json" and held == VERDICTS_KIND):
+        if (held := _stored_kind(path)) and not (option == "--json" and held == VERDICTS):
             raise fail(f"{option} {path}: a jaxbench {held} file; give a new file (results "
                        "are never overwritten or appended to)")  # fmt: skip
-
-
-#: The ``kind`` of what ``--json`` writes (:func:`write_verdicts`).
-VERDICTS_KIND = "jaxbench-verdicts"
 
 
 def _stored_kind(path: Path) -> str | None:
@@ -463,7 +460,7 @@ def write_verdicts(path: Path | None, command: str, cases: list[dict[str, Any]],
 
     if path is None:
         return
-    payload = {"kind": VERDICTS_KIND, "command": command, **context,
+    payload = {"kind": VERDICTS, "command": command, **context,
                "exit_status": exit_status, "cases": cases}  # fmt: skip
     try:
         write_atomic(path, (json.dumps(payload, indent=2, default=str) + "\n").encode())

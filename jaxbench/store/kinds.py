@@ -47,6 +47,8 @@ MODELS: dict[str, type[BaseModel]] = {
     "sweep": SweepManifest,
 }
 KINDS = frozenset(MODELS)
+#: The kind of the verdicts file that ``compare --json`` and ``review --json`` write.
+VERDICTS = "jaxbench-verdicts"
 #: Kinds this project writes but the store does not model, and who reads them: the loader
 #: passes over them without complaint.
 UNMODELLED = {
@@ -55,7 +57,7 @@ UNMODELLED = {
     "store-scale": "scripts/store_scale.py (timings of the store's commands, not records)",
     "prepare_cost": "scripts/bench_prepare.py (a live worker's fixed cost, not records)",
     "pair-cost": "scripts/bench_pair.py (a live pair's wall time by phase, not records)",
-    "jaxbench-verdicts": "compare --json and review --json (verdicts for a CI job, not records)",
+    VERDICTS: "compare --json and review --json (verdicts for a CI job, not records)",
 }
 #: The kind of asv's result files (no ``kind`` field; converted to records).
 ASV = "asv"
