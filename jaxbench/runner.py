@@ -297,6 +297,6 @@ def run(
                     on_record(case, record)
         except KeyboardInterrupt:
             result.interrupted = True
-    if not result.records and path.stat().st_size == 0:  # ended before its first record
+    if not result.records and path.exists() and path.stat().st_size == 0:  # before its first
         path.unlink(missing_ok=True)
     return result
