@@ -273,6 +273,8 @@ def test_a_case_the_candidate_fails_is_said_and_exits_1(simulated, tmp_path):
     assert "slower" not in result.output
     text = " ".join(result.output.split())
     assert f"failed: {SLOW}: no ok record on {VERSIONS[1]} (3 failed); first error: " in text
+    (answer,) = [a for a in json.loads(out.read_text())["cases"] if a["case"] == SLOW]
+    assert answer["recorded"].startswith(f"not compared: {SLOW}: no ok record on {VERSIONS[1]}")
     (failure,) = json.loads(out.read_text())["failed"]
     assert failure["side"] == VERSIONS[1] and failure["statuses"] == {"failed": 3}
 

@@ -77,10 +77,13 @@ def answers(
     """
     s = review.settings
     results = review.results
+    lost = {f.case: f for c in review.comparisons for f in c.failed}
     out = []
     for label in labels:
         rows = results[results["case"] == label]
         recorded, by_records = _recorded(rows[rows["metric"] == STEADY_STATE])
+        if label in lost and rows.empty:  # timed by one version only: say which failed
+            recorded = f"not compared: {lost[label]}"
         compile_text, _ = _recorded(rows[rows["metric"] == COMPILE], processes=False)
         text, by_pairs = _live(live[label], s.threshold, s.alpha) if label in live else ("", "")
         verdict = final(by_records, by_pairs)
