@@ -122,14 +122,13 @@ class Sweep:
         result = CollectResult(path=self.results_path)
         for task in manifest.tasks:
             for case in task.cases:
-                path = self.record_path(case, task.jax)
-                if not path.exists():
+                record, why = self.record_of(case, task.jax)
+                if record is not None:
+                    result.records.append(record)
+                elif why is not None:
+                    result.unreadable.append(why)
+                else:
                     result.missing.append((task.index, case))
-                    continue
-                try:
-                    result.records.append(read_model(path, Record))
-                except StoreFormatError as exc:
-                    result.unreadable.append(str(exc))
         if result.unreadable and self.results_path.exists():
             return result
         write_jsonl(self.results_path, result.records)
