@@ -530,6 +530,29 @@ def test_records_sharing_an_environment_keep_their_own_per_record_conditions(tmp
             FIELD_GETTERS[name](frame.iloc[0])) == 4, name  # fmt: skip
 
 
+def test_a_side_whose_values_are_all_zero_is_not_compared_and_the_rest_is():
+    """A compile time of 0 s on every baseline process has no log: that one row is named as
+    not compared, and every other row is still estimated (it used to stop the comparison)."""
+    from jaxbench.analysis.frames import records_frame
+    from jaxbench.store import Item
+
+    items, sides = [], ("0.4.30", "0.4.31")
+    for version in sides:
+        for p in range(3):
+            for k in (1, 2):
+                compile_s = 0.0 if (version, k) == (sides[0], 2) else 0.1 * (1 + p)
+                samples = lognormal(1e-3 * k, 20, seed=100 * p + k)
+                params = {"size": "tiny", "dtype": "float32", "k": k}
+                rec = record(version, samples, run_id=f"{version}-{p}", params=params,
+                             compile_s=compile_s)  # fmt: skip
+                items.append(Item(rec, Path(f"{version}-{p}.jsonl"), None))
+    result = analysis.compare_versions(records_frame(items), *sides)
+    rows = result.table.groupby("metric")["case"].apply(set)
+    assert len(rows[STEADY_STATE]) == 2 and len(rows[COMPILE]) == 1
+    (note,) = [u for u in result.unmatched if "no positive value" in u]
+    assert note.startswith(f"{COMPILE} train_step ") and "k=2" in note
+
+
 def test_a_comparison_of_many_processes_is_each_cases_estimate_over_its_processes():
     """The comparison takes every process's median at once; each row must be what the
     estimate over that case's processes gives, with nan, inf, empty and not-ok records, two

@@ -143,3 +143,26 @@ def test_compare_prints_the_change_of_exponent_of_two_result_paths(tmp_path):
     (line,) = [ln for ln in result.output.splitlines() if ln.startswith("scaling:")]
     assert "loop mode=plain donate=True: exponent of latency in n 1.00 -> 2.00" in line
     assert line.endswith(": changed")
+
+
+def test_records_a_log_log_fit_cannot_take_are_left_out_not_raised(tmp_path):
+    """An ``ok`` record without samples (asv's ``track_*``, or a hand-edited line) and a swept
+    value of 0 give no point; the other points are still fitted, and ``compare`` decides."""
+    from analysis_data import write
+    from typer.testing import CliRunner
+
+    from jaxbench.analysis import load_results
+    from jaxbench.analysis.scaling import exponents_frame
+    from jaxbench.cli import app
+
+    for side, exponent in (("a", 1.0), ("b", 2.0)):
+        recs = _loop_records("0.4.30", exponent, seed=3)
+        recs[0] = recs[0].model_copy(update={"samples_s": []})
+        zero = recs[1].model_copy(update={"params": {**recs[1].params, "n": 0}})
+        write(tmp_path / side / "run.jsonl", [*recs, zero])
+    frame, _ = load_results([tmp_path / "a"])
+    (fit,) = exponents_frame(frame).itertuples()
+    assert fit.points == 4 and fit.exponent == pytest.approx(1.0, abs=0.05)
+    result = CliRunner().invoke(app, ["compare", str(tmp_path / "a"), str(tmp_path / "b")])
+    assert result.exit_code == 1, result.output  # slower, not a crash
+    assert any(ln.startswith("scaling:") for ln in result.output.splitlines())

@@ -230,15 +230,21 @@ def _compare_values(
     threshold: float,
     alpha: float,
     strict: bool,
-) -> dict[str, object]:
-    """One row's figures: the estimate over processes, vetoed by what could explain it."""
+) -> dict[str, object] | None:
+    """One row's figures: the estimate over processes, vetoed by what could explain it.
+
+    ``None`` where a side has no process with a positive value (every value 0): nothing to
+    take the log of, so no estimate.
+    """
     (va, na), (vb, nb) = found.side(keys[0]), found.side(keys[1])
     a, b = found.groups[keys[0]], found.groups[keys[1]]
     la, lb = found.log_medians[a], found.log_medians[b]
+    la, lb = la[np.isfinite(la)], lb[np.isfinite(lb)]
+    if not (la.size and lb.size):
+        return None
     est = verdicts.estimate_log_medians(
-        la[np.isfinite(la)], lb[np.isfinite(lb)],
-        (int(found.calls[a].sum()), int(found.calls[b].sum())), threshold, alpha, strict,
-    )  # fmt: skip
+        la, lb, (int(found.calls[a].sum()), int(found.calls[b].sum())), threshold, alpha, strict
+    )
     drift = column == "samples_s"
     disturbed = stability.processes_disturbances(na, nb, va if drift else (), vb if drift else ())
     return {
@@ -278,15 +284,13 @@ def _metric_rows(
             pair = (case, cond, sides[0]), (case, cond, sides[1])
             if not all(k in processes.groups for k in pair):
                 continue
-            rows.append(
-                {
-                    "metric": metric,
-                    "case": case,
-                    "benchmark": benchmark[case],
-                    CONDITION: cond,
-                }
-                | _compare_values(processes, pair, column, threshold, alpha, strict)
-            )
+            figures = _compare_values(processes, pair, column, threshold, alpha, strict)
+            if figures is None:
+                unmatched.append(f"{metric} {case}: a side has no positive value under {cond} "
+                                 "(every one 0); not compared")  # fmt: skip
+                continue
+            rows.append({"metric": metric, "case": case, "benchmark": benchmark[case],
+                         CONDITION: cond} | figures)  # fmt: skip
         alone = {s: sorted(conds[s] - set(both)) for s in sides}
         for s, other in (sides, sides[::-1]) if case not in failed else ():
             if alone[s] and not conds[other]:

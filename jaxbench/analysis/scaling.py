@@ -70,7 +70,10 @@ def swept_points(frame: pd.DataFrame, by: str = "jax") -> pd.DataFrame:
     Returns:
         Columns of :data:`FAMILY`, ``params`` (the other parameters, ``k=v`` text),
         ``swept``, ``x`` (the swept value), ``median_s`` (the record's median latency,
-        seconds), ``jax`` and ``process``. Empty when nothing is swept.
+        seconds), ``jax`` and ``process``. Empty when nothing is swept. A point that a
+        log-log fit cannot take is left out: a record without samples (an asv ``track_*``
+        benchmark, a ``time_*`` one without ``--record-samples``), a median of 0, or a swept
+        value that is not positive (``offset=0``).
     """
     ok = frame[frame["status"] == "ok"] if len(frame) else frame
     parts = []
@@ -80,6 +83,8 @@ def swept_points(frame: pd.DataFrame, by: str = "jax") -> pd.DataFrame:
     for swept in swept_names:
         column = f"param.{swept}"
         sub = ok[ok[column].notna()]
+        x, median = sub[column].astype(float), sub["_median_s"]
+        sub = sub[(x > 0) & np.isfinite(x) & (median > 0) & np.isfinite(median)]
         others = [c for c in sub.columns if c.startswith("param.") and c != column]
         labels = _labels(sub, others)
         parts.append(pd.DataFrame({
