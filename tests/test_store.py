@@ -258,6 +258,16 @@ def test_a_record_with_an_impossible_latency_is_named_with_its_line(tmp_path, sa
     assert reason in problem.reason and problem.reason.endswith("1 loaded")
 
 
+@pytest.mark.parametrize("field", ["compile_s", "lower_s", "first_call_s"])
+def test_a_record_with_a_negative_duration_is_named_with_its_line(tmp_path, field):
+    run = tmp_path / "run.jsonl"
+    good = json.loads(make_record().model_dump_json())
+    run.write_text(json.dumps(good) + "\n" + json.dumps(good | {field: -1.0}) + "\n")
+    (problem,) = load(run).problems
+    assert problem.reason.startswith(f"line 2: not a valid record: {field}: ")
+    assert "greater than or equal to 0" in problem.reason
+
+
 def test_appends_from_two_writers_never_interleave_lines(tmp_path):
     path = tmp_path / "run.jsonl"
     big = make_record(samples_s=[0.001] * 20000)

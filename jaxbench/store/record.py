@@ -27,8 +27,8 @@ SCHEMA_VERSION = 5
 
 Status = Literal["ok", "failed", "skipped", "recompiled"]
 Number = int | float
-#: A timed latency, seconds: finite and not negative (a hand-edited or broken file is a problem
-#: of its line, not a record whose statistics go wrong).
+#: A timed latency or duration (a sample, a compile), seconds: finite and not negative (a
+#: hand-edited or broken file is a problem of its line, not a record whose statistics go wrong).
 Latency = Annotated[float, Field(ge=0, allow_inf_nan=False)]
 
 
@@ -338,9 +338,9 @@ class Record(BaseModel):
     status: Status
     error: str | None = None
     samples_s: list[Latency] = Field(default_factory=list)
-    lower_s: float | None = None
-    compile_s: float | None = None
-    first_call_s: float | None = None
+    lower_s: Latency | None = None
+    compile_s: Latency | None = None
+    first_call_s: Latency | None = None
     compiles_setup: int | None = None
     compiles_timed: int | None = None
     traces_timed: int | None = None
