@@ -396,6 +396,9 @@ def test_command_help_has_no_rest_markup():
          "number (got 'x')"),
         (["show", "--limit", "1.5", "."], "Invalid value for '--limit': Input should be a valid "
          "integer, unable to parse string as an integer (got '1.5')"),
+        *[([*command, "--seed", "-1"], "Invalid value for '--seed': Input should be greater than "
+           "or equal to 0 (got '-1')")
+          for command in (["compare", "--interleave", "current", "current"], ["calibrate"])],
     ],
 )  # fmt: skip
 def test_usage_error_is_one_line(args, line):

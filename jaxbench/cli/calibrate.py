@@ -149,7 +149,9 @@ def register(app: typer.Typer) -> None:
         warmup_rounds: Annotated[
             int, typer.Option(help="Untimed rounds first.")
         ] = DEFAULT_WARMUP_ROUNDS,
-        seed: Annotated[int, typer.Option(help="Seed of the block order (+1 a comparison).")] = 0,
+        seed: Annotated[
+            int, typer.Option(min=0, help="Seed of the block order (+1 a comparison).")
+        ] = 0,
         backend: Backend = "cpu",
         threshold: Threshold = 0.02,
         alpha: Alpha = 0.05,

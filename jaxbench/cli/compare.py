@@ -395,7 +395,7 @@ def register(app: typer.Typer) -> None:
         rounds: Rounds = DEFAULT_ROUNDS,
         calls_per_block: Annotated[int, typer.Option(help="Live: timed calls per block.")] = 10,
         warmup_rounds: Annotated[int, typer.Option(help="Live: untimed rounds first.")] = 3,
-        seed: Annotated[int, typer.Option(help="Live: seed of the block order.")] = 0,
+        seed: Annotated[int, typer.Option(min=0, help="Live: seed of the block order.")] = 0,
         trace: Annotated[
             bool,
             typer.Option(
