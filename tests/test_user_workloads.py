@@ -17,6 +17,10 @@ from jaxbench.store import read_file
 from jaxbench.workloads import GateFailure, UserWorkload
 
 FACTORIES = """
+from __future__ import annotations
+
+from typing import Optional
+
 import jax
 import jax.numpy as jnp
 
@@ -36,6 +40,15 @@ def raises(n: int = 3):
 
 def wrong_return():
     return 42
+
+
+def optional(n: Optional[int] = None, m: int | None = None):
+    return Step(fn=jax.jit(lambda a: a * 2.0), args=(jnp.ones((n or 4, m or 2)),))
+
+
+def exits(n: int = 3):
+    import sys
+    sys.exit(n)
 
 
 def not_jitted():
@@ -97,6 +110,19 @@ def test_params_come_from_the_factory_signature_and_param_texts_are_typed(user_m
     ]
     (case,) = select_cases([f"{user_module}:matmul"], texts={"wrong": ["yes"]})
     assert case.params["wrong"] is True and case.params["n"] == 8
+
+
+def test_optional_annotations_type_param_texts_as_their_one_type(user_module):
+    """``Optional[int]`` and ``int | None``, as text under ``from __future__ import annotations``
+    too, type ``--param n=16`` as the int 16 (not the text '16')."""
+    (case,) = select_cases([f"{user_module}:optional"], texts={"n": ["16"], "m": ["3"]})
+    assert case.params == {"n": 16, "m": 3}
+
+
+def test_a_factory_calling_sys_exit_is_one_line_and_exit_2(user_module):
+    done = run_cli("run", "-w", f"{user_module}:exits", "--param", "n=3")  # PYTHONPATH set
+    assert done.returncode == 2, done.stdout + done.stderr
+    assert "the factory called sys.exit(3)" in done.stderr
 
 
 def test_set_a_and_set_b_are_typed_as_param_is(user_module):

@@ -2,10 +2,11 @@
 
 A factory is a callable ``factory(**params) -> Step``. Its keyword parameters are the workload's
 parameters: their defaults are its grid (one case), and ``--param NAME=VALUE`` replaces them
-(repeat it to sweep), the text converted to the type of the default or annotation (``int``,
-``float``, ``bool`` or ``str``). A parameter whose default is anything else (a tuple, a dtype
-object) is not one of the case's: the factory keeps its default, and records never hold it.
-The factory validates the values itself: whatever it raises is the one-line error the user sees.
+(repeat it to sweep), the text converted to the type of the annotation or default (``int``,
+``float``, ``bool`` or ``str``; ``int | None`` and ``Optional[int]`` read as ``int``). A
+parameter whose default is anything else (a tuple, a dtype object) is not one of the case's:
+the factory keeps its default, and records never hold it. The factory validates the values
+itself: whatever it raises is the one-line error the user sees.
 A factory is found by name (:func:`find`):
 
 - ``package.module:factory``: imported where it is needed, in every worker process too (workers
@@ -24,6 +25,8 @@ from __future__ import annotations
 
 import importlib
 import inspect
+import types
+import typing
 from collections.abc import Callable, Mapping
 from importlib.metadata import entry_points
 from typing import Any
@@ -60,9 +63,13 @@ class UserWorkload(Workload):
         self.name = name
         self.factory = factory
         kinds = (inspect.Parameter.POSITIONAL_OR_KEYWORD, inspect.Parameter.KEYWORD_ONLY)
+        try:  # annotations as types, also under ``from __future__ import annotations``
+            signature = inspect.signature(factory, eval_str=True)
+        except Exception:  # a name the annotations use is not importable: read them as text
+            signature = inspect.signature(factory)
         self._params = {
             p.name: p
-            for p in inspect.signature(factory).parameters.values()
+            for p in signature.parameters.values()
             if p.kind in kinds and _recordable(p.default)
         }
         self.param_names = tuple(self._params)
@@ -93,6 +100,9 @@ class UserWorkload(Workload):
         note = p.annotation
         if isinstance(note, str):
             note = _TYPES.get(note.strip(), inspect.Parameter.empty)
+        if typing.get_origin(note) in (typing.Union, types.UnionType):  # Optional[int], int | None
+            named = [a for a in typing.get_args(note) if a is not type(None)]
+            note = named[0] if len(named) == 1 else inspect.Parameter.empty
         if note in _TYPES.values():
             return note
         default = p.default
@@ -105,7 +115,8 @@ class UserWorkload(Workload):
 
         Raises:
             ValueError: A parameter without a default is not given, the factory raised (its
-                message, one line), or it did not return a :class:`Step`.
+                message, one line) or called ``sys.exit``, or it did not return a
+                :class:`Step`.
         """
         self.build(params)
 
@@ -133,6 +144,9 @@ class UserWorkload(Workload):
             )
         try:
             step = self.factory(**params)
+        except SystemExit as exc:  # its own process, not the command's, to end
+            raise ValueError(f"workload {self.name!r}: the factory called sys.exit({exc.code!r})"
+                             ) from None  # fmt: skip
         except Exception as exc:
             raise ValueError(f"workload {self.name!r}: {type(exc).__name__}: {exc}") from None
         check_step(self.name, step)
