@@ -139,6 +139,9 @@ def test_set_a_and_set_b_are_typed_as_param_is(user_module):
     with pytest.raises(typer.Exit) as bad:
         side_params(cases, ["scale=fast"], "--set-b")
     assert bad.value.exit_code == 2
+    with pytest.raises(typer.Exit) as twice:  # one side, one value: not the last one silently
+        side_params(cases, ["scale=0.5", "scale=0.7"], "--set-b")
+    assert twice.value.exit_code == 2
     loops = select_cases(["loop"], texts={"trip": ["64"]})
     assert side_params(loops, ["trip=128"], "--set-a") == {"trip": 128}
     train = select_cases(["train_step"], overrides={"size": ["tiny"]})

@@ -184,11 +184,16 @@ Candidate = Annotated[str, typer.Argument(parser=given_text, help="Candidate, th
 #: ``--param`` (:func:`side_params`).
 SetA = Annotated[
     list[str] | None,
-    typer.Option("--set-a", help="NAME=VALUE for the baseline's workers (not result sets)."),
+    typer.Option(
+        "--set-a", help="NAME=VALUE for the baseline's workers (not result sets); each name once."
+    ),
 ]
 SetB = Annotated[
     list[str] | None,
-    typer.Option("--set-b", help="NAME=VALUE for the candidate's workers (`size=small*1.05`)."),
+    typer.Option(
+        "--set-b",
+        help="NAME=VALUE for the candidate's workers (`size=small*1.05`); each name once.",
+    ),
 ]
 JsonOut = Annotated[
     Path | None,
@@ -603,8 +608,8 @@ def side_params(cases: list, values: list[str] | None, option: str) -> dict[str,
         Parameter name -> value, applied to every case of this side.
 
     Raises:
-        typer.Exit: A text without ``=`` or a name, a parameter a selected workload lacks, or a
-            value a workload refuses (one line naming ``option``, exit 2).
+        typer.Exit: A text without ``=`` or a name, a parameter given twice or that a selected
+            workload lacks, or a value a workload refuses (one line naming ``option``, exit 2).
     """
     from jaxbench.workloads import get_workload
 
@@ -614,6 +619,8 @@ def side_params(cases: list, values: list[str] | None, option: str) -> dict[str,
         name, eq, text = item.partition("=")
         if not eq or not name:
             raise fail(f"{option} {item!r}: expected NAME=VALUE, e.g. size=small*1.05")
+        if name in out:  # one side has one value of a parameter; --param sweeps
+            raise fail(f"{option} {item!r}: {name} is set twice; give each parameter once")
         owner = next((w for w in workloads if name in w.param_names), None)
         try:
             out[name] = owner.parse_param(name, text) if owner else text
