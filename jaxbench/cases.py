@@ -67,7 +67,7 @@ def select_cases(
         ValueError: Unknown workload, a parameter no chosen workload has, or a bad value (the
             message names the option and the parameter).
     """
-    names = list(workloads) if workloads else list(WORKLOADS)
+    names = list(dict.fromkeys(workloads)) if workloads else list(WORKLOADS)  # -w x -w x: once
     chosen = [get_workload(n) for n in names]
     overrides = {k: list(dict.fromkeys(v)) for k, v in (overrides or {}).items() if v}
     texts = {k: list(dict.fromkeys(v)) for k, v in (texts or {}).items() if v}
@@ -76,7 +76,7 @@ def select_cases(
             raise ValueError(f"no selected workload has a parameter {param!r}")
     for param in texts:
         if not any(param in w.param_names for w in chosen):
-            takes = "; ".join(f"{w.name} takes {', '.join(w.param_names) or 'none'}"
+            takes = "; ".join(f"{w.name} takes {', '.join(w.param_names) or 'no --param'}"
                               for w in chosen)  # fmt: skip
             raise ValueError(f"--param {param}: no selected workload has it ({takes})")
     cases = []

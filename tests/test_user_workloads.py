@@ -119,6 +119,13 @@ def test_optional_annotations_type_param_texts_as_their_one_type(user_module):
     assert case.params == {"n": 16, "m": 3}
 
 
+def test_a_workload_named_twice_is_selected_once(user_module):
+    name = f"{user_module}:matmul"
+    assert len(select_cases([name, name], texts={"n": ["4", "8"]})) == 2
+    with pytest.raises(ValueError, match=r"\(.*:not_jitted takes no --param\)"):
+        select_cases([f"{user_module}:not_jitted"], texts={"n": ["4"]})
+
+
 def test_a_factory_calling_sys_exit_is_one_line_and_exit_2(user_module):
     done = run_cli("run", "-w", f"{user_module}:exits", "--param", "n=3")  # PYTHONPATH set
     assert done.returncode == 2, done.stdout + done.stderr
