@@ -73,5 +73,9 @@ def test_the_steps_command_prints_the_range_and_names_bad_input(tmp_path):
     assert bad.returncode == 2 and f"--repo {tmp_path}: not a git repository" in bad.stderr
     outside = run_cli("steps", str(results), cwd=tmp_path)  # --repo defaults to "."
     assert outside.returncode == 2 and "--repo .: not a git repository" in outside.stderr
+    typo = run_cli("steps", str(tmp_path / "nope"), cwd=tmp_path)  # the path first, not --repo
+    assert typo.returncode == 2 and f"no such results file or folder: {tmp_path / 'nope'}" in (
+        typo.stderr
+    )
     neg = run_cli("steps", str(results), "--repo", str(repo), "--min-change", "-1")
     assert neg.returncode == 2 and "--min-change -1" in neg.stderr

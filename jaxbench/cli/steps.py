@@ -37,14 +37,14 @@ def steps_cmd(
 
     if not 0 <= min_change < 10:
         raise fail(f"--min-change {min_change}: expected a fraction >= 0 (0.05 = 5 %)")
+    try:  # the paths first: a typo in them is the likelier mistake
+        frame, problems = load_results(paths)
+    except (ValueError, FileNotFoundError) as exc:
+        raise fail(str(exc)) from None
     try:
         order = first_parent_order(repo)
     except ValueError as exc:
         raise fail(f"--repo {exc}") from None
-    try:
-        frame, problems = load_results(paths)
-    except (ValueError, FileNotFoundError) as exc:
-        raise fail(str(exc)) from None
     for problem in problems:
         say("skipped:", f"{problem.path}: {problem.reason}")
     if frame.empty or "commit" not in frame or frame["commit"].isna().all():
