@@ -787,7 +787,7 @@ def test_a_local_task_in_turn_says_each_case_recorded_and_the_time_left(monkeypa
         def wait(self):
             self.waited = True
 
-    clock = iter([0.0, 10.0, 40.0])
+    clock = iter([0.0, 10.0, 40.0, 50.0])
     monkeypatch.setattr(time_mod, "monotonic", lambda: next(clock))
     monkeypatch.setattr(time_mod, "sleep", lambda s: None)
     counts = iter([0, 1, 1, 4])
@@ -796,6 +796,18 @@ def test_a_local_task_in_turn_says_each_case_recorded_and_the_time_left(monkeypa
     assert said == ["1 of 4 case(s) recorded, 10 s so far, about 30 s left",
                     "4 of 4 case(s) recorded, 40 s so far"]  # fmt: skip
     assert job.waited
+
+    class Interrupted(Job):
+        def done(self):
+            raise KeyboardInterrupt  # Ctrl-C reached the command while it waited
+
+        def cancel(self, check=True):
+            self.cancelled = True
+
+    job = Interrupted()
+    with pytest.raises(KeyboardInterrupt):
+        dispatch.wait_reporting(job, lambda: 0, 4, said.append)
+    assert job.cancelled  # the running task is stopped too, not left to run on
 
 
 def test_resume_of_what_is_not_a_sweep_names_the_option(tmp_path):

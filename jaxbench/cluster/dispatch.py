@@ -266,23 +266,31 @@ def wait_reporting(
     of the cases recorded so far, times the cases still to come (an estimate: cases differ).
 
     Args:
-        job: A ``submitit`` job (``done()``, ``wait()``).
+        job: A ``submitit`` job (``done()``, ``wait()``, ``cancel()``).
         recorded: How many of the task's cases have a record now.
         cases: The task's cases.
         say: Called with each line.
         poll_s: Seconds between looks.
+
+    Raises:
+        KeyboardInterrupt: Ctrl-C while waiting; the task was cancelled first (submitit sends
+            its process SIGINT; the cases it recorded stay).
     """
     start, said = time.monotonic(), 0
-    while not job.done():
-        n = recorded()
-        if n > said:
-            spent = time.monotonic() - start
-            left = spent / n * (cases - n)
-            tail = f", about {left:.0f} s left" if n < cases else ""
-            say(f"{n} of {cases} case(s) recorded, {spent:.0f} s so far{tail}")
-            said = n
-        time.sleep(poll_s)
-    job.wait()
+    try:
+        while not job.done():
+            n = recorded()
+            if n > said:
+                spent = time.monotonic() - start
+                left = spent / n * (cases - n)
+                tail = f", about {left:.0f} s left" if n < cases else ""
+                say(f"{n} of {cases} case(s) recorded, {spent:.0f} s so far{tail}")
+                said = n
+            time.sleep(poll_s)
+        job.wait()
+    except KeyboardInterrupt:  # stop the task too, also where the signal reached this alone
+        job.cancel(check=False)
+        raise
 
 
 def _submit_array(
