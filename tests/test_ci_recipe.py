@@ -66,7 +66,9 @@ def _recipe(tmp_path, *args):
 def test_the_recipe_calls_a_slower_pull_request_slower_and_posts_the_summary(tmp_path):
     base = _checkout(tmp_path / "base", repeats=1)
     head = _checkout(tmp_path / "head", repeats=8)
-    done = _recipe(tmp_path, str(base), str(head), "prbench.bench:step", "--pairs", "3",
+    # relative, as the workflow passes them: folders, never names of packages on the index
+    assert (base.parent, head.parent) == (tmp_path, tmp_path)
+    done = _recipe(tmp_path, "base", "head", "prbench.bench:step", "--pairs", "3",
                    "--max-pairs", "4", "--rounds", "6")  # fmt: skip
     assert done.returncode == 1, done.stdout + done.stderr  # compare's: a case is slower
     assert (tmp_path / "jaxbench-verdicts.json").exists(), done.stdout + done.stderr

@@ -33,6 +33,8 @@ for dir in "$base" "$head"; do
     exit 2
   fi
 done
+# As paths: pip reads a bare "base" as the name of a package on the index, not this folder.
+base=$(cd "$base" && pwd) head=$(cd "$head" && pwd)
 purelib='import sysconfig; print(sysconfig.get_paths()["purelib"])'
 outer=$("$python" -c "$purelib")
 side() {  # side NAME CHECKOUT: a venv over PYTHON's packages with CHECKOUT installed
