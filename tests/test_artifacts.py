@@ -71,6 +71,9 @@ def test_the_file_is_named_by_the_hash_of_its_content_and_stored_once(saved_run,
     programs = load_programs(folder, record.programs)
     assert save_programs(tmp_path, programs) == record.programs
     assert save_programs(tmp_path, programs) == record.programs
+    # a live worker's programs carry its compile timings (explain -o): one program, one file
+    timed = [p | {"phases_s": {"trace": 0.01 * i, "lower": 0.02}} for i, p in enumerate(programs)]
+    assert save_programs(tmp_path, timed) == record.programs
     assert len(list((tmp_path / "programs").iterdir())) == 1
 
 

@@ -73,7 +73,8 @@ def bound(programs: list[dict[str, Any]], limit: int = MAX_CASE_TEXT_CHARS) -> N
 def save_programs(folder: str | os.PathLike[str], programs: list[dict[str, Any]]) -> str:
     """Write ``programs`` (bounded: :func:`bound`) under ``folder/programs/``; returns the hash.
 
-    The file is written once per content (an existing one is kept) and atomically.
+    The file is written once per content (an existing one is kept) and atomically; the
+    programs' compile timings (``phases_s``) are not written.
 
     Raises:
         OSError: The folder cannot be created or written.
@@ -97,8 +98,12 @@ def programs_digest(programs: list[dict[str, Any]]) -> str:
 
 
 def _content(programs: list[dict[str, Any]]) -> bytes:
-    """The bytes an artifact holds: ``programs`` bounded (:func:`bound`), as sorted JSON."""
-    programs = [dict(p) for p in programs]
+    """The bytes an artifact holds: ``programs`` bounded (:func:`bound`), as sorted JSON.
+
+    A program's compile timings (``phases_s``, which a live worker adds) are left out: they are
+    measurements of one process, not the program, and identical programs must hash alike.
+    """
+    programs = [{k: v for k, v in p.items() if k != "phases_s"} for p in programs]
     bound(programs)
     return json.dumps(programs, sort_keys=True).encode()
 
@@ -108,8 +113,8 @@ def load_programs(folder: str | os.PathLike[str], digest: str) -> list[dict[str,
 
     Returns:
         One dict per compiled target (``name``, ``jaxpr``, ``stablehlo``, ``hlo``, ``cost``,
-        ``memory``, ``flags``, ``truncated``; an artifact written by ``jaxbench explain``
-        also has each program's ``phases_s``).
+        ``memory``, ``flags``, ``truncated``; an artifact written before compile timings were
+        left out of artifacts may also have ``phases_s``).
 
     Raises:
         ArtifactError: The file is missing, cut short, not gzip, not JSON, not a list of
