@@ -76,6 +76,7 @@ def test_the_recipe_calls_a_slower_pull_request_slower_and_posts_the_summary(tmp
     assert verdicts["exit_status"] == 1 and verdicts["mode"] == "interleaved"
     (case,) = verdicts["cases"]
     assert case["verdict"] == "slower" and case["ratio"] > 2
+    assert case["metric"] == "steady_state"  # as a recorded comparison's rows say it
     summary = (tmp_path / "summary.md").read_text()
     assert summary.startswith("## jaxbench compare: ")
     assert "| slower" in summary or "slower |" in summary  # the verdict table, as Markdown

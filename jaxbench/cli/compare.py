@@ -291,6 +291,7 @@ def _live(
     json_out: Path | None = None,
     markdown: Path | None = None,
 ) -> None:
+    from jaxbench.analysis.compare import STEADY_STATE
     from jaxbench.analysis.live import comparisons_frame
     from jaxbench.analysis.programs import paired_op_lines
     from jaxbench.interleave import (
@@ -341,7 +342,8 @@ def _live(
     _cite_calibration([out], {c.label for c in found})
     failed = any(c.status != "ok" for c in found)
     code = 1 if failed else exit_status(frame["verdict"], fail_on_undecided)
-    write_verdicts(json_out, "compare", _rows(frame), code, mode=mode, baseline=a.label,
+    rows = _rows(frame.assign(metric=STEADY_STATE))  # a live pair times the steady state only
+    write_verdicts(json_out, "compare", rows, code, mode=mode, baseline=a.label,
                    candidate=b.label, threshold=opts["threshold"], alpha=opts["alpha"],
                    live=str(path))  # fmt: skip
     if markdown is not None:
