@@ -90,3 +90,17 @@ def test_a_ctrl_c_that_ends_a_command_with_another_status_is_said_and_exits_130(
                          timeout=120)  # fmt: skip
     assert out.returncode == 130, out.stderr
     assert out.stderr.strip() == "error: interrupted (Ctrl-C); what was written to disk is kept"
+
+
+TERMINATED = ABORTED.replace("signal.SIGINT", "signal.SIGTERM")
+
+
+def test_a_sigterm_is_an_interrupt_too_and_exits_143():
+    """``timeout``, ``docker stop`` or a cancelled CI job send SIGTERM to the command alone: it
+    ends as on Ctrl-C (its ``KeyboardInterrupt`` path ends the processes it started and says
+    what it kept) with the shell's status of a terminated process, not killed on the spot."""
+    assert "signal.SIGTERM" in TERMINATED
+    out = subprocess.run([sys.executable, "-c", TERMINATED], capture_output=True, text=True,
+                         timeout=120)  # fmt: skip
+    assert out.returncode == 143, out.stderr
+    assert out.stderr.strip() == "error: interrupted (SIGTERM); what was written to disk is kept"

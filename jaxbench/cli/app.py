@@ -98,36 +98,46 @@ INTERRUPT_GRACE_S = 30.0
 def main() -> None:
     """Entry point of the ``jaxbench`` command and of ``python -m jaxbench``.
 
-    Ctrl-C (SIGINT) always ends the command with exit status 130. The first one raises
-    ``KeyboardInterrupt`` as Python does, so each command keeps what it measured and says so.
-    Should that exception be lost (raised inside a callback that swallows it, such as a
-    garbage-collection hook of JAX's) the command still exits 130 when it ends; should it not
-    end within :data:`INTERRUPT_GRACE_S`, or on a second Ctrl-C, the process ends at once with
-    130 (what was written to disk stays: every writer writes whole lines or whole files).
+    Ctrl-C (SIGINT) always ends the command with exit status 130, and SIGTERM (``timeout``,
+    ``docker stop``, a cancelled CI job: often sent to this process alone) with 143. The first
+    one raises ``KeyboardInterrupt`` as Python does for SIGINT, so each command keeps what it
+    measured, ends the processes it started and says so. Should that exception be lost (raised
+    inside a callback that swallows it, such as a garbage-collection hook of JAX's) the command
+    still exits 130 (143) when it ends; should it not end within :data:`INTERRUPT_GRACE_S`, or
+    on a second signal, the process ends at once with that status (what was written to disk
+    stays: every writer writes whole lines or whole files).
     """
     interrupted = threading.Event()
+    names = {signal.SIGINT: "Ctrl-C", signal.SIGTERM: "SIGTERM"}
+    received: list[int] = []
+
+    def status() -> int:
+        return 128 + received[0]  # the shell's status of a process ended by that signal
 
     def give_up() -> None:
         sys.stderr.write(f"error: interrupted; still ending after {INTERRUPT_GRACE_S:g} s, so "
                          "stopped: what was written to disk is kept\n")  # fmt: skip
         sys.stderr.flush()
-        os._exit(130)
+        os._exit(status())
 
-    def on_sigint(signum: int, frame: object) -> None:
+    def on_signal(signum: int, frame: object) -> None:
         if interrupted.is_set():
-            os._exit(130)
+            os._exit(status())
+        received.append(signum)
         interrupted.set()
         timer = threading.Timer(INTERRUPT_GRACE_S, give_up)
         timer.daemon = True
         timer.start()
         raise KeyboardInterrupt
 
-    signal.signal(signal.SIGINT, on_sigint)
+    for signum in names:
+        signal.signal(signum, on_signal)
     try:
         app()
     except SystemExit as exc:
-        if interrupted.is_set() and exc.code != 130:  # a command that said so ends with 130
-            sys.stderr.write("error: interrupted (Ctrl-C); what was written to disk is "
-                             "kept\n")  # fmt: skip
-            raise SystemExit(130) from None
-        raise
+        if not interrupted.is_set():
+            raise
+        if exc.code != 130:  # a command that said it was interrupted ends with 130
+            sys.stderr.write(f"error: interrupted ({names[received[0]]}); what was written to "
+                             "disk is kept\n")  # fmt: skip
+        raise SystemExit(status()) from None
