@@ -234,6 +234,9 @@ class RunResult:
     interrupted: bool = False
     #: Why the run stopped writing (``"<file>: <cause>"``, e.g. a full disk), else ``None``.
     write_error: str | None = None
+    #: The file the run began writing, where it was removed or replaced as the run wrote it
+    #: (its records were copied whole to :attr:`path`; :class:`~jaxbench.store.Appender`).
+    moved_from: Path | None = None
 
     @property
     def failed(self) -> list[Record]:
@@ -264,7 +267,8 @@ def run(
     ends the run early with ``interrupted`` set; the records written so far stay (a run that
     ended before its first record leaves no file). A record that
     cannot be written (a full disk) ends it with ``write_error`` set; the file keeps the
-    records before it, whole (:class:`~jaxbench.store.Appender`).
+    records before it, whole (:class:`~jaxbench.store.Appender`). A file removed or replaced
+    while the run writes it is copied to a new one (``path``; ``moved_from`` names the first).
 
     Raises:
         ValueError: Unknown backend name.
@@ -290,13 +294,16 @@ def run(
                 try:
                     writer.write(record)
                 except OSError as exc:
-                    result.write_error = f"{path}: {exc.strerror or exc}"
+                    result.write_error = f"{writer.path}: {exc.strerror or exc}"
                     break
+                finally:
+                    result.path, result.moved_from = writer.path, writer.moved_from
                 result.records.append(record)
                 if on_record:
                     on_record(case, record)
         except KeyboardInterrupt:
             result.interrupted = True
+    path = result.path
     if not result.records and path.exists() and path.stat().st_size == 0:  # before its first
         path.unlink(missing_ok=True)
     return result

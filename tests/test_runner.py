@@ -199,3 +199,25 @@ def test_a_run_interrupted_before_its_first_record_leaves_no_empty_file(tmp_path
     result = run(cases, tmp_path, timing=fast_timing, on_case=stop)
     assert result.interrupted and result.records == []
     assert not result.path.exists() and list(tmp_path.iterdir()) == []
+
+
+def test_a_run_whose_file_is_removed_as_it_runs_keeps_every_record(tmp_path):
+    """``rm results/*.jsonl`` while a run appends: its records are copied whole to a new file
+    at the path, and the result says so (``jaxbench run`` warns)."""
+    from jaxbench.store import Record
+
+    cases = select_cases(["loop"], texts={"trip": ["8", "16", "32"]})
+    made = []
+
+    def measure(case, run_id, programs_dir):
+        if len(made) == 1:  # the first record is on disk: take the file away
+            for path in tmp_path.glob("*.jsonl"):
+                path.unlink()
+        made.append(case)
+        return Record(run_id=run_id, benchmark=case.workload, params=dict(case.params),
+                      status="ok", samples_s=[1e-3], env={})  # fmt: skip
+
+    result = run(cases, tmp_path, measure=measure)
+    assert result.moved_from == result.path and not result.write_error
+    kept = [i.model.params for i in read_file(result.path).items]
+    assert len(cases) > 2 and kept == [dict(c.params) for c in cases]

@@ -268,6 +268,29 @@ def test_a_record_with_a_negative_duration_is_named_with_its_line(tmp_path, fiel
     assert "greater than or equal to 0" in problem.reason
 
 
+def test_a_results_file_removed_or_replaced_while_written_keeps_every_line(tmp_path):
+    """``rm`` or ``mv`` over the file a run appends to would take its records along: the lines
+    are copied whole to a new file, at the path if it is free, else beside it."""
+    removed = tmp_path / "run.jsonl"
+    with Appender(removed) as out:
+        out.write(make_record(run_id="r1"))
+        removed.unlink()
+        out.write(make_record(run_id="r2"))
+        out.write(make_record(run_id="r3"))
+    assert out.path == removed and out.moved_from == removed
+    assert [i.model.run_id for i in load(removed).items] == ["r1", "r2", "r3"]
+
+    replaced = tmp_path / "other.jsonl"
+    with Appender(replaced) as out:
+        out.write(make_record(run_id="r1"))
+        (tmp_path / "new").write_text('{"someone": "else"}\n')
+        (tmp_path / "new").replace(replaced)
+        out.write(make_record(run_id="r2"))
+    assert out.moved_from == replaced and out.path == tmp_path / "other-kept.jsonl"
+    assert [i.model.run_id for i in load(out.path).items] == ["r1", "r2"]
+    assert replaced.read_text() == '{"someone": "else"}\n'  # not written over
+
+
 def test_appends_from_two_writers_never_interleave_lines(tmp_path):
     path = tmp_path / "run.jsonl"
     big = make_record(samples_s=[0.001] * 20000)

@@ -292,6 +292,9 @@ def _report(result: RunResult, cases: list[Case]) -> None:
     console.print(records_table(result.records, title=f"jaxbench run {result.path.stem}"))
     for line in problems(result.records):
         console.print(line, style="yellow", highlight=False)
+    if result.moved_from is not None:
+        say("warning:", f"{result.moved_from} was removed or replaced while this run wrote it; "
+                        f"its records were copied whole to {result.path}")  # fmt: skip
     if result.path.exists():
         console.print(f"results: {result.path}", highlight=False)
     if result.write_error:

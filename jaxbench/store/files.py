@@ -60,6 +60,12 @@ class Appender:
     ``fsync``-ed, so a crash never leaves half of an earlier line behind. A line that fails part
     way (a full disk) is cut off again, so the file ends with the last whole line.
 
+    A file removed (``rm``) or replaced (``mv`` over it) while lines are appended would take
+    them with it: before each line, the file is checked to be still the one at :attr:`path`.
+    If it is not, what it holds is copied whole to a new file, at :attr:`path` if nothing is
+    there, else beside it (``<name>-kept.jsonl``, ``-kept-2``, ...), which :attr:`path` then
+    names; :attr:`moved_from` names the path the lines were first written to.
+
     Raises:
         OSError: The folder cannot be created or the file cannot be opened for appending.
     """
@@ -68,21 +74,55 @@ class Appender:
         self.path = Path(path)
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self._fd = os.open(self.path, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o644)
+        self.moved_from: Path | None = None
 
     def write(self, model: BaseModel) -> None:
         """Append ``model`` as one line and flush it to disk.
 
         Raises:
             OSError: The line could not be written whole (see :func:`write_all`); what of it
-                went out is cut off again (:meth:`_cut_back`).
+                went out is cut off again (:meth:`_cut_back`). Or the file was removed or
+                replaced and its lines cannot be copied to a new one.
         """
         line = json_line(model)
+        self._keep_at_a_path()
         try:
             write_all(self._fd, line)
         except OSError as exc:
             self._cut_back(line[: getattr(exc, "written", 0)])
             raise
         os.fsync(self._fd)
+
+    def _keep_at_a_path(self) -> None:
+        """Copy the lines to a new file if the path no longer names the one held open."""
+        held = os.fstat(self._fd)
+        try:
+            there = os.stat(self.path)
+            if (there.st_dev, there.st_ino) == (held.st_dev, held.st_ino):
+                return
+        except FileNotFoundError:
+            there = None
+        stem, suffix = self.path.stem, self.path.suffix
+        names = ([self.path] if there is None else []) + [
+            self.path.with_name(f"{stem}-kept{'' if n == 1 else f'-{n}'}{suffix}")
+            for n in range(1, 100)
+        ]
+        for name in names:
+            try:
+                fd = os.open(name, os.O_RDWR | os.O_APPEND | os.O_CREAT | os.O_EXCL, 0o644)
+                break
+            except FileExistsError:
+                continue
+        else:
+            raise FileExistsError(f"{self.path} was replaced and every -kept name is taken")
+        try:
+            write_all(fd, os.pread(self._fd, held.st_size, 0))
+            os.fsync(fd)
+        except OSError:
+            os.close(fd)
+            raise
+        os.close(self._fd)
+        self._fd, self.moved_from, self.path = fd, self.moved_from or self.path, name
 
     def _cut_back(self, part: bytes) -> None:
         """Truncate the file by ``part`` if it ends with it (our own cut-short line).
