@@ -202,6 +202,17 @@ def test_a_wider_candidate_is_explained_from_two_real_workers(tmp_path):
         assert [p["name"] for p in json.loads(data)] == ["train_step"]
 
 
+def test_explain_out_that_cannot_be_written_is_one_line_and_exit_1(tmp_path):
+    """A full disk, or (here) ``programs`` a file where the folder goes: one line naming the
+    file and the cause, not a traceback."""
+    (tmp_path / "programs").write_text("not a folder")
+    out = run_cli("explain", "current", "current", "-w", "train_step", "-s", "tiny", "-d",
+                  "float32", "--optimizer", "sgd", "-o", str(tmp_path))  # fmt: skip
+    assert out.returncode == 1, out.stdout + out.stderr
+    assert out.stderr.startswith("error: cannot write ") and "Traceback" not in out.stderr
+    assert out.stderr.count("\n") == 1, out.stderr
+
+
 @pytest.mark.alone  # the op intervals are over 3 processes: a busy machine widens them past 60x
 def test_a_traced_explain_puts_the_longer_loop_on_its_op():
     """Programs differ only in the loop's trip; the op diff names the loop's thunk.

@@ -245,10 +245,17 @@ def register(app: typer.Typer) -> None:
             for line in lines:
                 console.print(line, highlight=False, markup=False, soft_wrap=True)
             if folder is not None and path is not None:  # rewritten whole after each case
-                hashes = [save_programs(folder, side) for side in (base, cand)]
+                title = f"jaxbench explain {baseline} {candidate}"
+                try:
+                    hashes = [save_programs(folder, side) for side in (base, cand)]
+                    text = _report(title, [*sections, (label, hashes, lines)])
+                    write_atomic(path, text.encode())
+                except OSError as exc:
+                    kept = (f"; {path} holds the {len(sections)} case(s) before it"
+                            if sections else "")  # fmt: skip
+                    raise fail(f"cannot write {exc.filename or path}: {exc.strerror or exc}"
+                               f"{kept}", code=1) from None  # fmt: skip
                 sections.append((label, hashes, lines))
-                write_atomic(path, _report(f"jaxbench explain {baseline} {candidate}",
-                                           sections).encode())  # fmt: skip
         if path is not None:
             console.print(f"wrote {path} and the programs under {path.parent / 'programs'}",
                           highlight=False)  # fmt: skip
