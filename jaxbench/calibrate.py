@@ -310,7 +310,10 @@ def run_calibration(
             record = _one_comparison(record, i, s, side, (workload, dict(params)), live, on_pair)
         except LiveStopped as exc:
             kept = sum(len(x.pair_log_ratios) for x in record.comparisons)
-            raise LiveStopped(path if record.comparisons else None, kept, exc.cause) from exc
+            note = (f"of whole comparisons; the {exc.pairs} of comparison {i + 1} are dropped: "
+                    "a calibration keeps whole comparisons only" if exc.pairs else "")  # fmt: skip
+            raise LiveStopped(path if record.comparisons else None, kept, exc.cause,
+                              note) from exc  # fmt: skip
     return record, path
 
 

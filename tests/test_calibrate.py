@@ -208,3 +208,22 @@ def test_compare_cites_a_calibration_of_the_same_case_and_host_only(tmp_path, mo
     write_calibration(tmp_path / "other", record(hostname="elsewhere", size="small"))
     compare_cli._cite_calibration([tmp_path / "other"], {calibrated})
     assert "calibration: none of these cases" in capsys.readouterr().out
+
+
+def test_an_interrupted_calibration_says_the_pairs_it_dropped(tmp_path, monkeypatch):
+    """Ctrl-C inside a comparison: its pairs are not kept (a calibration keeps whole
+    comparisons), and the line says so rather than "after 0 pairs" alone."""
+    import jaxbench.interleave as interleave
+    from jaxbench.calibrate import run_calibration
+    from jaxbench.interleave import LiveStopped
+
+    def stopped(*args, **kwargs):
+        raise LiveStopped(None, 2, KeyboardInterrupt())
+
+    monkeypatch.setattr(interleave, "run_live", stopped)
+    with pytest.raises(LiveStopped) as info:
+        run_calibration("train_step", {"size": "tiny"}, tmp_path, comparisons=2)
+    assert info.value.line() == (
+        "interrupted after 0 process pair(s) (of whole comparisons; the 2 of comparison 1 are "
+        "dropped: a calibration keeps whole comparisons only); nothing was saved"
+    )

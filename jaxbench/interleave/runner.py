@@ -61,10 +61,11 @@ class LiveStopped(Exception):
         cause: The ``KeyboardInterrupt`` or :class:`~jaxbench.interleave.WorkerError`.
         interrupted: Whether it was an interruption.
         exit_code: :data:`EXIT_INTERRUPTED` or :data:`EXIT_WORKER_FAILED`.
+        note: What else the line says, e.g. why pairs run were not kept (``""``: nothing).
     """
 
-    def __init__(self, path: Path | None, pairs: int, cause: BaseException) -> None:
-        self.path, self.pairs, self.cause = path, pairs, cause
+    def __init__(self, path: Path | None, pairs: int, cause: BaseException, note: str = "") -> None:
+        self.path, self.pairs, self.cause, self.note = path, pairs, cause, note
         self.interrupted = isinstance(cause, KeyboardInterrupt)
         self.exit_code = EXIT_INTERRUPTED if self.interrupted else EXIT_WORKER_FAILED
         super().__init__(self.line())
@@ -73,6 +74,7 @@ class LiveStopped(Exception):
         """The one line a command prints, e.g. ``interrupted after 3 process pair(s); ...``."""
         what = f"interrupted after {self.pairs} process pair(s)" if self.interrupted else (
             str(self.cause))  # fmt: skip
+        what += f" ({self.note})" if self.note else ""
         if self.path is None:
             return f"{what}; nothing was saved"
         return f"{what}; pairs finished before it are in {self.path}"
