@@ -470,6 +470,25 @@ def test_local_sweep_end_to_end_then_status_from_another_process(tmp_path):
     assert again.returncode == 0 and "nothing to submit" in again.stdout
 
 
+def test_ctrl_c_while_local_tasks_run_in_turn_says_what_was_kept(tmp_path, monkeypatch):
+    from typer.testing import CliRunner
+
+    from jaxbench.cli import app
+
+    def interrupted(sweep, manifest, on_progress):
+        sweep.root.mkdir(parents=True)
+        raise KeyboardInterrupt  # as wait_reporting raises it, after cancelling the task
+
+    monkeypatch.setattr(dispatch, "submit", interrupted)
+    result = CliRunner().invoke(app, ["submit", "-p", "local", "-w", "train_step", "-s", "tiny",
+                                      "--sweeps-dir", str(tmp_path)])  # fmt: skip
+    assert result.exit_code == 130, result.output
+    (sweep,) = tmp_path.glob("sweep-*")
+    assert (f"interrupted: the task running was stopped; the cases recorded so far are in "
+            f"{sweep}; `jaxbench submit --resume {sweep}` runs the rest") in " ".join(
+        result.output.split())  # fmt: skip
+
+
 @pytest.mark.slow
 def test_local_task_over_its_time_limit_is_timed_out_and_keeps_its_records(tmp_path):
     """The local executor kills the task at one minute (6 cases of 10 s budget each, plus set-up:

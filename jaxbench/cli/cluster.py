@@ -128,6 +128,8 @@ def _resume(ctx: typer.Context, sweep: Sweep, dry_run: bool) -> Submission | Non
             return dispatch.resume(sweep, on_progress=_say) or _nothing_left(sweep)
     except (OSError, ValueError, RuntimeError) as exc:
         raise fail(str(exc)) from None
+    except KeyboardInterrupt:
+        raise _interrupted(sweep) from None
     for index, cases in only.items():
         console.print(f"task {index}: {len(cases)} case(s) without an ok record", highlight=False)
     console.print(f"dry run: {len(only)} task(s) would be submitted again; nothing submitted")
@@ -206,7 +208,18 @@ def _submit_new(opts: dict[str, Any], select: Selection) -> tuple[Sweep, Submiss
     except (OSError, RuntimeError) as exc:
         kept = f"sweep folder: {sweep.root}" if sweep.root.exists() else "nothing was submitted"
         raise fail(f"{exc} ({kept})", code=1) from None
+    except KeyboardInterrupt:
+        raise _interrupted(sweep) from None
     return sweep, submission
+
+
+def _interrupted(sweep: Any) -> typer.Exit:
+    """Ctrl-C while submitting, or while local tasks ran in turn (exit 130)."""
+    if not sweep.root.exists():
+        return fail("interrupted before anything was submitted", code=130)
+    return fail(f"interrupted: the task running was stopped; the cases recorded so far are in "
+                f"{sweep.root}; `jaxbench submit --resume {sweep.root}` runs the rest",
+                code=130)  # fmt: skip
 
 
 def _version_requirements(
