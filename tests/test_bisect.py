@@ -218,3 +218,36 @@ def test_a_recorded_bisect_of_a_a_releases_finds_no_step():
     # 10 sweeps of ten releases; each false call has p <= 2.5 % a direction.
     looks = 10 * (len(RELEASES) - 1)
     assert binomtest(false_steps, looks, 0.05, alternative="greater").pvalue > 0.001, false_steps
+
+
+def test_a_live_bisect_run_again_reuses_the_comparisons_it_finished(tmp_path, monkeypatch):
+    """A rerun into the same folder judges from the comparisons there that finished with the
+    same releases and design, and measures only what is missing (another design: again)."""
+    from test_scaling_live import live_sweep
+
+    from jaxbench.bisect import live as bisect_live
+    from jaxbench.interleave.session import Schedule
+    from jaxbench.store import write_jsonl
+
+    found = live_sweep((1.0, 1.0), pairs=4, labels=("0.4.30", "0.4.31"))
+    kept = write_jsonl(tmp_path / "interleave-earlier.jsonl", found)
+    cases = {c.label: (c.workload, dict(c.params)) for c in found}
+
+    class MeasuredAgain(Exception):
+        pass
+
+    def measured(*args, **kwargs):
+        raise MeasuredAgain
+
+    monkeypatch.setattr(bisect_live, "run_live", measured)
+    same = bisect_live.LiveJudge(lambda r: "py", cases, "cpu", Schedule(pairs=4, max_pairs=4),
+                                 0.02, 0.05, tmp_path)  # fmt: skip
+    got = same("0.4.30", "0.4.31", list(cases))
+    assert list(got) == list(cases) and same.paths == [kept]
+    assert got == {c.label: same.judgement(c) for c in found}
+    with pytest.raises(MeasuredAgain):  # the releases the other way round: not measured yet
+        same("0.4.31", "0.4.30", list(cases))
+    other = bisect_live.LiveJudge(lambda r: "py", cases, "cpu", Schedule(pairs=6, max_pairs=6),
+                                  0.02, 0.05, tmp_path)  # fmt: skip
+    with pytest.raises(MeasuredAgain):
+        other("0.4.30", "0.4.31", list(cases))
