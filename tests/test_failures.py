@@ -104,3 +104,26 @@ def test_a_sigterm_is_an_interrupt_too_and_exits_143():
                          timeout=120)  # fmt: skip
     assert out.returncode == 143, out.stderr
     assert out.stderr.strip() == "error: interrupted (SIGTERM); what was written to disk is kept"
+
+
+SILENT = ABORTED.replace("sys.exit(1)", "sys.exit(130)")  # as typer ends a Ctrl-C, saying nothing
+
+
+def test_a_ctrl_c_that_a_command_does_not_report_is_said_once():
+    out = subprocess.run([sys.executable, "-c", SILENT], capture_output=True, text=True,
+                         timeout=120)  # fmt: skip
+    assert out.returncode == 130, out.stderr
+    assert out.stderr.strip() == "error: interrupted (Ctrl-C); what was written to disk is kept"
+
+
+def test_a_command_that_said_it_was_interrupted_gets_no_second_line():
+    said = SILENT.replace(
+        "sys.exit(130)",
+        "from jaxbench.cli.options import fail; fail('interrupted after 2 of 3', 130); "
+        "sys.exit(130)",
+    )
+    assert said != SILENT
+    out = subprocess.run([sys.executable, "-c", said], capture_output=True, text=True,
+                         timeout=120)  # fmt: skip
+    assert out.returncode == 130, out.stderr
+    assert out.stderr.strip() == "error: interrupted after 2 of 3"

@@ -26,7 +26,7 @@ from jaxbench.cli import (
     run,
     steps,
 )
-from jaxbench.cli.options import fail
+from jaxbench.cli.options import INTERRUPTION_SAID, fail
 
 #: click's base class of usage errors, whether typer vendors click (0.2x) or imports it.
 CLICK_ERROR = next(c for c in typer.BadParameter.__mro__ if c.__name__ == "ClickException")
@@ -134,10 +134,10 @@ def main() -> None:
         signal.signal(signum, on_signal)
     try:
         app()
-    except SystemExit as exc:
+    except SystemExit:
         if not interrupted.is_set():
             raise
-        if exc.code != 130:  # a command that said it was interrupted ends with 130
+        if not INTERRUPTION_SAID.is_set():  # e.g. typer's own exit 130, which says nothing
             sys.stderr.write(f"error: interrupted ({names[received[0]]}); what was written to "
                              "disk is kept\n")  # fmt: skip
         raise SystemExit(status()) from None

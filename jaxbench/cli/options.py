@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import importlib.metadata
 import sys
+import threading
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
@@ -41,13 +42,21 @@ def say(label: str, message: str, style: str = "yellow", to: Console | None = No
     (to or err_console).print(Text.assemble((label, style), " ", message), highlight=False)
 
 
+#: Set once a command has said how it was interrupted (:func:`fail` with exit status 130): the
+#: entry point (:func:`jaxbench.cli.app.main`) then adds no line of its own.
+INTERRUPTION_SAID = threading.Event()
+
+
 def fail(message: str, code: int = 2) -> typer.Exit:
     """Print ``error: message`` on stderr; return the ``typer.Exit`` to raise.
 
     The message is plain text: a user's value such as ``[n, 4]`` or ``mod:factory:`` is shown
-    as it is, not read as rich markup or an emoji code.
+    as it is, not read as rich markup or an emoji code. With ``code`` 130 (interrupted) it
+    sets :data:`INTERRUPTION_SAID`.
     """
     err_console.print(Text.assemble(("error:", "bold red"), " ", message), highlight=False)
+    if code == 130:
+        INTERRUPTION_SAID.set()
     return typer.Exit(code)
 
 
