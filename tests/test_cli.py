@@ -471,3 +471,14 @@ def test_pair_progress_bounds_the_time_left_by_the_cap(monkeypatch):
         "confirm: pair 3 done (up to 30; 10.0 s a pair, at most about 4 min left); saved f.jsonl"
     )
     assert progress.line(30, "f.jsonl").endswith("the last the cap allows); saved f.jsonl")
+
+
+def test_a_backend_jax_platforms_cannot_start_is_named_by_the_variable(tmp_path):
+    """JAX's error names the backend it tried (ROCm for ``gpu`` on a CPU machine), not the
+    variable the user set: the line says ``JAX_PLATFORMS`` is set. (A name no machine has, so
+    the test means the same on a GPU machine.)"""
+    done = run_cli("run", "-w", "loop", "--param", "trip=64", "--min-samples", "3", "--budget",
+                   "0.05", "-o", str(tmp_path), env={"JAX_PLATFORMS": "nosuch"})  # fmt: skip
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert done.stderr.startswith("error: cannot measure: ")
+    assert done.stderr.rstrip().endswith("(JAX_PLATFORMS=nosuch is set; unset it or fix it)")

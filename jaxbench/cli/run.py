@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import os
 from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
@@ -209,7 +210,9 @@ def run_cmd(
             result = _run(cases, out_dir, backend, timing,
                           None if in_process else supervised.measure, trace_calls)  # fmt: skip
         except WorkerError as exc:
-            raise fail(f"cannot measure: {exc}", code=1) from None
+            chosen = os.environ.get("JAX_PLATFORMS")  # JAX's error names its backends, not it
+            hint = f" (JAX_PLATFORMS={chosen} is set; unset it or fix it)" if chosen else ""
+            raise fail(f"cannot measure: {exc}{hint}", code=1) from None
     _report(result, cases)
 
 
