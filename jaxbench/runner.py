@@ -296,14 +296,12 @@ def run(
                 except OSError as exc:
                     result.write_error = f"{writer.path}: {exc.strerror or exc}"
                     break
-                finally:
-                    result.path, result.moved_from = writer.path, writer.moved_from
                 result.records.append(record)
                 if on_record:
                     on_record(case, record)
         except KeyboardInterrupt:
             result.interrupted = True
-    path = result.path
-    if not result.records and path.exists() and path.stat().st_size == 0:  # before its first
-        path.unlink(missing_ok=True)
+    result.path, result.moved_from = writer.path, writer.moved_from  # moved if it was taken
+    if not result.records and result.path.exists() and result.path.stat().st_size == 0:
+        result.path.unlink(missing_ok=True)  # interrupted before its first record
     return result
