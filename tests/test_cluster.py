@@ -491,12 +491,21 @@ def test_ctrl_c_while_local_tasks_run_in_turn_says_what_was_kept(tmp_path, monke
 
 @pytest.mark.slow
 def test_local_task_over_its_time_limit_is_timed_out_and_keeps_its_records(tmp_path):
-    """The local executor kills the task at one minute (6 cases of 10 s budget each, plus set-up:
-    over it; the first case, 10 s plus set-up, inside it even on a busy machine); its job can still
-    read FINISHED."""
+    """The local executor signals the task 5 s before its one-minute limit (the profile's
+    ``signal_delay_s``): 6 cases of at least 10 s each are over it, the first (10 s plus set-up)
+    is inside it even on a busy machine; its job can still read FINISHED. (At k >= 16 a call
+    takes over 0.1 ms, so the 100,000-sample ceiling does not cut a 10 s budget short.)"""
+    profile = _profile(tmp_path, """\
+        executor = "local"
+        [local]
+        max_time_min = 60
+        signal_delay_s = 5
+        [worker]
+        cases_per_task = 1000
+        """)  # fmt: skip
     proc = run_cli(
-        "submit", "-p", "local", "-w", "forward", "-s", "tiny", "--strategy", "linearize",
-        "-k", "1", "-k", "2", "-k", "4", "-k", "8", "-k", "16", "-k", "32",
+        "submit", "-p", str(profile), "-w", "forward", "-s", "tiny", "--strategy", "linearize",
+        "-k", "16", "-k", "32", "-k", "64", "-k", "128", "-k", "256", "-k", "512",
         "--sweeps-dir", str(tmp_path), "--budget", "10", "--time-limit", "1", "--wait",
     )  # fmt: skip
     assert proc.returncode == 1, proc.stdout

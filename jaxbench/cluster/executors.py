@@ -127,6 +127,7 @@ def make_executor(
         )
         executor.update_parameters(
             timeout_min=limit_min,
+            signal_delay_s=local.signal_delay_s,
             gpus_per_node=local.gpus_per_node,
             visible_gpus=tuple(local.visible_gpus),
             setup=list(profile.environment.setup),

@@ -86,6 +86,9 @@ class LocalSection(_Strict):
 
     Attributes:
         max_time_min: Time limit of each task, minutes (the local executor kills it after).
+        signal_delay_s: Seconds before the time limit at which the local executor signals the
+            task (USR2), which then abandons the case it is timing and ends as timed out
+            (submitit's default, 30 s).
         gpus_per_node: GPUs given to each task through ``CUDA_VISIBLE_DEVICES``.
         visible_gpus: Which GPU indices the tasks may use.
         concurrent: Start every task (and every ``--jax`` version) at once. They then time
@@ -94,6 +97,7 @@ class LocalSection(_Strict):
     """
 
     max_time_min: int = Field(60, ge=1)
+    signal_delay_s: int = Field(30, ge=0)
     gpus_per_node: int = Field(0, ge=0)
     visible_gpus: list[int] = Field(default_factory=list)
     concurrent: bool = False
