@@ -49,6 +49,14 @@ def test_list_shows_workloads_and_sizes():
             "--compilation-cache 'Off': expected off, fresh or a folder; did you mean off?",
         ),
         (
+            ["--compilation-cache", " none "],
+            "--compilation-cache ' none ': expected off, fresh or a folder; did you mean off?",
+        ),
+        (
+            ["--compilation-cache", "0"],
+            "--compilation-cache '0': expected off, fresh or a folder; did you mean off?",
+        ),
+        (
             ["--compilation-cache", "no/such/xla-cache"],
             "--compilation-cache 'no/such/xla-cache': no folder 'no/such' to make it in",
         ),
@@ -62,6 +70,7 @@ def test_bad_input_is_one_clear_line_and_exit_2(args, message, tmp_path):
     assert message in out.stderr
     assert "Traceback" not in out.stderr
     assert not list(tmp_path.glob("*.jsonl"))
+    assert not [p for p in tmp_path.iterdir() if p.is_dir()], "made a folder"
 
 
 @pytest.mark.parametrize(

@@ -17,6 +17,9 @@ from typing import Any
 
 OFF = "off"
 FRESH = "fresh"
+#: Words that mean "no cache" to a reader but name no existing folder: refused with a hint of
+#: ``off``, not made into a cache folder of that name.
+OFF_WORDS = frozenset({"no", "none", "false", "0", "disable", "disabled", "null"})
 #: The ``fresh`` cache folders this process made, removed at exit (:func:`remove_fresh`).
 _FRESH_DIRS: list[str] = []
 
@@ -46,10 +49,10 @@ def configure_compilation_cache(
         ``min_entry_size_bytes``; recorded with every result.
 
     Raises:
-        ValueError: ``mode`` is empty, close to ``off`` or ``fresh`` but not an existing
-            folder (a typo), or names a path that is not a folder or cannot be created, or
-            whose parent folder does not exist (the message names ``--compilation-cache``); a
-            threshold is negative or not finite.
+        ValueError: ``mode`` is empty, close to ``off`` or ``fresh`` or one of
+            :data:`OFF_WORDS` but not an existing folder (a typo), or names a path that is not
+            a folder or cannot be created, or whose parent folder does not exist (the message
+            names ``--compilation-cache``); a threshold is negative or not finite.
     """
     import jax
 
@@ -70,7 +73,9 @@ def configure_compilation_cache(
         raise ValueError("--compilation-cache '': expected off, fresh or a folder")
     else:
         path = Path(mode)
-        near = difflib.get_close_matches(mode.strip().lower(), (OFF, FRESH), n=1, cutoff=0.6)
+        word = mode.strip().lower()
+        near = ([OFF] if word in OFF_WORDS else
+                difflib.get_close_matches(word, (OFF, FRESH), n=1, cutoff=0.6))  # fmt: skip
         if near and not path.exists():  # "Off", "fresh ", "frsh": a typo, not a new folder
             raise ValueError(f"--compilation-cache {mode!r}: expected off, fresh or a "
                              f"folder; did you mean {near[0]}? (a folder of that name: "
