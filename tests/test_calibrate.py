@@ -7,6 +7,7 @@ import math
 
 import numpy as np
 import pytest
+from scipy import optimize
 from scipy import stats as sps
 from scipy.stats import binomtest
 from typer.testing import CliRunner
@@ -46,6 +47,11 @@ def test_summary_counts_false_alarms_with_an_exact_interval():
     assert proportion_interval(0, 4) == pytest.approx((0.0, 1 - 0.025 ** (1 / 4)))
 
 
+def _nct_shift(q: float, df: float, power: float) -> float:
+    """The noncentrality at which a t statistic of ``df`` passes ``q`` with ``power``."""
+    return optimize.brentq(lambda d: sps.nct.sf(q, df, d) - power, 0.0, 100.0)
+
+
 def test_summary_spread_and_detectable_follow_the_verdicts_formula():
     logs = aa_logs(sd=0.03)
     s = summarize_calibration(logs, ["same"] * 4, pair_seconds=[10.0, 12.0, 14.0])
@@ -63,9 +69,13 @@ def test_summary_spread_and_detectable_follow_the_verdicts_formula():
                                 (d.max_pairs, s.detectable_80_max_pairs,
                                  s.detectable_95_max_pairs)):  # fmt: skip
         for power, got in ((0.8, got80), (0.95, got95)):
-            q, zp = sps.t.ppf(1 - a / 2, pairs - 1), sps.t.ppf(power, pairs - 1)
+            df = pairs - 1
+            q, zp = sps.t.ppf(1 - a / 2, df), sps.t.ppf(power, df)
+            # the shift at which the t statistic passes q with that power (noncentral t; from
+            # 3 degrees of freedom on, q + t_power)
+            shift = q + zp if df >= 3 else _nct_shift(q, df, power)
             se = s.sd_log / math.sqrt(pairs)  # shown (lower end above 1) and at least 1.02
-            want = max((q + zp) * se, math.log(1.02) + zp * se)
+            want = max(shift * se, math.log(1.02) + zp * se)
             assert got == pytest.approx(math.expm1(want))
     assert s.detectable_95 > s.detectable_80 > s.detectable_80_max_pairs > 0.02
     assert s.seconds_per_pair == 12.0
