@@ -212,6 +212,30 @@ def test_a_case_that_fails_on_every_candidate_run_is_said_and_exits_1(tmp_path):
     assert f"failed: mywl:maybe_broken n=16: no ok record on {b}" in " ".join(fixed.output.split())
 
 
+def test_a_case_the_candidate_only_skipped_is_unmatched_not_failed_and_exits_0(tmp_path):
+    """An asv benchmark that a ``--bench`` run did not select is stored as NaN (``skipped``);
+    that is no regression. Before, it was "failed" and ``compare`` exited 1."""
+    other = {"benchmark": "bench_train_step.TrainStep.time_step", "params": {"size": "small"}}
+    for side, version in enumerate(("a", "b")):
+        for p in range(2):
+            samples = lognormal(1e-3, 40, seed=200 + 10 * side + p, sigma=0.01)
+            good = record("0.1", samples, run_id=f"{version}-{p}")
+            extra = (record("0.1", samples, run_id=f"{version}-{p}", **other) if version == "a"
+                     else record("0.1", [], run_id=f"{version}-{p}", status="skipped",
+                                 error="asv: skipped (NotImplementedError)", **other))  # fmt: skip
+            write(tmp_path / version / f"run{p}.jsonl", [good, extra])
+    out = tmp_path / "verdicts.json"
+    args = ["compare", str(tmp_path / "a"), str(tmp_path / "b"), "--json", str(out)]
+    result = CliRunner().invoke(app, args)
+    text = " ".join(result.output.split())
+    assert result.exit_code == 0, result.output
+    assert "failed:" not in text
+    b = str(tmp_path / "b")
+    assert (f"unmatched: bench_train_step.TrainStep.time_step size=small: {b} skipped it "
+            "(asv: skipped (NotImplementedError))") in text  # fmt: skip
+    assert json.loads(out.read_text())["failed"] == []
+
+
 def test_fail_on_undecided_exits_3_and_slower_still_wins(tmp_path):
     args = ["compare", *two_sides(tmp_path, 2)]
     plain = CliRunner().invoke(app, args)

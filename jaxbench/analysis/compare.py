@@ -77,8 +77,9 @@ class Comparison:
             process's log median (pooled over the sides), ``advice`` what would settle an
             ``inconclusive`` case or why one is ``unstable``.
         kept_apart: Why rows of one case were not pooled (differing condition fields).
-        unmatched: Cases of one side with no counterpart under the same condition (a case
-            that one side recorded only as failed is under ``failed`` instead).
+        unmatched: Cases of one side with no counterpart under the same condition, and cases
+            one side timed and the other only skipped (a case that one side recorded only as
+            failed is under ``failed`` instead).
         threshold: Steady-state threshold used (relative, e.g. 0.02).
         compile_threshold: Compile-time threshold used.
         alpha: ``1 -`` the confidence level of the intervals.
@@ -123,20 +124,31 @@ class Failure:
         return f"{self.case}: no ok record on {self.side} ({counts}){why}"
 
 
-def _failures(rows: pd.DataFrame, by: str, sides: tuple[str, str]) -> list[Failure]:
-    """:attr:`Comparison.failed` of the rows of both sides (``case``, ``status``, ``by``)."""
+def _failures(
+    rows: pd.DataFrame, by: str, sides: tuple[str, str]
+) -> tuple[list[Failure], dict[str, str]]:
+    """:attr:`Comparison.failed` of both sides' rows, and the cases only skipped on a side.
+
+    ``rows`` has ``case``, ``status`` and ``by``. A case one side timed and the other only
+    skipped (not applicable there, or an asv benchmark not selected in that run) is no
+    regression: it maps to its :attr:`Comparison.unmatched` line instead.
+    """
     side = rows[by].astype(str)
     ok = rows["status"] == "ok"
     timed = {s: set(rows.loc[ok & (side == s), "case"]) for s in sides}
-    out = []
+    out: list[Failure] = []
+    skipped: dict[str, str] = {}
     for s, other in (sides, sides[::-1]):
         lost = rows[(side == s) & rows["case"].isin(timed[other] - timed[s])]
         for case, records in lost.groupby("case", sort=False):
             errors = records["error"].dropna() if "error" in records else pd.Series()
-            out.append(Failure(str(case), s, {str(k): int(v) for k, v in
-                                              records["status"].value_counts().items()},
-                               str(errors.iloc[0]) if len(errors) else None))  # fmt: skip
-    return sorted(out, key=lambda f: (f.side != sides[1], f.case))  # the candidate's first
+            error = str(errors.iloc[0]) if len(errors) else None
+            statuses = {str(k): int(v) for k, v in records["status"].value_counts().items()}
+            if set(statuses) == {"skipped"}:
+                skipped[str(case)] = f"{case}: {s} skipped it" + (f" ({error})" if error else "")
+                continue
+            out.append(Failure(str(case), s, statuses, error))
+    return sorted(out, key=lambda f: (f.side != sides[1], f.case)), skipped  # the candidate's first
 
 
 @dataclass(frozen=True)
@@ -365,8 +377,9 @@ def compare_versions(
     # only the columns the comparison reads: exploding and grouping copy every column they hold
     narrow = split.frame[[c for c in dict.fromkeys((*_READ, by)) if c in split.frame]]
     timed = narrow[(narrow["status"] == "ok") & (narrow["samples_s"].map(len) > 0)]
-    failed = _failures(narrow, by, sides)
-    lost = {f.case for f in failed}  # said under failed, not as "only one side has it"
+    failed, skipped = _failures(narrow, by, sides)
+    # said under failed (or skipped), not as "only one side has it"
+    lost = {f.case for f in failed} | set(skipped)
     steady, un1 = _metric_rows(timed, "samples_s", STEADY_STATE, by, sides, threshold, alpha,
                                strict, lost)  # fmt: skip
     comp, un2 = _metric_rows(compile_times(narrow), "compile_s", COMPILE, by, sides,
@@ -377,7 +390,7 @@ def compare_versions(
         candidate=sides[1],
         table=table,
         kept_apart=split.reasons,
-        unmatched=[*un1, *un2],
+        unmatched=[*skipped.values(), *un1, *un2],
         failed=failed,
         threshold=threshold,
         compile_threshold=compile_threshold,
