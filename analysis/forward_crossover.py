@@ -33,12 +33,12 @@ from jaxbench import analysis
 from jaxbench.analysis import facets
 from jaxbench.analysis import markdown as md
 from jaxbench.analysis.forward import crossover_table, forward_series
-from jaxbench.analysis.notebook import results_dir
+from jaxbench.analysis.notebook import load_frame, results_dir
 from jaxbench.analysis.report_figures import crossover_display
 
 pd.set_option("display.max_colwidth", None)  # case labels are long: show them whole
 results = results_dir()
-frame, problems = analysis.load_results(results)
+frame, problems = load_frame(results)
 table = analysis.forward_table(frame)
 display(
     Markdown(

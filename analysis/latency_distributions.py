@@ -32,12 +32,13 @@ from IPython.display import Markdown, display
 from jaxbench import analysis
 from jaxbench.analysis import facets
 from jaxbench.analysis import markdown as md
-from jaxbench.analysis.notebook import results_dir
+from jaxbench.analysis.notebook import load_frame, results_dir
 from jaxbench.analysis.report_figures import case_group
+from jaxbench.store.record import case_sort_key
 
 pd.set_option("display.max_colwidth", None)  # case labels are long: show them whole
 results = results_dir()
-frame, problems = analysis.load_results(results)
+frame, problems = load_frame(results)
 samples = analysis.steady_state_samples(frame)
 versions = analysis.sort_versions(frame["version"])
 display(
@@ -77,7 +78,7 @@ display(shown)
 for condition, rows in samples.groupby("condition", sort=True):
     groups = rows["benchmark"].map(case_group)
     for group in sorted(groups.unique()):
-        cases = sorted(rows.loc[groups == group, "case"].unique())
+        cases = sorted(rows.loc[groups == group, "case"].unique(), key=case_sort_key)
         display(Markdown(f"**{group}**, condition `{condition}`: {len(cases)} cases"))
         display(facets.latency_grid(rows, cases))
 
@@ -92,4 +93,5 @@ for condition, rows in samples.groupby("condition", sort=True):
     groups = rows["benchmark"].map(case_group)
     for group in sorted(groups.unique()):
         display(Markdown(f"**{group}**, condition `{condition}`"))
-        display(facets.ecdf_grid(rows, sorted(rows.loc[groups == group, "case"].unique())))
+        cases = sorted(rows.loc[groups == group, "case"].unique(), key=case_sort_key)
+        display(facets.ecdf_grid(rows, cases))

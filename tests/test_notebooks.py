@@ -132,9 +132,13 @@ def test_the_notebook_command_saves_the_executed_notebook_and_names_bad_input(tm
     assert len(blocked.stderr.strip().splitlines()) == 1, blocked.stderr
     with pytest.raises(NotebookError, match="choose from latency_distributions"):
         execute_notebook("nope")
-    empty = run_cli("notebook", "latency_distributions", "-r", str(tmp_path / "empty"))
-    assert empty.returncode == 2
-    errors = [ln for ln in empty.stderr.splitlines() if ln.startswith("error:")]
-    assert len(errors) == 1 and "Traceback" not in empty.stderr, empty.stderr  # kernel logs aside
-    assert errors[0].startswith("error: analysis/latency_distributions.py: cell "), errors[0]
-    assert " raised KeyError: " in errors[0] and "(%matplotlib" not in errors[0]
+    # An empty folder is said as such, not as the KeyError of the first column read.
+    for name in ("latency_distributions", "forward_crossover"):
+        empty = run_cli("notebook", name, "-r", str(tmp_path / "empty"))
+        assert empty.returncode == 2
+        errors = [ln for ln in empty.stderr.splitlines() if ln.startswith("error:")]
+        assert len(errors) == 1 and "Traceback" not in empty.stderr, empty.stderr  # kernel logs
+        assert errors[0].startswith(f"error: analysis/{name}.py: cell "), errors[0]
+        assert "(%matplotlib" not in errors[0]
+        assert errors[0].endswith(f" raised ValueError: no records loaded from "
+                                  f"{tmp_path / 'empty'}: no result files"), errors[0]  # fmt: skip

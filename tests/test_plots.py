@@ -127,6 +127,22 @@ def test_ecdf_has_one_curve_per_version_on_a_log_axis(wide_samples):
     assert legend == VERSIONS
 
 
+def test_a_version_not_recorded_is_drawn_and_named(tmp_path):
+    """asv's ``existing`` environments record no JAX version; seaborn failed on it with
+    ``'NoneType' object is not iterable``."""
+    recs = [record(VERSIONS[0], lognormal(1e-3, 50, seed=i), run_id=f"r{i}", env={"jax": None})
+            for i in range(2)]  # fmt: skip
+    write(tmp_path / "run.jsonl", recs)
+    frame, problems = analysis.load_results(tmp_path)
+    assert "env.jax not recorded" in str(problems)  # kept, and named on loading
+    samples = analysis.steady_state_samples(frame)
+    assert samples["version"].isna().any()
+    ax = plots.latency_ecdf(samples)
+    assert [t.get_text() for t in ax.get_legend().get_texts()] == ["(not recorded)"]
+    ax = plots.latency_violins(samples)
+    assert [t.get_text() for t in ax.get_xticklabels()] == ["(not recorded)"]
+
+
 def test_compile_bars_one_bar_per_version_at_the_median(tmp_path):
     recs = [record(v, compile_s=c) for v, c in (("0.4.10", 2.0), ("0.4.9", 1.0), ("0.4.9", 3.0))]
     compiles = analysis.compile_times(frame_of(tmp_path, recs))

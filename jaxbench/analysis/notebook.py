@@ -10,6 +10,10 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 RESULTS_ENV = "JAXBENCH_RESULTS"
 DEFAULT_RESULTS = "results/versions"
@@ -62,3 +66,22 @@ def results_dir(start: str | os.PathLike[str] | None = None) -> Path:
             f"results folder {path} does not exist; set {RESULTS_ENV} to a results folder or file"
         )
     return path
+
+
+def load_frame(path: str | os.PathLike[str]) -> tuple[pd.DataFrame, list]:
+    """The records under ``path`` as analysis rows, and the problems of what did not load.
+
+    :func:`jaxbench.analysis.load_results`, refusing an empty answer in one line rather than
+    letting the first cell that reads a column fail on it.
+
+    Raises:
+        ValueError: No record loaded; the message names ``path`` and the first problems
+            (lines or files that did not load), or says there was no result file.
+    """
+    from jaxbench.analysis import load_results
+
+    frame, problems = load_results(path)
+    if frame.empty:
+        failed = "; ".join(map(str, problems[:3])) + ("; ..." if len(problems) > 3 else "")
+        raise ValueError(f"no records loaded from {path}: {failed or 'no result files'}")
+    return frame, problems

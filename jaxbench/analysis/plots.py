@@ -23,7 +23,7 @@ from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
 
-from jaxbench.analysis.conditions import CONDITION
+from jaxbench.analysis.conditions import CONDITION, NOT_RECORDED
 from jaxbench.analysis.forward import crossover_k, forward_table
 from jaxbench.analysis.units import fmt_seconds
 from jaxbench.analysis.versions import sort_versions
@@ -51,10 +51,18 @@ def _single(frame: pd.DataFrame, column: str, what: str) -> None:
         )
 
 
+def _labels(values: pd.Series) -> pd.Series:
+    """``values`` as text, a missing one as :data:`NOT_RECORDED`, drawn and named, not lost.
+
+    An asv ``existing`` environment records no JAX version.
+    """
+    return values.astype(object).where(values.notna(), NOT_RECORDED).astype(str)
+
+
 def _order(frame: pd.DataFrame, column: str) -> list[str]:
-    if column == "version":
-        return sort_versions(frame[column])
-    return sorted(map(str, frame[column].dropna().unique()))
+    values = frame[column][frame[column] != NOT_RECORDED]
+    order = sort_versions(values) if column == "version" else sorted(map(str, values.unique()))
+    return order + [NOT_RECORDED] * bool((frame[column] == NOT_RECORDED).any())
 
 
 def _axes(ax: Axes | None) -> Axes:
@@ -109,7 +117,7 @@ def latency_violins(
     if plot is None:
         raise ValueError(f"kind must be 'violin' or 'box', got {kind!r}")
     data = samples.assign(
-        **{x: samples[x].astype(str), "latency_s": samples["latency_s"].astype(float)}
+        **{x: _labels(samples[x]), "latency_s": samples["latency_s"].astype(float)}
     )
     ax = _axes(ax)
     plot(data=data, x=x, y="latency_s", order=_order(data, x), log_scale=True, ax=ax)
@@ -133,7 +141,7 @@ def latency_ecdf(samples: pd.DataFrame, hue: str = "version", ax: Axes | None = 
     """
     _single(samples, "case", "case")
     _single(samples, CONDITION, "condition")
-    data = samples.assign(**{hue: samples[hue].astype(str)})
+    data = samples.assign(**{hue: _labels(samples[hue])})
     ax = _axes(ax)
     sns.ecdfplot(
         data=data, x="latency_s", hue=hue, hue_order=_order(data, hue), log_scale=True, ax=ax
@@ -161,7 +169,7 @@ def compile_bars(
     _single(compiles, CONDITION, "condition")
     if hue != "case":
         _single(compiles, "case", "case")
-    data = compiles.assign(**{x: compiles[x].astype(str)})
+    data = compiles.assign(**{x: _labels(compiles[x])})
     order = _order(data, x)
     ax = _axes(ax)
     common = {"data": data, "x": x, "y": "compile_s", "order": order, "hue": hue, "ax": ax}
