@@ -220,6 +220,18 @@ def test_reader_rejects_a_bad_file(tmp_path):
     assert "asv results version 1 is not supported" in old.reason
     with pytest.raises(FileNotFoundError):
         load_results(tmp_path / "missing")[0]
+    # A value a record cannot hold (a negative sample) is one line naming where, not pydantic's
+    # page of errors with their URLs.
+    (committed,) = list((ROOT / "results" / "asv" / "vm").glob("436fa1b9-*0.12.0.1.json"))
+    data = json.loads(committed.read_text())
+    name, row = next((n, r) for n, r in data["results"].items() if ".time_" in n)
+    samples = row[data["result_columns"].index("samples")]
+    samples[0][0] = -1.0
+    (tmp_path / "neg").mkdir()
+    (tmp_path / "neg" / committed.name).write_text(json.dumps(data))
+    _, (negative,) = load_results(tmp_path / "neg")
+    assert negative.reason.startswith(f"benchmark {name!r}: samples_s.0: "), negative.reason
+    assert "\n" not in negative.reason and "pydantic" not in negative.reason
 
 
 @pytest.mark.slow
@@ -446,3 +458,7 @@ def test_a_documented_run_files_its_results_outside_git_and_jax_picks_one_enviro
     conf = json.loads((ROOT / ".asv" / "asv.run.json").read_text())
     assert conf["matrix"] == {"req": {"jax": ["0.12.0.1"], "jaxlib": ["0.12.0.1"]}}
     assert conf["exclude"] == []
+    out = _asv(tmp_path, "show", "--jax=0.11.2", script=True)  # the --jax=V form too
+    assert out.returncode == 0, out.stderr
+    conf = json.loads((ROOT / ".asv" / "asv.run.json").read_text())
+    assert conf["matrix"] == {"req": {"jax": ["0.11.2"], "jaxlib": ["0.11.2"]}}

@@ -216,6 +216,7 @@ def test_a_case_the_candidate_only_skipped_is_unmatched_not_failed_and_exits_0(t
     """An asv benchmark that a ``--bench`` run did not select is stored as NaN (``skipped``);
     that is no regression. Before, it was "failed" and ``compare`` exited 1."""
     other = {"benchmark": "bench_train_step.TrainStep.time_step", "params": {"size": "small"}}
+    bare = {"benchmark": "bench_loops.Loop.time_loop", "params": {"trip": 8}}
     for side, version in enumerate(("a", "b")):
         for p in range(2):
             samples = lognormal(1e-3, 40, seed=200 + 10 * side + p, sigma=0.01)
@@ -223,7 +224,10 @@ def test_a_case_the_candidate_only_skipped_is_unmatched_not_failed_and_exits_0(t
             extra = (record("0.1", samples, run_id=f"{version}-{p}", **other) if version == "a"
                      else record("0.1", [], run_id=f"{version}-{p}", status="skipped",
                                  error="asv: skipped (NotImplementedError)", **other))  # fmt: skip
-            write(tmp_path / version / f"run{p}.jsonl", [good, extra])
+            # asv without --record-samples: ok, its median only
+            unsampled = record("0.1", samples if version == "a" else [], run_id=f"{version}-{p}",
+                               **bare)  # fmt: skip
+            write(tmp_path / version / f"run{p}.jsonl", [good, extra, unsampled])
     out = tmp_path / "verdicts.json"
     args = ["compare", str(tmp_path / "a"), str(tmp_path / "b"), "--json", str(out)]
     result = CliRunner().invoke(app, args)
@@ -233,6 +237,10 @@ def test_a_case_the_candidate_only_skipped_is_unmatched_not_failed_and_exits_0(t
     b = str(tmp_path / "b")
     assert (f"unmatched: bench_train_step.TrainStep.time_step size=small: {b} skipped it "
             "(asv: skipped (NotImplementedError))") in text  # fmt: skip
+    assert (f"unmatched: steady_state bench_loops.Loop.time_loop trip=8: {b} has no samples "
+            "(an asv result of a run without --record-samples keeps only its median)"
+            ) in text  # fmt: skip
+    assert f"only {tmp_path / 'a'} has it" not in text
     assert json.loads(out.read_text())["failed"] == []
 
 

@@ -127,18 +127,25 @@ class Failure:
 def _failures(
     rows: pd.DataFrame, by: str, sides: tuple[str, str]
 ) -> tuple[list[Failure], dict[str, str]]:
-    """:attr:`Comparison.failed` of both sides' rows, and the cases only skipped on a side.
+    """:attr:`Comparison.failed` of both sides' rows, and the cases a side could not time.
 
-    ``rows`` has ``case``, ``status`` and ``by``. A case one side timed and the other only
-    skipped (not applicable there, or an asv benchmark not selected in that run) is no
-    regression: it maps to its :attr:`Comparison.unmatched` line instead.
+    ``rows`` has ``case``, ``status``, ``samples_s`` and ``by``. A case one side timed and the
+    other only skipped (not applicable there, or an asv benchmark not selected in that run), or
+    recorded ``ok`` without samples (asv without ``--record-samples`` keeps only a median), is
+    no regression: it maps to its :attr:`Comparison.unmatched` line instead.
     """
     side = rows[by].astype(str)
     ok = rows["status"] == "ok"
     timed = {s: set(rows.loc[ok & (side == s), "case"]) for s in sides}
     out: list[Failure] = []
     skipped: dict[str, str] = {}
+    sampled = ok & (rows["samples_s"].map(len) > 0)
+    with_samples = {s: set(rows.loc[sampled & (side == s), "case"]) for s in sides}
     for s, other in (sides, sides[::-1]):
+        for case in sorted((timed[s] - with_samples[s]) & with_samples[other], key=str):
+            skipped[str(case)] = (f"{STEADY_STATE} {case}: {s} has no samples (an asv "
+                                  "result of a run without --record-samples keeps only its "
+                                  "median)")  # fmt: skip
         lost = rows[(side == s) & rows["case"].isin(timed[other] - timed[s])]
         for case, records in lost.groupby("case", sort=False):
             errors = records["error"].dropna() if "error" in records else pd.Series()

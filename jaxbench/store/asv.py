@@ -36,6 +36,8 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from pydantic import ValidationError
+
 from jaxbench.store.record import Record
 
 ASV_RESULTS_VERSION = 2
@@ -126,6 +128,11 @@ def records(data: dict[str, Any], path: str | Path) -> Iterator[Record]:
     for name, row in data["results"].items():
         try:
             yield from _records_of(name, row, columns, meta.get(name, {}), env_base, run_id)
+        except ValidationError as exc:  # a value a record cannot hold: the first, in one line
+            errors = exc.errors()
+            where = ".".join(map(str, errors[0]["loc"])) or "top level"
+            more = f" (and {len(errors) - 1} more)" if len(errors) > 1 else ""
+            raise AsvFormatError(f"benchmark {name!r}: {where}: {errors[0]['msg']}{more}") from None
         except (TypeError, ValueError, IndexError) as exc:
             raise AsvFormatError(f"benchmark {name!r}: {exc}") from exc
 
