@@ -57,7 +57,10 @@ settings = review.settings
 display(
     Markdown(
         f"Results `{results}`; versions {', '.join(review.versions)}; compared "
-        + "; ".join(report_tables.pair_label(a, b) for a, b in review.pairs)
+        + (
+            "; ".join(report_tables.pair_label(a, b) for a, b in review.pairs)
+            or "none (one version: nothing to compare, the tables below are empty)"
+        )
         + f". Design: **{review.design.name}**. Thresholds: steady state {settings.threshold:.0%}, "
         f"compile time {settings.compile_threshold:.0%}; alpha {settings.alpha} "
         f"({settings.confidence:.0%} intervals over processes). Verdicts: "

@@ -10,7 +10,14 @@ from pathlib import Path
 
 import jupytext
 import pytest
-from analysis_data import PROCESSES, REVIEW_VERSIONS, SLOWER_CASE, write_versions
+from analysis_data import (
+    PROCESSES,
+    REVIEW_VERSIONS,
+    SLOWER_CASE,
+    review_records,
+    write,
+    write_versions,
+)
 
 from jaxbench.analysis.notebook import DEFAULT_RESULTS, RESULTS_ENV, repo_root, results_dir
 from jaxbench.analysis.notebook_run import NOTEBOOKS, NotebookError, execute_notebook
@@ -81,6 +88,15 @@ def test_notebook_runs_on_synthetic_results(name, synthetic_results, monkeypatch
         table = cell.outputs[0]["data"]["text/plain"]
         found = re.findall(r"\b(0\.4\.9|0\.4\.10|0\.5\.0)\b", table)
         assert found[:3] == list(REVIEW_VERSIONS)
+
+
+def test_the_upgrade_review_of_one_version_says_there_is_nothing_to_compare(tmp_path, monkeypatch):
+    for p in range(2):
+        write(tmp_path / f"run-{p}.jsonl", review_records(REVIEW_VERSIONS[0], 0, 20, p))
+    monkeypatch.setenv(RESULTS_ENV, str(tmp_path))
+    nb = execute("upgrade_review")
+    assert not [o for o in outputs(nb) if o.output_type == "error"]
+    assert "compared none (one version: nothing to compare" in text_of(nb)
 
 
 # Against the committed real results (three JAX versions): mandatory.
