@@ -470,6 +470,32 @@ def test_local_sweep_end_to_end_then_status_from_another_process(tmp_path):
     assert again.returncode == 0 and "nothing to submit" in again.stdout
 
 
+@pytest.mark.slow
+def test_ctrl_c_of_a_terminal_during_a_local_task_is_one_line_and_no_traceback(tmp_path):
+    """A terminal's Ctrl-C goes to the whole foreground process group: submitit's local
+    controller too, which died with a ``KeyboardInterrupt`` traceback under the one line."""
+    import time
+
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "jaxbench", "submit", "-p", "local", "-w", "forward", "-s",
+         "tiny", "--strategy", "linearize", "-k", "16", "-k", "32", "--budget", "30",
+         "--sweeps-dir", str(tmp_path), "--wait"],
+        cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        start_new_session=True,  # its own group, signalled as a terminal signals its foreground
+    )  # fmt: skip
+    deadline = time.monotonic() + 120
+    while not list(tmp_path.glob("sweep-*/submitit/*/*_0_log.out")):  # the task has started
+        assert proc.poll() is None and time.monotonic() < deadline, proc.communicate()
+        time.sleep(0.5)
+    time.sleep(3)
+    os.killpg(proc.pid, signal.SIGINT)
+    out, err = proc.communicate(timeout=120)
+    assert proc.returncode == 130, out + err
+    assert "interrupted: the task running was stopped" in " ".join(err.split()), err
+    assert "Traceback" not in err and "KeyboardInterrupt" not in err, err
+    assert list(tmp_path.glob(f"sweep-*/submitit/{dispatch.CONTROLLER_LOG}"))  # where it went
+
+
 def test_ctrl_c_while_local_tasks_run_in_turn_says_what_was_kept(tmp_path, monkeypatch):
     from typer.testing import CliRunner
 

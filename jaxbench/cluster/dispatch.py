@@ -8,10 +8,11 @@ job that was killed at its time limit can read ``FINISHED``.
 from __future__ import annotations
 
 import contextlib
+import os
 import shutil
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -302,13 +303,44 @@ def _submit_array(
     submission: Submission,
     exclusive: bool,
 ) -> list[submitit.Job[Any]]:
-    """Submit ``tasks`` as one array (one job if one task); their job ids go in the manifest."""
-    with executor.batch():
+    """Submit ``tasks`` as one array (one job if one task); their job ids go in the manifest.
+
+    A local task's controller (submitit's, a process of its own) writes its standard error to
+    :data:`CONTROLLER_LOG` in the sweep's submitit folder, not to this terminal: Ctrl-C reaches
+    it with the rest of the terminal's process group, and it dies with a ``KeyboardInterrupt``
+    traceback of its own, after the one line this command says.
+    """
+    log = sweep.submitit_dir / CONTROLLER_LOG
+    local = isinstance(executor, submitit.LocalExecutor)
+    with _children_stderr(log) if local else contextlib.nullcontext(), executor.batch():
         jobs = [executor.submit(_shard_task(sweep, manifest, t, only, exclusive)) for t in tasks]
     for task, job in zip(tasks, jobs, strict=True):
         submission.job_ids[task.index] = job.job_id
     sweep.save(manifest)
     return jobs
+
+
+#: Where the local executor's controllers write their standard error (in ``<sweep>/submitit``).
+CONTROLLER_LOG = "local-controller.log"
+
+
+@contextlib.contextmanager
+def _children_stderr(path: Path) -> Iterator[None]:
+    """Processes started inside inherit ``path`` (appended to) as their standard error.
+
+    File descriptor 2 is pointed at ``path`` for the duration and put back after; what this
+    process writes to ``sys.stderr`` meanwhile goes there too, so keep the block short.
+    """
+    sys.stderr.flush()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    saved = os.dup(2)
+    try:
+        with open(path, "ab") as log:
+            os.dup2(log.fileno(), 2)
+        yield
+    finally:
+        os.dup2(saved, 2)
+        os.close(saved)
 
 
 def _shard_task(
