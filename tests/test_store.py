@@ -28,6 +28,7 @@ from jaxbench.store import (
     load,
     read_file,
     read_model,
+    scan,
     write_json,
     write_jsonl,
 )
@@ -395,6 +396,20 @@ def test_a_sweep_folder_counts_each_record_once(tmp_path):
     write_jsonl(sweep / "results.jsonl", [record(run_id="s")])
     assert len(load(tmp_path).models("record")) == 1
     assert len(load([sweep / "results.jsonl"]).models("record")) == 1
+
+
+def test_a_folder_scan_leaves_out_hidden_folders_and_virtual_environments(tmp_path):
+    """``-r sweeps`` walked the per-version environments under ``sweeps/envs`` and warned of
+    every package's JSON file (22 lines before the table)."""
+    write_json(tmp_path / "sweep" / "records" / "a.json", record(run_id="s"))
+    env = tmp_path / "envs" / "jax-0.11.2-py3.13"
+    (env / "lib").mkdir(parents=True)
+    (env / "pyvenv.cfg").write_text("home = /usr/bin\n")
+    (env / "lib" / "package.json").write_text('{"name": "x"}')
+    (tmp_path / ".cache").mkdir()
+    (tmp_path / ".cache" / "b.json").write_text("{}")
+    assert [p.name for p, _ in scan.store_files([tmp_path])] == ["a.json"]
+    assert not load(tmp_path).problems
 
 
 def test_a_record_missing_a_needed_nested_field_is_named_on_load(tmp_path):

@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 from conftest import ROOT, run_cli
@@ -239,6 +240,7 @@ def test_a_jitted_path_that_disagrees_with_its_reference_fails_its_gate(user_mod
         (["-w", "{m}:needs"], "needs --param n=VALUE"),
         (["-w", "{m}:absent"], "{m} has no attribute 'absent'"),
         (["-w", "no_such_module:f"], "cannot import no_such_module: ModuleNotFoundError"),
+        (["-w", "/no/such/bench.py:f"], "not a file path (and there is no file /no/such/bench.py)"),
         (["-w", "nope"], "unknown workload 'nope'; choose from train_step, forward"),
         (["-w", "train_step", "--param", "size=huge"], "--param size=huge: unknown size 'huge'"),
         (["-w", "train_step", "--size", "huge"], "--size huge: unknown size 'huge'"),
@@ -254,6 +256,29 @@ def test_bad_user_workload_input_is_one_line_and_nothing_is_written(user_module,
     lines = result.output.strip().splitlines()
     assert len(lines) == 1 and message.format(m=user_module) in lines[0], result.output
     assert not (tmp_path / "r").exists()
+
+
+@pytest.mark.slow
+def test_a_module_in_the_current_folder_runs_from_the_installed_command(tmp_path):
+    """``.venv/bin/jaxbench`` (the console script), not ``python -m``: the current folder was
+    not on its import path, so ``-w loose:step`` was "No module named 'loose'"."""
+    (tmp_path / "loose.py").write_text(
+        "import jax, jax.numpy as jnp\n"
+        "from jaxbench.workloads.step import Step\n"
+        "def step(n: int = 4):\n"
+        "    return Step(fn=jax.jit(lambda a: a * 2.0), args=(jnp.ones(n),))\n"
+    )
+    script = Path(sys.executable).parent / "jaxbench"
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    out = subprocess.run([str(script), "run", "-w", "loose:step", "--budget", "0",
+                          "--min-samples", "3", "-o", "r"], cwd=tmp_path, env=env,
+                         capture_output=True, text=True, timeout=300)  # fmt: skip
+    assert out.returncode == 0, out.stderr
+    assert "loose:step n=4" in " ".join(out.stdout.split())
+    # the file's path is not a workload's name: the message says which name is
+    named = runner.invoke(app, ["run", "-w", f"{tmp_path / 'loose.py'}:step"])
+    assert named.exit_code == 2
+    assert f"not a file path: run from {tmp_path} with -w loose:step" in named.output
 
 
 def test_a_size_beyond_the_named_ones_is_run_not_a_crash(tmp_path):

@@ -106,7 +106,14 @@ def main() -> None:
     still exits 130 (143) when it ends; should it not end within :data:`INTERRUPT_GRACE_S`, or
     on a second signal, the process ends at once with that status (what was written to disk
     stays: every writer writes whole lines or whole files).
+
+    The current folder is on the import path, as ``python -m`` puts it, so a workload module
+    there (``-w mymodule:factory``) imports whichever way the command was started; the
+    console script alone would leave it out.
     """
+    with contextlib.suppress(OSError):  # a working directory that was removed: nothing to add
+        if (here := os.getcwd()) not in sys.path:
+            sys.path.append(here)  # last: nothing installed is shadowed by a local folder
     interrupted = threading.Event()
     names = {signal.SIGINT: "Ctrl-C", signal.SIGTERM: "SIGTERM"}
     received: list[int] = []

@@ -2,7 +2,9 @@
 
 Folders are searched recursively for ``*.jsonl`` and ``*.json``; what a file holds is decided by
 its content (:mod:`jaxbench.store.kinds`), never by its name. Left out of folder scans: hidden
-files and folders, :data:`NOT_STORE_FILES`, and a sweep's gathered ``results.jsonl`` where that
+files and folders, virtual environments (a folder with ``pyvenv.cfg``, such as the per-version
+environments under a sweeps folder's ``envs/``), :data:`NOT_STORE_FILES`, and a sweep's
+gathered ``results.jsonl`` where that
 sweep's ``records/`` is read too (it repeats every record file of the sweep). A file named
 explicitly is always read, and a file named twice (or inside two named folders) is read once.
 """
@@ -19,15 +21,20 @@ NOT_STORE_FILES = frozenset({"benchmarks.json", "machine.json", "jaxbench-env.js
 #: A sweep folder's manifest, records folder and gathered records (:mod:`jaxbench.cluster.sweep`).
 SWEEP_MANIFEST, SWEEP_RECORDS, SWEEP_RESULTS = "sweep.json", "records", "results.jsonl"
 SUFFIXES = (".jsonl", ".json")
-
-
-def _hidden(path: Path, root: Path) -> bool:
-    return any(part.startswith(".") for part in path.relative_to(root).parts)
+#: The file that makes a folder a virtual environment (PEP 405), which a scan does not enter.
+VENV_MARKER = "pyvenv.cfg"
 
 
 def _in_folder(root: Path) -> list[Path]:
-    found = (f for f in root.rglob("*") if f.suffix in SUFFIXES and f.is_file())
-    return sorted(f for f in found if f.name not in NOT_STORE_FILES and not _hidden(f, root))
+    found = []
+    for folder, subfolders, names in os.walk(root):
+        # not into hidden folders, nor into virtual environments (the per-version ones under
+        # a sweeps folder's envs/ hold thousands of JSON files of installed packages)
+        subfolders[:] = [d for d in subfolders if not d.startswith(".")
+                         and not os.path.isfile(os.path.join(folder, d, VENV_MARKER))]  # fmt: skip
+        found += [Path(folder, n) for n in names if n.endswith(SUFFIXES)
+                  and not n.startswith(".") and n not in NOT_STORE_FILES]  # fmt: skip
+    return sorted(found)
 
 
 def _is_gathered(path: Path, folders: set[Path]) -> bool:

@@ -29,6 +29,7 @@ import types
 import typing
 from collections.abc import Callable, Mapping
 from importlib.metadata import entry_points
+from pathlib import Path
 from typing import Any
 
 from jaxbench.workloads.base import Workload, typed_param
@@ -212,6 +213,12 @@ def _import(spec: str) -> Any:
     module_name, _, attr = spec.partition(":")
     if not module_name or not attr:
         raise ValueError(f"--workload {spec!r}: expected package.module:factory")
+    if module_name.endswith(".py") or "/" in module_name or "\\" in module_name:
+        file = Path(module_name)
+        hint = (f": run from {file.parent} with -w {file.stem}:{attr}" if file.is_file()
+                else f" (and there is no file {module_name})")  # fmt: skip
+        raise ValueError(f"--workload {spec!r}: a workload is a module and its factory "
+                         f"(package.module:factory), not a file path{hint}")  # fmt: skip
     try:
         module = importlib.import_module(module_name)
     except Exception as exc:
