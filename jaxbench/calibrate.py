@@ -11,7 +11,8 @@ Every verdict other than ``slower`` or ``faster`` is right for an A/A comparison
   pairs: the spread of one pair's figure, which is what the interval of a live comparison rests
   on. From it, the smallest slowdown the default design of ``jaxbench compare --interleave``
   (:class:`jaxbench.interleave.Schedule` defaults: ``pairs`` at the first look, ``max_pairs`` at
-  the last, each look at ``alpha / looks``) calls ``slower`` with 80 % and 95 % power
+  the last, each at the level of the last look of O'Brien-Fleming-type error spending,
+  :func:`jaxbench.inference.sequential.nominal_level`) calls ``slower`` with 80 % and 95 % power
   (:func:`jaxbench.inference.verdicts.detectable`, with ``se = sd / sqrt(pairs)``);
 - the **time per pair** (wall seconds, worker start included) and so the time to a verdict.
 

@@ -7,6 +7,7 @@ fakes that answer at once, so a pair costs nothing.
 from __future__ import annotations
 
 import itertools
+import math
 
 import numpy as np
 import pytest
@@ -217,3 +218,47 @@ def test_each_command_turns_a_stopped_run_into_its_one_line_and_exit_code(
     (path,) = tmp_path.glob("*-*.json*")
     assert result.exit_code == code, result.output
     assert result.stderr.splitlines()[-1] == line.format(path=path)
+
+
+def test_compare_interleave_run_again_completes_the_first_look_it_cut_short(monkeypatch, tmp_path):
+    """Before, the same command measured afresh into a new file, and the pairs of the file cut
+    short were never joined; a comparison of other sides is not touched."""
+    from typer.testing import CliRunner
+
+    from jaxbench.cli import app
+
+    args = ["compare", "--interleave", "current", "current", "-w", "train_step", "-s", "tiny",
+            "-d", "float32", "--optimizer", "sgd", "--pairs", "3", "--max-pairs", "3",
+            "--rounds", "6", "--calls-per-block", "2", "-o", str(tmp_path)]  # fmt: skip
+    other = [*args[:4], "--set-b", "donate=false", *args[4:]]  # other sides: not resumed
+    _use(monkeypatch, Workers(stop_at=1, stop=KeyboardInterrupt()))
+    assert CliRunner().invoke(app, other).exit_code == 130
+    (theirs,) = tmp_path.glob("interleave-*.jsonl")
+    _use(monkeypatch, Workers(stop_at=1, stop=KeyboardInterrupt()))
+    assert CliRunner().invoke(app, args).exit_code == 130
+    (cut,) = set(tmp_path.glob("interleave-*.jsonl")) - {theirs}
+    assert _pairs_on_disk(cut) == [1]
+    _use(monkeypatch, Workers())
+    result = CliRunner().invoke(app, args)
+    assert result.exit_code == 0, result.output
+    assert f"completing the first look cut short in {cut}" in " ".join(result.stderr.split())
+    assert set(tmp_path.glob("interleave-*.jsonl")) == {theirs, cut}  # no new file
+    assert _pairs_on_disk(cut) == [3] and _pairs_on_disk(theirs) == [1]
+
+
+def test_a_comparison_cut_short_says_so_and_its_early_interval_reads_short(monkeypatch, tmp_path):
+    """Its advice was "the estimate sits at the threshold: more pairs will not settle it", and
+    the report printed the interval's end as a number of 300 digits."""
+    from jaxbench.analysis import markdown as md
+    from jaxbench.interleave import estimate
+
+    _use(monkeypatch, Workers(stop_at=2, stop=KeyboardInterrupt()))
+    with pytest.raises(LiveStopped):
+        run_live(A, B, CASES, live_path(tmp_path), "cpu", SCHEDULE)
+    (cut, _) = load(tmp_path).models("live-comparison")
+    est = estimate(cut)
+    assert "stopped after 2 of the 4 pairs of its first look" in est.advice, est.advice
+    assert "will not settle it" not in est.advice
+    assert "the same command completes it" in est.advice
+    assert md.ratio_ci(1.013, math.exp(-700), math.exp(700)) == "1.013 [9.86e-305, 1.01e+304]"
+    assert md.ratio_ci(1.013, 0.98, 1.05) == "1.013 [0.980, 1.050]"

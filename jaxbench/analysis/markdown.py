@@ -70,12 +70,20 @@ def seconds(value: float | None) -> str:
 
 
 def ratio_ci(ratio: float, low: float, high: float) -> str:
-    """``1.102 [1.085, 1.121]``; ``1.300 (no CI)`` without an interval; ``n/a`` without a ratio."""
+    """``1.102 [1.085, 1.121]``; ``1.300 (no CI)`` without an interval; ``n/a`` without a ratio.
+
+    A figure from 1000 up, or below 0.001, is in three significant digits with an exponent
+    (``1.01e+304``: the end of an early look's interval), not hundreds of digits.
+    """
     if _missing(ratio):
         return NOT_AVAILABLE
     if _missing(low) or _missing(high):
-        return f"{ratio:.3f} (no CI)"
-    return f"{ratio:.3f} [{low:.3f}, {high:.3f}]"
+        return f"{_ratio(ratio)} (no CI)"
+    return f"{_ratio(ratio)} [{_ratio(low)}, {_ratio(high)}]"
+
+
+def _ratio(x: float) -> str:
+    return f"{x:.3f}" if x == 0 or 1e-3 <= abs(x) < 1e3 else f"{x:.3g}"
 
 
 def change(ratio: float) -> str:

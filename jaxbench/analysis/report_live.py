@@ -26,7 +26,8 @@ DESIGNS = {
         "at random per round. A pair's log ratio is the median of its per-round log ratios "
         "(candidate block median / baseline block median), so slow drifts of the machine cancel "
         "within a round; the interval is the t interval over pairs (the pairs are the "
-        "independent units), and each look at the data spends alpha / looks."
+        "independent units), a repeated confidence interval: alpha is spent over the looks "
+        "at the data by O'Brien-Fleming-type error spending, almost none at the first looks."
     ),
     "back_to_back": (
         "**back to back** (sequential): in each pair, all blocks of the baseline in one "

@@ -298,7 +298,9 @@ def _live(
         LiveStopped,
         Schedule,
         Variant,
+        cut_short_files,
         live_path,
+        resume_live,
         run_live,
         summary_line,
     )
@@ -316,12 +318,31 @@ def _live(
     saved = PairProgress(schedule.max_pairs)
     fail_on_undecided = opts.pop("fail_on_undecided", False)
     mode = "back_to_back" if back_to_back else "interleaved"
+    labels = {c.label for c in cases}
+
+    def ran(c: Any) -> bool:  # by these sides, in this mode, on selected cases
+        sides = tuple((s.label, s.python) if s else None for s in (c.baseline, c.candidate))
+        return (c.mode == mode and c.label in labels
+                and sides == ((a.label, a.python), (b.label, b.python)))  # fmt: skip
+
+    found, paths = [], []
     try:
-        run = run_live(a, b, [(c.workload, dict(c.params)) for c in cases], live_path(out),
-                       backend, schedule, mode, on_saved=saved, **opts)  # fmt: skip
+        earlier = cut_short_files(out, ran, schedule.pairs) if out.is_dir() else {}
+        for cut, comparisons in earlier.items():
+            err_console.print(f"completing the first look cut short in {cut}", highlight=False)
+            resumed = resume_live(cut, comparisons, a, b, backend, opts["threshold"],
+                                  opts["alpha"], saved)  # fmt: skip
+            found += resumed.comparisons
+            paths.append(resumed.path)
+        done = {c.label for c in found}
+        rest = [(c.workload, dict(c.params)) for c in cases if c.label not in done]
+        if rest:
+            run = run_live(a, b, rest, live_path(out), backend, schedule, mode, on_saved=saved,
+                           **opts)  # fmt: skip
+            found += run.comparisons
+            paths.append(run.path)
     except LiveStopped as exc:
         raise fail(exc.line(), code=exc.exit_code) from None
-    found, path = run.comparisons, run.path
     frame = comparisons_frame(found, opts["threshold"], opts["alpha"], opts["strict"])
     for c in found:
         err_console.print(summary_line(c), highlight=False)
@@ -338,14 +359,15 @@ def _live(
             console.print(c.label, style="bold", highlight=False, markup=False)
             for line in paired_op_lines(c) or ["ops: no pair traced the case"]:
                 console.print(line, highlight=False, markup=False, soft_wrap=True)
-    console.print(f"wrote {path}", highlight=False)
+    for path in paths:
+        console.print(f"wrote {path}", highlight=False)
     _cite_calibration([out], {c.label for c in found})
     failed = any(c.status != "ok" for c in found)
     code = 1 if failed else exit_status(frame["verdict"], fail_on_undecided)
     rows = _rows(frame.assign(metric=STEADY_STATE))  # a live pair times the steady state only
     write_verdicts(json_out, "compare", rows, code, mode=mode, baseline=a.label,
                    candidate=b.label, threshold=opts["threshold"], alpha=opts["alpha"],
-                   live=str(path))  # fmt: skip
+                   live=", ".join(map(str, paths)))  # fmt: skip
     if markdown is not None:
         write_summary(markdown, f"jaxbench compare: {b.label} vs {a.label}",
                       live_comparison_model(frame),

@@ -9,7 +9,14 @@ command. The results are
 :class:`jaxbench.store.CaseComparison` records; :func:`estimate` gives their verdicts.
 """
 
-from jaxbench.interleave.runner import LiveRun, LiveStopped, live_path, resume_live, run_live
+from jaxbench.interleave.runner import (
+    LiveRun,
+    LiveStopped,
+    cut_short_files,
+    live_path,
+    resume_live,
+    run_live,
+)
 from jaxbench.interleave.session import (
     Schedule,
     Variant,
@@ -26,6 +33,7 @@ __all__ = [
     "Variant",
     "WorkerDied",
     "WorkerError",
+    "cut_short_files",
     "estimate",
     "live_path",
     "resume_live",

@@ -33,6 +33,7 @@ from jaxbench.interleave.session import (
     WorkerError,
     run_pairs,
 )
+from jaxbench.interleave.verdict import cut_short
 from jaxbench.store import CaseComparison, new_run_id, write_json, write_jsonl
 from jaxbench.store.live import Mode
 
@@ -182,13 +183,28 @@ def run_live(
     return _saving(path, pairs, contents, on_saved)
 
 
-def cut_short(comparison: CaseComparison, first_look: int = 0) -> bool:
-    """Whether a comparison stopped inside its first look: ``ok``, with some pairs but fewer.
+def cut_short_files(
+    folder: Path, ran: Callable[[CaseComparison], bool], first_look: int = 0
+) -> dict[Path, list[CaseComparison]]:
+    """The live files under ``folder`` to complete with :func:`resume_live`.
 
-    The first look is the comparison's own schedule's (``first_look`` where it has none).
+    A file qualifies when every comparison in it satisfies ``ran`` (it was run by the sides the
+    caller would resume it with) and at least one was cut short in its first look
+    (:func:`cut_short`, ``first_look`` where a comparison has no schedule of its own).
+
+    Returns:
+        Path -> every comparison in it.
     """
-    first = int(comparison.schedule.get("pairs", first_look))
-    return comparison.status == "ok" and 0 < len(comparison.pairs) < first
+    from jaxbench.store import load  # the loader, only where a command resumes
+
+    by_file: dict[Path, list[CaseComparison]] = {}
+    for item in load([folder], kinds={"live-comparison"}).of("live-comparison"):
+        by_file.setdefault(Path(item.path), []).append(item.model)
+    return {
+        path: found
+        for path, found in by_file.items()
+        if all(ran(c) for c in found) and any(cut_short(c, first_look) for c in found)
+    }
 
 
 def resume_live(

@@ -8,6 +8,7 @@ each look to drop decided cases, and the analysis for its tables.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
@@ -21,6 +22,15 @@ BASIS = {
     "interleaved": "process pairs: per pair the median per-round log ratio; t interval over pairs",
     "back_to_back": "independent processes: per process the median call; Welch t interval",
 }
+
+
+def cut_short(comparison: CaseComparison, first_look: int = 0) -> bool:
+    """Whether a comparison stopped inside its first look: ``ok``, with some pairs but fewer.
+
+    The first look is the comparison's own schedule's (``first_look`` where it has none).
+    """
+    first = int(comparison.schedule.get("pairs", first_look))
+    return comparison.status == "ok" and 0 < len(comparison.pairs) < first
 
 
 def look_level(comparison: CaseComparison, pairs: int, alpha: float) -> float:
@@ -60,12 +70,33 @@ def estimate(
     CI of the look the comparison ended at (:func:`look_level`), so the verdict keeps its
     error rate over all looks. A verdict is ``unstable`` when
     :mod:`jaxbench.inference.stability` finds a disturbance that could explain it
-    (:func:`jaxbench.inference.stability.veto`); ``strict`` is the minimum-effect rule.
+    (:func:`jaxbench.inference.stability.veto`); ``strict`` is the minimum-effect rule. A
+    comparison cut short in its first look (:func:`cut_short`) says so in its advice.
 
     Raises:
         ValueError: No pair has timed rounds (status not ``ok``), or the mode asks for
             pairing of back-to-back data.
     """
+    est = _estimate(comparison, threshold, alpha, mode, strict)
+    if not cut_short(comparison):
+        return est
+    first = int(comparison.schedule.get("pairs", 0))
+    note = (f"stopped after {len(comparison.pairs)} of the {first} pairs of its first look "
+            "(an early look: only a very large change is decided); the same command "
+            "completes it")  # fmt: skip
+    # an early look's advice of "more pairs will not settle it soon" is its level's, not the
+    # data's: replaced; "no interval" (one pair) and a decided verdict's notes stay
+    early = est.verdict == "inconclusive" and est.ci_low == est.ci_low
+    return replace(est, advice=note) if early else est.with_note(note)
+
+
+def _estimate(
+    comparison: CaseComparison,
+    threshold: float,
+    alpha: float,
+    mode: Mode | None,
+    strict: bool,
+) -> verdicts.Estimate:
     mode = mode or comparison.mode
     pairs = [p for p in comparison.pair_runs if p.status == "ok" and p.rounds]
     if comparison.status != "ok" or not pairs:

@@ -18,7 +18,7 @@ from pathlib import Path
 import pandas as pd
 
 from jaxbench.analysis.compare import STEADY_STATE
-from jaxbench.interleave.runner import cut_short
+from jaxbench.interleave.runner import cut_short_files
 from jaxbench.store import CaseComparison
 
 #: Recorded verdicts that a live comparison confirms or settles.
@@ -66,23 +66,14 @@ def unfinished(
     """The files of these versions' live comparisons that were cut short in their first look.
 
     Returns:
-        Path -> every comparison in it, for files where some ``ok`` comparison of these
-        versions has at least one pair and fewer than its schedule's first look
+        Path -> every comparison in it, for files of these versions only where some ``ok``
+        comparison has at least one pair and fewer than its schedule's first look
         (``first_look`` where it has none): the files for
-        :func:`jaxbench.interleave.resume_live`.
+        :func:`jaxbench.interleave.resume_live` (:func:`jaxbench.interleave.cut_short_files`).
     """
-    from jaxbench.store import load
 
-    by_file: dict[Path, list[CaseComparison]] = {}
-    for item in load([folder], kinds={"live-comparison"}).of("live-comparison"):
-        by_file.setdefault(Path(item.path), []).append(item.model)
-    return {
-        path: found
-        for path, found in by_file.items()
-        if any(_cut_short(c, baseline_jax, candidate_jax, first_look) for c in found)
-    }
+    def ran(c: CaseComparison) -> bool:
+        sides = (c.baseline.jax if c.baseline else None, c.candidate.jax if c.candidate else None)
+        return sides == (baseline_jax, candidate_jax)
 
-
-def _cut_short(c: CaseComparison, baseline_jax: str, candidate_jax: str, first_look: int) -> bool:
-    sides = (c.baseline.jax if c.baseline else None, c.candidate.jax if c.candidate else None)
-    return sides == (baseline_jax, candidate_jax) and cut_short(c, first_look)
+    return cut_short_files(folder, ran, first_look)
