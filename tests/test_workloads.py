@@ -194,6 +194,13 @@ def test_check_close_scales_atol_to_the_output():
         check_close("x", jnp.array([jnp.nan]), jnp.array([1.0]), "float32")
 
 
+def test_an_output_without_an_array_fails_the_gate():
+    """A step returning ``None`` passed its gate (nothing compared) and was timed ``ok``."""
+    for empty in (None, (), {"a": None}):
+        with pytest.raises(GateFailure, match="x: the output has no array"):
+            check_close("x", empty, empty, "float32")
+
+
 def test_check_close_names_the_failing_leaf_by_its_key_path():
     want = {"params": {"attn": {"key": {"bias": jnp.zeros(3), "kernel": jnp.ones(3)}}}, "n": 1.0}
     got = jax.tree.map(lambda a: a, want)

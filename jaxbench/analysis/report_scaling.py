@@ -8,7 +8,7 @@ from jaxbench.analysis import facets
 from jaxbench.analysis import markdown as md
 from jaxbench.analysis.report_context import ReportContext
 from jaxbench.analysis.scaling import exponent_changes, exponents_frame, swept_points
-from jaxbench.inference.scaling import DEFAULT_EXPONENT_THRESHOLD
+from jaxbench.inference.scaling import DEFAULT_EXPONENT_THRESHOLD, MIN_POINTS
 from jaxbench.store.record import case_sort_key
 
 
@@ -30,7 +30,9 @@ def scaling_section(ctx: ReportContext) -> str:
         "## Scaling exponents",
         f"How latency grows with each swept parameter: `b` of latency ∝ x^b over the swept "
         f"range (1: linear, 2: quadratic), fitted per process on the log medians of its "
-        f"records; the interval ({1 - alpha:.0%}) is Student's t over processes. A change of "
+        f"records (a process with fewer than {MIN_POINTS} swept values gives no slope); the "
+        f"interval ({1 - alpha:.0%}) is Student's t over processes, or with a single process "
+        f"the least-squares one of its points (`points`). A change of "
         f"exponent is `changed` when its Welch interval lies wholly beyond "
         f"±{DEFAULT_EXPONENT_THRESHOLD}, `same` when wholly within, else `inconclusive` "
         f"(always so when a version has a single process).",

@@ -336,10 +336,10 @@ def check_close(
         ``leaves`` it matched) when ``leaves`` is given.
 
     Raises:
-        GateFailure: Structures differ, a leaf is not finite, a leaf is not ``allclose``, or a
-            pattern of ``leaves`` matches no leaf; the message names the leaf by its key path
-            (``leaf params/attn/key/bias``, :func:`jaxbench.workloads.trees.path_text`;
-            ``leaf (root)`` for a lone array).
+        GateFailure: Structures differ, the output has no leaf (``None``), a leaf is not
+            finite, a leaf is not ``allclose``, or a pattern of ``leaves`` matches no leaf;
+            the message names the leaf by its key path (``leaf params/attn/key/bias``,
+            :func:`jaxbench.workloads.trees.path_text`; ``leaf (root)`` for a lone array).
     """
     import dataclasses
 
@@ -353,6 +353,10 @@ def check_close(
     want_leaves, want_tree = jax.tree_util.tree_flatten(want)
     if got_tree != want_tree:
         raise GateFailure(f"{name}: PyTree structures differ: {got_tree} vs {want_tree}")
+    if not got_leaves:  # e.g. a step returning None: nothing to check, nothing to wait on
+        raise GateFailure(f"{name}: the output has no array (it is {got_tree}): nothing to "
+                          "check, and nothing for the timing to wait on; return the step's "
+                          "results")  # fmt: skip
     worst = 0.0
     matched: dict[str, int] = dict.fromkeys(leaves or {}, 0)
     for (path, a), b in zip(got_leaves, want_leaves, strict=True):
