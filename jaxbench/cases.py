@@ -85,7 +85,8 @@ def select_cases(
         grid.update({k: list(v) for k, v in overrides.items() if k in workload.param_names})
         for param, values in texts.items():
             if param in workload.param_names:
-                grid[param] = [workload.parse_param(param, v) for v in values]
+                # typed, then once each: lr=0.01 and lr=1e-2 are one value
+                grid[param] = _once([workload.parse_param(param, v) for v in values])
         for values in itertools.product(*(grid[p] for p in workload.param_names)):
             params = dict(zip(workload.param_names, values, strict=True))
             try:
@@ -98,6 +99,15 @@ def select_cases(
             cases.append(Case(workload.name, params))
         workload.release()  # a user factory's last Step: the cases run in a worker
     return cases
+
+
+def _once(values: list[Any]) -> list[Any]:
+    """``values`` without repeats, in order (by equality, unhashable values too)."""
+    out: list[Any] = []
+    for v in values:
+        if not any(type(v) is type(u) and v == u for u in out):
+            out.append(v)
+    return out
 
 
 def _name_the_option(

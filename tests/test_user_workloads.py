@@ -123,6 +123,9 @@ def test_optional_annotations_type_param_texts_as_their_one_type(user_module):
 def test_a_workload_named_twice_is_selected_once(user_module):
     name = f"{user_module}:matmul"
     assert len(select_cases([name, name], texts={"n": ["4", "8"]})) == 2
+    # one value written two ways is one case, not two timings of it
+    (case,) = select_cases([name], texts={"scale": ["0.5", "5e-1"], "n": ["4", "04"]})
+    assert case.params["scale"] == 0.5 and case.params["n"] == 4
     with pytest.raises(ValueError, match=r"\(.*:not_jitted takes no --param\)"):
         select_cases([f"{user_module}:not_jitted"], texts={"n": ["4"]})
 
