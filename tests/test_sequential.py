@@ -237,9 +237,9 @@ def test_a_case_the_candidate_only_skipped_is_unmatched_not_failed_and_exits_0(t
     b = str(tmp_path / "b")
     assert (f"unmatched: bench_train_step.TrainStep.time_step size=small: {b} skipped it "
             "(asv: skipped (NotImplementedError))") in text  # fmt: skip
-    assert (f"unmatched: steady_state bench_loops.Loop.time_loop trip=8: {b} has no samples "
-            "(an asv result of a run without --record-samples keeps only its median)"
-            ) in text  # fmt: skip
+    assert (f"unmatched: steady_state bench_loops.Loop.time_loop trip=8: {b} has no samples, "
+            "so nothing to compare (an asv result of a run without --record-samples keeps only "
+            "its median)") in text  # fmt: skip
     assert f"only {tmp_path / 'a'} has it" not in text
     assert json.loads(out.read_text())["failed"] == []
 

@@ -143,9 +143,9 @@ def _failures(
     with_samples = {s: set(rows.loc[sampled & (side == s), "case"]) for s in sides}
     for s, other in (sides, sides[::-1]):
         for case in sorted((timed[s] - with_samples[s]) & with_samples[other], key=str):
-            skipped[str(case)] = (f"{STEADY_STATE} {case}: {s} has no samples (an asv "
-                                  "result of a run without --record-samples keeps only its "
-                                  "median)")  # fmt: skip
+            skipped[str(case)] = (f"{STEADY_STATE} {case}: {s} has no samples, so nothing "
+                                  "to compare (an asv result of a run without "
+                                  "--record-samples keeps only its median)")  # fmt: skip
         lost = rows[(side == s) & rows["case"].isin(timed[other] - timed[s])]
         for case, records in lost.groupby("case", sort=False):
             errors = records["error"].dropna() if "error" in records else pd.Series()
