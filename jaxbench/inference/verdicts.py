@@ -12,15 +12,15 @@ Two designs, one rule:
   the median of its calls, on the log scale; the two sides' means of those log medians are
   compared with Welch's t interval (its degrees of freedom as :func:`scipy.stats.ttest_ind`
   takes them with ``equal_var=False``), its standard error never below the pooled one (see
-  :func:`estimate_log_medians`); Student's pooled interval
-  when one side has a single process, which assumes that side spreads as the other does (one
-  process cannot show its own spread). This is the two-stage
-  ("summary statistics") estimate of a random-effects model with the process as random effect:
-  the spread of the per-process medians contains both the between-process variance and the
-  within-process noise of each median, which is what the interval needs, and the t quantile
-  keeps the interval honest with a handful of processes, where a percentile bootstrap over so
-  few units is known to be too narrow (its variance is ``(n-1)/n`` of the truth and it has no
-  t correction; Efron and Tibshirani, *An Introduction to the Bootstrap*, 1993, sec. 13.3);
+  :func:`estimate_log_medians`); Student's pooled interval when one side has a single process,
+  which assumes that side spreads as the other does (one process cannot show its own spread).
+  This is the two-stage ("summary statistics") estimate of a random-effects model with the
+  process as random effect: the spread of the per-process medians contains both the
+  between-process variance and the within-process noise of each median, which is what the
+  interval needs, and the t quantile keeps the interval honest with a handful of processes,
+  where a percentile bootstrap over so few units is known to be too narrow (its variance is
+  ``(n-1)/n`` of the truth and it has no t correction; Efron and Tibshirani, *An Introduction
+  to the Bootstrap*, 1993, sec. 13.3);
 - **process pairs** (live interleaving): each pair of fresh worker processes gives one log ratio
   (the median of its per-round log ratios, which cancels drift within the pair); the pairs are
   the units of a one-sample t interval (:func:`scipy.stats.ttest_1samp`).
@@ -48,7 +48,7 @@ midpoint), after asv's ``compare`` (a test says the sides differ and the ratio p
 ``strict=True`` is the minimum-effect reading instead: ``slower`` only when ``lo > 1 + t`` (the
 whole interval beyond the threshold), ``faster`` when ``hi < 1 / (1 + t)``. It never calls a
 change smaller than the threshold, at the price of far more units (:func:`units_needed`: about
-six times the pairs to call 3 % at ``t`` = 2 %, whatever the pair spread).
+six to seven times the pairs to call 3 % at ``t`` = 2 %, whatever the pair spread).
 
 Error rate: with no change at all, ``slower`` is called with probability at most ``alpha / 2``
 (the lower end of a ``1 - alpha`` interval exceeds the truth that often), and likewise
