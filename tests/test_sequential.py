@@ -180,16 +180,23 @@ def two_sides(tmp_path, processes):
     return [str(tmp_path / "a"), str(tmp_path / "b")]
 
 
-def test_a_case_that_fails_on_every_candidate_run_is_said_and_exits_1(tmp_path):
-    broken = {"benchmark": "mywl:maybe_broken", "params": {"n": 16}}
+def _two_sides(tmp_path, seed, more):
+    """Two processes (files) a side, ``a`` and ``b``: each a timed train step, then the records
+    ``more(side, run_id, samples)`` gives."""
     for side, version in enumerate(("a", "b")):
         for p in range(2):
-            samples = lognormal(1e-3, 40, seed=100 + 10 * side + p, sigma=0.01)
+            samples = lognormal(1e-3, 40, seed=seed + 10 * side + p, sigma=0.01)
             good = record("0.1", samples, run_id=f"{version}-{p}")
-            lost = (record("0.1", samples, run_id=f"{version}-{p}", **broken) if version == "a"
-                    else record("0.1", [], run_id=f"{version}-{p}", status="failed",
-                                error="GateFailure: max error 0.9 > atol", **broken))  # fmt: skip
-            write(tmp_path / version / f"run{p}.jsonl", [good, lost])
+            write(tmp_path / version / f"run{p}.jsonl",
+                  [good, *more(version, f"{version}-{p}", samples)])  # fmt: skip
+
+
+def test_a_case_that_fails_on_every_candidate_run_is_said_and_exits_1(tmp_path):
+    broken = {"benchmark": "mywl:maybe_broken", "params": {"n": 16}}
+    _two_sides(tmp_path, 100, lambda side, run, samples: [
+        record("0.1", samples, run_id=run, **broken) if side == "a"
+        else record("0.1", [], run_id=run, status="failed",
+                    error="GateFailure: max error 0.9 > atol", **broken)])  # fmt: skip
     out = tmp_path / "verdicts.json"
     args = ["compare", str(tmp_path / "a"), str(tmp_path / "b"), "--json", str(out)]
     result = CliRunner().invoke(app, args)
@@ -217,17 +224,12 @@ def test_a_case_the_candidate_only_skipped_is_unmatched_not_failed_and_exits_0(t
     that is no regression. Before, it was "failed" and ``compare`` exited 1."""
     other = {"benchmark": "bench_train_step.TrainStep.time_step", "params": {"size": "small"}}
     bare = {"benchmark": "bench_loops.Loop.time_loop", "params": {"trip": 8}}
-    for side, version in enumerate(("a", "b")):
-        for p in range(2):
-            samples = lognormal(1e-3, 40, seed=200 + 10 * side + p, sigma=0.01)
-            good = record("0.1", samples, run_id=f"{version}-{p}")
-            extra = (record("0.1", samples, run_id=f"{version}-{p}", **other) if version == "a"
-                     else record("0.1", [], run_id=f"{version}-{p}", status="skipped",
-                                 error="asv: skipped (NotImplementedError)", **other))  # fmt: skip
-            # asv without --record-samples: ok, its median only
-            unsampled = record("0.1", samples if version == "a" else [], run_id=f"{version}-{p}",
-                               **bare)  # fmt: skip
-            write(tmp_path / version / f"run{p}.jsonl", [good, extra, unsampled])
+    _two_sides(tmp_path, 200, lambda side, run, samples: [
+        record("0.1", samples, run_id=run, **other) if side == "a"
+        else record("0.1", [], run_id=run, status="skipped",
+                    error="asv: skipped (NotImplementedError)", **other),
+        # asv without --record-samples: ok, its median only
+        record("0.1", samples if side == "a" else [], run_id=run, **bare)])  # fmt: skip
     out = tmp_path / "verdicts.json"
     args = ["compare", str(tmp_path / "a"), str(tmp_path / "b"), "--json", str(out)]
     result = CliRunner().invoke(app, args)
