@@ -80,6 +80,12 @@ def brackets():
     return Step(fn=jax.jit(fails), args=(jnp.ones(3),))
 
 
+def slow(seconds: float = 0.5):
+    import time
+    time.sleep(seconds)
+    return matmul(4)
+
+
 def turns_nan(after: int = 1):
     # Finite on the gate's call; from call after + 1 on, out * nan.
     step = jax.jit(lambda a, k: (a * jnp.where(k >= after, jnp.nan, 1.0), k + 1))
@@ -128,6 +134,19 @@ def test_a_workload_named_twice_is_selected_once(user_module):
     assert case.params["scale"] == 0.5 and case.params["n"] == 4
     with pytest.raises(ValueError, match=r"\(.*:not_jitted takes no --param\)"):
         select_cases([f"{user_module}:not_jitted"], texts={"n": ["4"]})
+
+
+def test_a_slow_factory_while_selecting_cases_is_said_not_waited_in_silence(
+    user_module, monkeypatch, capsys
+):
+    from jaxbench.cli import selection
+
+    monkeypatch.setattr(selection, "SLOW_SELECTION_S", 0.1)
+    assert len(selection.Selection(workload=[f"{user_module}:slow"]).cases()) == 1
+    assert "selecting cases: a workload's factory has run for 0.1 s" in capsys.readouterr().err
+    quick = selection.Selection(workload=[f"{user_module}:slow"], param=["seconds=0"])
+    assert len(quick.cases()) == 1
+    assert "selecting cases" not in capsys.readouterr().err  # a quick one says nothing
 
 
 def test_a_factory_calling_sys_exit_is_one_line_and_exit_2(user_module):

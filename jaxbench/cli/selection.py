@@ -12,6 +12,7 @@ and ``--set-b``.
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable
 from dataclasses import dataclass, fields
 from typing import TYPE_CHECKING, Any
@@ -27,12 +28,15 @@ from jaxbench.cli.options import (
     Strategies,
     Workloads,
     Wrts,
+    err_console,
     takes_version_envs,
 )
 
 if TYPE_CHECKING:
     import typer
 
+#: Seconds of selecting cases (user factories checking their parameters) before it is said.
+SLOW_SELECTION_S = 10.0
 #: The parameters that have an option of their own: each is an alias of ``--param NAME=VALUE``.
 ALIASES: dict[str, Any] = {
     "size": Sizes,
@@ -92,7 +96,18 @@ class Selection:
                 raise ValueError(f"--param {text!r}: expected NAME=VALUE")
             texts.setdefault(name.strip(), []).append(value)
             options[name.strip()] = "--param"
-        return select_cases(self.workload, quick=not self.full, texts=texts, options=options)
+        # A user's factory runs here once per case to check its parameters (and again where
+        # the case runs): one that takes long is said, rather than a silent wait.
+        note = threading.Timer(SLOW_SELECTION_S, lambda: err_console.print(
+            f"selecting cases: a workload's factory has run for {SLOW_SELECTION_S:g} s (each "
+            "runs here once to check its parameters, then again where its case runs)",
+            highlight=False))  # fmt: skip
+        note.daemon = True
+        note.start()
+        try:
+            return select_cases(self.workload, quick=not self.full, texts=texts, options=options)
+        finally:
+            note.cancel()
 
     def argv(self) -> list[str]:
         """These options as a ``jaxbench run`` command line takes them."""
