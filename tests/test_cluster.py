@@ -494,6 +494,7 @@ def test_ctrl_c_of_a_terminal_during_a_local_task_is_one_line_and_no_traceback(t
     assert "interrupted: the task running was stopped" in " ".join(err.split()), err
     assert "Traceback" not in err and "KeyboardInterrupt" not in err, err
     assert list(tmp_path.glob(f"sweep-*/submitit/{dispatch.CONTROLLER_LOG}"))  # where it went
+    assert not list(tmp_path.glob("sweep-*/submitit/%j"))  # submitit's staging folder, removed
 
 
 def test_ctrl_c_while_local_tasks_run_in_turn_says_what_was_kept(tmp_path, monkeypatch):

@@ -256,7 +256,8 @@ def test_method_states_the_unit_the_rule_and_its_error_rate(built):
     assert decide(1.01, 1.10) == "slower"
     assert "- `slower`: lo > 1 (a change is shown) and the estimate" in method
     assert "lo > 1 + t" not in method and "whole interval lies above" not in text
-    assert "each of L looks uses alpha / L" in method
+    assert "O'Brien-Fleming-type error spending over the looks" in method  # not alpha / L
+    assert "alpha / L" not in method
     assert "Kalibera and R. Jones" in method and "ISMM 2013" in method
     assert "Pinpoint" in method
     assert "steady state 2.0%, compile time 10.0%" in method and "95%" in method

@@ -281,7 +281,7 @@ def test_bad_user_workload_input_is_one_line_and_nothing_is_written(user_module,
 
 
 @pytest.mark.slow
-def test_a_module_in_the_current_folder_runs_from_the_installed_command(tmp_path):
+def test_a_module_in_the_current_folder_runs_from_the_installed_command(tmp_path, monkeypatch):
     """``.venv/bin/jaxbench`` (the console script), not ``python -m``: the current folder was
     not on its import path, so ``-w loose:step`` was "No module named 'loose'"."""
     (tmp_path / "loose.py").write_text(
@@ -301,6 +301,10 @@ def test_a_module_in_the_current_folder_runs_from_the_installed_command(tmp_path
     named = runner.invoke(app, ["run", "-w", f"{tmp_path / 'loose.py'}:step"])
     assert named.exit_code == 2
     assert f"not a file path: run from {tmp_path} with -w loose:step" in named.output
+    monkeypatch.chdir(tmp_path)  # the file's name alone, without a factory
+    bare = runner.invoke(app, ["run", "-w", "loose.py"])
+    assert bare.exit_code == 2
+    assert "not a file path: run from this folder with -w loose:FACTORY" in bare.output
 
 
 def test_a_size_beyond_the_named_ones_is_run_not_a_crash(tmp_path):

@@ -83,8 +83,10 @@ def method_section(ctx: ReportContext) -> str:
             "change smaller than the threshold may be called `slower` or `faster` when its "
             "estimate reaches the threshold: the rule asks that a change be shown and its "
             "estimate be at least t, not that the whole interval lie beyond t. A "
-            "live comparison that looks again after adding pairs spends alpha over its looks: "
-            "each of L looks uses alpha / L, so all of them together keep the rate. The rate "
+            "live comparison that looks again after adding pairs reads a repeated confidence "
+            "interval at each look, its level from O'Brien-Fleming-type error spending over "
+            "the looks (almost nothing at the first ones), so all of them together keep the "
+            "rate. The rate "
             "assumes the processes of a side are independent draws from one machine state; the "
             "`unstable` checks look for evidence against that.",
             "",

@@ -314,7 +314,10 @@ def inconclusive_section(ctx: ReportContext) -> str:
     unstable, inconclusive = review.unstable, review.inconclusive
     parts = ["## Inconclusive and unstable"]
     if unstable.empty:
-        parts.append("No comparison is `unstable`: no noise indicator says the machine changed.")
+        parts.append(
+            "No comparison of recorded runs is `unstable`: no noise indicator says the "
+            "machine changed (live comparisons: their own section)."
+        )
     else:
         table = comparison_table(unstable, advice=True).renamed({"advice": "reason"})
         parts.append(
@@ -325,7 +328,10 @@ def inconclusive_section(ctx: ReportContext) -> str:
         )
         parts.append(md.table(table))
     if inconclusive.empty:
-        parts.append("No comparison is `inconclusive`.")
+        parts.append(
+            "No comparison of recorded runs is `inconclusive` (live comparisons: their "
+            "own section)."
+        )
         return "\n\n".join(parts)
     apparent = inconclusive[_apparent(inconclusive, review).to_numpy()]
     parts.append(

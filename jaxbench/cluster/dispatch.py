@@ -193,6 +193,9 @@ def submit(
         if made_here and not submission.job_ids:
             shutil.rmtree(sweep.root, ignore_errors=True)
         raise
+    finally:  # submitit's staging folder, empty once jobs have ids (also after a Ctrl-C)
+        with contextlib.suppress(OSError):
+            (sweep.submitit_dir / "%j").rmdir()
     return submission
 
 
@@ -245,8 +248,6 @@ def _submit_tasks(
             part = group[start : start + chunk]
             jobs = _submit_array(executor, sweep, manifest, part, only, submission, exclusive)
             on_progress(f"{name}: {len(part)} task(s), jobs {_ids(jobs)}")
-    with contextlib.suppress(OSError):  # submitit's staging folder, empty once jobs have ids
-        (sweep.submitit_dir / "%j").rmdir()
 
 
 def _recorded(sweep: Sweep, task: TaskSpec) -> int:

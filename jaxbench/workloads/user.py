@@ -197,6 +197,8 @@ def find(name: str, known: tuple[str, ...] = ()) -> UserWorkload:
             ) from None
     elif ":" in name:
         factory = _import(name)
+    elif _a_path(name):
+        raise ValueError(_not_a_path(name, name, ""))
     else:
         choices = ", ".join([*known, *points])
         raise ValueError(
@@ -209,16 +211,29 @@ def find(name: str, known: tuple[str, ...] = ()) -> UserWorkload:
     return _FOUND[name]
 
 
+def _a_path(text: str) -> bool:
+    return text.endswith(".py") or "/" in text or "\\" in text
+
+
+def _not_a_path(spec: str, module_name: str, attr: str) -> str:
+    """Why ``-w some/file.py[:factory]`` is refused, and the name to give instead."""
+    file = Path(module_name)
+    name = f"{file.stem}:{attr or 'FACTORY'}"
+    where = "this folder" if str(file.parent) == "." else str(file.parent)
+    hint = (f": run from {where} with -w {name}" if file.is_file()
+            else f" (and there is no file {module_name})")  # fmt: skip
+    return (
+        f"--workload {spec!r}: a workload is a module and its factory "
+        f"(package.module:factory), not a file path{hint}"
+    )
+
+
 def _import(spec: str) -> Any:
     module_name, _, attr = spec.partition(":")
     if not module_name or not attr:
         raise ValueError(f"--workload {spec!r}: expected package.module:factory")
-    if module_name.endswith(".py") or "/" in module_name or "\\" in module_name:
-        file = Path(module_name)
-        hint = (f": run from {file.parent} with -w {file.stem}:{attr}" if file.is_file()
-                else f" (and there is no file {module_name})")  # fmt: skip
-        raise ValueError(f"--workload {spec!r}: a workload is a module and its factory "
-                         f"(package.module:factory), not a file path{hint}")  # fmt: skip
+    if _a_path(module_name):
+        raise ValueError(_not_a_path(spec, module_name, attr))
     try:
         module = importlib.import_module(module_name)
     except Exception as exc:
