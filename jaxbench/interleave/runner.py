@@ -186,19 +186,22 @@ def run_live(
 def cut_short_files(
     folder: Path, ran: Callable[[CaseComparison], bool], first_look: int = 0
 ) -> dict[Path, list[CaseComparison]]:
-    """The live files under ``folder`` to complete with :func:`resume_live`.
+    """The live files in ``folder`` to complete with :func:`resume_live`.
 
-    A file qualifies when every comparison in it satisfies ``ran`` (it was run by the sides the
-    caller would resume it with) and at least one was cut short in its first look
-    (:func:`cut_short`, ``first_look`` where a comparison has no schedule of its own).
+    Only the folder's own files are read, not its subfolders: :func:`run_live` writes its file
+    there (:func:`live_path`), and ``folder`` may be a whole results history. A file qualifies
+    when every comparison in it satisfies ``ran`` (it was run by the sides the caller would
+    resume it with) and at least one was cut short in its first look (:func:`cut_short`,
+    ``first_look`` where a comparison has no schedule of its own).
 
     Returns:
         Path -> every comparison in it.
     """
     from jaxbench.store import load  # the loader, only where a command resumes
 
+    files = sorted(f for f in folder.iterdir() if f.suffix in (".jsonl", ".json") and f.is_file())
     by_file: dict[Path, list[CaseComparison]] = {}
-    for item in load([folder], kinds={"live-comparison"}).of("live-comparison"):
+    for item in load(files, kinds={"live-comparison"}).of("live-comparison"):
         by_file.setdefault(Path(item.path), []).append(item.model)
     return {
         path: found
