@@ -78,7 +78,9 @@ def select_cases(
         if not any(param in w.param_names for w in chosen):
             takes = "; ".join(f"{w.name} takes {', '.join(w.param_names) or 'no --param'}"
                               for w in chosen)  # fmt: skip
-            raise ValueError(f"--param {param}: no selected workload has it ({takes})")
+            option = (options or {}).get(param, "--param")
+            named = f"--param {param}" if option == "--param" else option
+            raise ValueError(f"{named}: no selected workload has it ({takes})")
     cases = []
     for workload in chosen:
         grid = workload.grid(quick)

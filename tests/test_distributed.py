@@ -87,6 +87,8 @@ def test_a_process_whose_peer_never_joins_is_one_line_naming_the_coordinator():
     ("args", "message"),
     [
         (["--jax-processes", "0"], "--jax-processes must be a whole number >= 1, got 0"),
+        # each a whole JAX runtime: 100,000 of them ran the machine out of memory
+        (["--jax-processes", "100000"], "--jax-processes 100000: at most "),
         (["--jax-processes", "2", "--join-timeout", "0"],
          "--join-timeout must be a whole number of seconds >= 1, got 0"),
         (["--jax-processes", "2", "--in-process"], "--jax-processes 2 needs a worker per process"),

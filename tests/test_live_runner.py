@@ -6,6 +6,7 @@ fakes that answer at once, so a pair costs nothing.
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import math
 
@@ -55,6 +56,8 @@ class FakeWorker:
     def request(self, op, **kw):
         if self.stop:
             raise self.stop
+        if op == "trace":
+            return {"bytes": 1, "ops": [{"name": "fusion", "seconds": 1e-3}]}
         if op == "prepare":
             env = {"jax": "0.0", "jaxlib": "0.0", "backend": "cpu", "device_kind": "cpu"}
             return {"env": env, "benchmark": kw["workload"], "compile_s": 0.1, "flops": 1.0,
@@ -129,8 +132,9 @@ def test_a_run_stopped_before_its_first_pair_says_nothing_was_saved(monkeypatch,
 def test_a_file_cut_short_is_completed_in_place_with_its_own_design(monkeypatch, tmp_path, mode):
     _use(monkeypatch, Workers(stop_at=1, stop=KeyboardInterrupt()))
     path = live_path(tmp_path)
+    traced = dataclasses.replace(SCHEDULE, trace_calls=2) if mode == "interleaved" else SCHEDULE
     with pytest.raises(LiveStopped):
-        run_live(A, B, CASES, path, "cpu", SCHEDULE, mode)
+        run_live(A, B, CASES, path, "cpu", traced, mode)
     before = load(path).models("live-comparison")
     _use(monkeypatch, Workers())
     counts = []
@@ -145,6 +149,9 @@ def test_a_file_cut_short_is_completed_in_place_with_its_own_design(monkeypatch,
     orders = {r.order for p in after[0].pairs[1:] for r in p.rounds}
     assert orders == ({"AB"} if mode == "back_to_back" else {"AB", "BA"})
     assert {c.mode for c in after} == {mode}
+    # and its tracing: the resumed pairs were traced as the first was (they were not, before)
+    want = {2} if mode == "interleaved" else {None}
+    assert {p.baseline.trace.calls if p.baseline.trace else None for p in after[0].pairs} == want
     with pytest.raises(ValueError, match="no comparison was cut short"):
         resume_live(path, after, A, B, "cpu")
 

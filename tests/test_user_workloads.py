@@ -253,6 +253,7 @@ def test_a_jitted_path_that_disagrees_with_its_reference_fails_its_gate(user_mod
     ("args", "message"),
     [
         (["-w", "{m}:matmul", "--param", "m=3"], "--param m: no selected workload has it"),
+        (["-w", "loop", "-s", "tiny"], "--size: no selected workload has it (loop takes"),
         (["-w", "{m}:matmul", "--param", "n=abc"], "--param n='abc': expected int"),
         (["-w", "{m}:matmul", "--param", "wrong=maybe"], "expected true or false"),
         (["-w", "{m}:matmul", "--param", "n"], "--param 'n': expected NAME=VALUE"),

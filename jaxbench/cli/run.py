@@ -31,6 +31,10 @@ from jaxbench.cli.selection import Selection, selects_cases
 from jaxbench.distributed import DEFAULT_JOIN_TIMEOUT_S
 from jaxbench.live_defaults import DEFAULT_CASE_TIMEOUT_S
 
+#: Most JAX processes ``--jax-processes`` starts per CPU core of this machine: CPU collectives
+#: run oversubscribed (8 processes on 2 cores do), but each process is a whole JAX runtime.
+MAX_JAX_PROCESSES_PER_CPU = 8
+
 if TYPE_CHECKING:
     from jaxbench.cases import Case
     from jaxbench.distributed import ProcessGroup
@@ -228,6 +232,11 @@ def _process_groups(
 
     if count < 1:
         raise fail(f"--jax-processes must be a whole number >= 1, got {count}")
+    most = MAX_JAX_PROCESSES_PER_CPU * (os.cpu_count() or 1)
+    if count > most:  # each is a whole JAX runtime: 100,000 of them exhausted the memory
+        raise fail(f"--jax-processes {count}: at most {most} on this machine "
+                   f"({MAX_JAX_PROCESSES_PER_CPU} per CPU core; each is a whole JAX "
+                   "process)")  # fmt: skip
     if timeout_s < 1:
         raise fail(f"--join-timeout must be a whole number of seconds >= 1, got {timeout_s}")
     if count == 1:

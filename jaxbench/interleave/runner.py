@@ -223,11 +223,11 @@ def resume_live(
     """Finish the first look of the comparisons of ``path`` cut short (:func:`cut_short`).
 
     The pairs still missing from the first look run with the comparisons' own saved design
-    (mode, rounds, blocks, warm-up; the seed moved on by the pairs done), whatever the caller would
-    ask now, and each is added to its comparison: what was measured before the interruption is
-    kept and pooled, the pairs being independent whenever they ran. A resumed comparison stops
-    at its first look. The file is rewritten after every pair, the other comparisons in it kept
-    as read.
+    (mode, rounds, blocks, warm-up, tracing; the seed moved on by the pairs done), whatever the
+    caller would ask now, and each is added to its comparison: what was measured before the
+    interruption is kept and pooled, the pairs being independent whenever they ran. A resumed
+    comparison stops at its first look. The file is rewritten after every pair, the other
+    comparisons in it kept as read.
 
     Args:
         path: The file.
@@ -251,7 +251,8 @@ def resume_live(
         raise ValueError(f"{path}: no comparison was cut short in its first look")
     done = min(len(c.pairs) for c in short)
     saved = short[0].schedule
-    fields = ("pairs_step", "rounds", "calls_per_block", "warmup_rounds", "warmup_calls")
+    fields = ("pairs_step", "rounds", "calls_per_block", "warmup_rounds", "warmup_calls",
+              "trace_calls")  # fmt: skip
     rest = Schedule(pairs=saved["pairs"] - done, max_pairs=saved["pairs"] - done,
                     seed=int(saved.get("seed", 0)) + done,
                     **{f: int(saved[f]) for f in fields if f in saved})  # fmt: skip
