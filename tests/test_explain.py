@@ -83,6 +83,22 @@ def test_a_change_made_by_xla_alone_is_put_down_to_its_passes():
     )
 
 
+def test_a_jaxpr_that_lowers_to_the_same_stablehlo_is_context_not_the_cause():
+    """JAX 0.11.2 against 0.12.1 printed ``out_sharding=None`` in the jaxpr and lowered to an
+    identical StableHLO that XLA then optimized differently: explain said "First at jaxpr: JAX
+    traced a different program"."""
+    a = _capture(lambda x, w: jnp.tanh(x) @ w)
+    b = json.loads(json.dumps(a))
+    b[0]["jaxpr"] = b[0]["jaxpr"].replace("tanh", "tanh[out_sharding=None]")
+    b[0]["hlo"] = b[0]["hlo"].replace(" tanh(", " exponential(")
+    (d,) = diff_programs(a, b)
+    assert d.identical == {"jaxpr": False, "stablehlo": True, "hlo": False}
+    (first, *_) = explain_lines([d])
+    assert ("First at optimized HLO (the jaxpr differs too, but leads to an identical StableHLO: "
+            "context): the same StableHLO was optimized differently") in first, first  # fmt: skip
+    assert not d.first_diff  # no jaxpr diff shown as if it were the cause
+
+
 HLO_TEXT = """HloModule jit_f, entry_computation_layout={(f32[2]{0})->f32[2]{0}}
 
 FileNames

@@ -80,8 +80,23 @@ class TargetDiff:
 
     @property
     def first_difference(self) -> str | None:
-        """The first level, in :data:`LEVELS` order, whose texts differ; ``None`` if none."""
-        return next((level for level in LEVELS if not self.identical[level]), None)
+        """The level where the change entered (:func:`changed_at`); ``None`` if none differs."""
+        return changed_at(self.identical)
+
+
+def changed_at(identical: dict[str, bool]) -> str | None:
+    """The level, of :data:`LEVELS` in order, where the programs' change entered.
+
+    The first level that differs below the last identical one above the deepest difference: a
+    jaxpr that differs only in how it prints (``out_sharding=None``) but lowers to an identical
+    StableHLO is context, and a change of the optimized HLO below it is XLA's passes. ``None``
+    where no level differs.
+    """
+    differ = [i for i, level in enumerate(LEVELS) if not identical[level]]
+    if not differ:
+        return None
+    same = [i for i in range(differ[-1]) if identical[LEVELS[i]]]  # above the last difference
+    return next(LEVELS[i] for i in differ if i > (same[-1] if same else -1))
 
 
 def _changed(a: dict[str, Any], b: dict[str, Any], keys: Any = None) -> dict[str, tuple]:
@@ -105,7 +120,7 @@ def diff_target(baseline: dict[str, Any], candidate: dict[str, Any]) -> TargetDi
     counts_a, counts_b = hlo_counts(baseline["hlo"]), hlo_counts(candidate["hlo"])
     counts = {k: (counts_a.get(k, 0), counts_b.get(k, 0)) for k in set(counts_a) | set(counts_b)}
     hlo = _unified("hlo", baseline, candidate) if not identical["hlo"] else []
-    first = next((level for level in LEVELS if not identical[level]), None)
+    first = changed_at(identical)
     above = _unified(first, baseline, candidate) if first in ("jaxpr", "stablehlo") else []
     return TargetDiff(
         name=baseline["name"],
@@ -173,8 +188,12 @@ def explain_lines(diffs: list[TargetDiff], verdict: str | None = None) -> list[s
             same = [LEVEL_NAMES[lv] for lv in d.identical if d.identical[lv]]
             kept = f"; identical: {', '.join(same)}" if same else ""
             differ = [LEVEL_NAMES[lv] for lv in d.identical if not d.identical[lv]]
+            at = LEVELS.index(first)
+            above = [LEVEL_NAMES[lv] for lv in LEVELS[:at] if not d.identical[lv]]
+            context = (f" (the {' and '.join(above)} differs too, but leads to an identical "
+                       f"{LEVEL_NAMES[LEVELS[at - 1]]}: context)" if above else "")  # fmt: skip
             out.append(f"{d.name}: {', '.join(differ)} differ{kept}. First at "
-                       f"{LEVEL_NAMES[first]}: {WHERE[first]}.")  # fmt: skip
+                       f"{LEVEL_NAMES[first]}{context}: {WHERE[first]}.")  # fmt: skip
         for key, (a, b) in d.counts.items():
             out.append(f"  {key}: {a} -> {b} ({b - a:+d})")
         model = " (XLA's cost model's figure: the optimized programs are identical)"
