@@ -151,6 +151,7 @@ def test_releases_are_those_of_both_packages_in_order_and_bad_ranges_are_named()
     [
         (["0.11.0", "0.10.2", "-w", "loop"], "the range is empty"),
         (["0.10.2", "99.0.0", "-w", "loop"], "BAD '99.0.0': no release of jax and jaxlib"),
+        (["0.9.2", "0.10.2", "-w", "loop"], "GOOD 0.9.2: jaxbench runs on jax>=0.10"),
         (["0.10.2", "0.11.0", "--search", "linear"], "--search 'linear'"),
         (["0.10.2", "0.11.0", "-w", "nope"], "unknown workload 'nope'"),
         (["0.10.2", "0.11.0", "--threshold", "-1"], "--threshold: threshold must be"),

@@ -26,7 +26,7 @@ from jaxbench.cli import app
 from jaxbench.inference.sequential import looks_at, nominal_level
 from jaxbench.interleave import Schedule
 from jaxbench.store import Calibration, CalibrationComparison
-from jaxbench.store.calibration import CalibrationCase, newest_calibration
+from jaxbench.store.calibration import CalibrationCase, newest_calibration, partial_note
 
 runner = CliRunner()
 
@@ -160,6 +160,13 @@ def test_the_newest_calibration_is_chosen_by_host_and_case(tmp_path):
     assert newest_calibration(found) == small
     assert newest_calibration(found, host="box", case=old.case.label) == new
     assert newest_calibration(found, host="nobody") is None
+    # an interrupted one, though newer, gives way to a complete one, and is said where cited
+    cut = record("20260501T000000Z-eeeeeeee", started="2026-05-01").model_copy(
+        update={"complete": False, "requested": 5}
+    )
+    assert newest_calibration([*found, cut], host="box", case=old.case.label) == new
+    assert newest_calibration([cut], host="box") == cut
+    assert partial_note(cut) == " (interrupted: 2 of 5 comparisons)" and partial_note(new) == ""
 
 
 @pytest.mark.parametrize(

@@ -198,6 +198,13 @@ def test_a_version_the_index_lacks_on_either_side_stops_before_any_environment_i
     assert error == ["error: candidate '9.9.9': jax 9.9.9 is not on the package index for "
                      f"{pyenvs.base_python(None)} (newest offered: 0.12.0.1, 0.11.2)"]  # fmt: skip
     assert built == [] and "jax" in asked
+    # a version older than jaxbench's own jax requirement: refused before pip is asked
+    asked.clear()
+    result = runner.invoke(app, [*command.split(), "0.9.2", "0.11.2", "-w", "loop",
+                                 "-o", str(tmp_path / "out")])  # fmt: skip
+    assert result.exit_code == 2, result.output
+    assert "error: baseline '0.9.2': JAX 0.9.2: jaxbench runs on jax>=0.10" in result.output
+    assert built == [] and asked == []
 
 
 def test_review_of_one_version_twice_and_an_interpreter_without_jax_build_nothing(

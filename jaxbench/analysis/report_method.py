@@ -11,7 +11,7 @@ import pandas as pd
 
 from jaxbench.analysis.conditions import DEFAULT_FIELDS
 from jaxbench.analysis.report_context import ReportContext
-from jaxbench.store.calibration import newest_calibration
+from jaxbench.store.calibration import newest_calibration, partial_note
 
 KALIBERA_JONES = 'T. Kalibera and R. Jones, "Rigorous benchmarking in reasonable time", ISMM 2013'
 PINPOINT = "Chromium's Pinpoint bisection service"
@@ -122,7 +122,8 @@ def calibration_section(ctx: ReportContext) -> str:
         det = [("n/a" if v is None else f"{v:.1%}") for v in (s.detectable_80, s.detectable_95)]
         per = "n/a" if s.seconds_per_pair is None else f"{s.seconds_per_pair:.0f} s"
         lines.append(
-            f"- `{machine}` ({cal.started_at}, JAX {cal.jax}, {cal.case.label}): "
+            f"- `{machine}` ({cal.started_at}, JAX {cal.jax}, {cal.case.label})"
+            f"{partial_note(cal)}: "
             f"{s.false_alarms} of {s.comparisons} A/A comparisons called `slower` or `faster`"
             f"{ci}; over {s.pairs} pairs the live default design detects {det[0]} at 80 % "
             f"power and {det[1]} at 95 %; a pair takes {per} (`calibration-{cal.run_id}.json`)."

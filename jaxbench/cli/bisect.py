@@ -42,9 +42,11 @@ def _releases(good: str, bad: str, envs: Any) -> tuple[str, list[str]]:
 
     try:
         base = pyenvs.base_python(None)
-        return base, releases_between(good, bad, *envs.offered(base))
+        found = releases_between(good, bad, *envs.offered(base))
+        pyenvs.check_supported([good])
+        return base, found
     except (ValueError, pyenvs.PyEnvError) as exc:
-        raise fail(str(exc)) from None
+        raise fail(str(exc).removeprefix("--jax: ").replace("JAX ", "GOOD ", 1)) from None
 
 
 def _explain(python_of: Any, case: Any, before: str, after: str, verdict: str,

@@ -231,11 +231,12 @@ def _cite_calibration(folders: list[Path], cases: set[str], read: Any = None) ->
     The calibrations under ``folders`` and ``results/``, each file read once: ``read`` (a
     :class:`jaxbench.store.Loaded`) holds what the command read already (its calibrations are
     used, its files not read again). A calibration measures one case's spread on one host, so
-    only the newest of the same case and host is cited.
+    only the newest complete one of the same case and host is cited (an interrupted one where
+    there is no other, and said so).
     """
     from jaxbench.env import host
     from jaxbench.store import Loaded, load
-    from jaxbench.store.calibration import newest_calibration
+    from jaxbench.store.calibration import newest_calibration, partial_note
 
     read = read if read is not None else Loaded()
     here = host()["hostname"]
@@ -260,7 +261,8 @@ def _cite_calibration(folders: list[Path], cases: set[str], read: Any = None) ->
         ci = "" if s.false_alarm_ci_high is None else f" (95 % up to {s.false_alarm_ci_high:.0%})"
         det = "n/a" if s.detectable_80 is None else f"{s.detectable_80:.1%}"
         d = s.design
-        console.print(f"calibration of {case} on {here} ({cal.started_at}, run {cal.run_id}): "
+        console.print(f"calibration of {case} on {here} ({cal.started_at}, run {cal.run_id})"
+                      f"{partial_note(cal)}: "
                       f"A/A false alarms {rate}{ci}; {d.pairs} pairs at the first look detect "
                       f"{det} at 80 % power", highlight=False)  # fmt: skip
 

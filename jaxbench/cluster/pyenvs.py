@@ -180,19 +180,44 @@ def index_versions(python: str, package: str, extra_index_url: str | None = None
     return [v.strip() for v in match.group(1).split(",") if v.strip()]
 
 
+def check_supported(versions: Iterable[str]) -> None:
+    """Fail for a JAX version outside jaxbench's own ``jax`` requirement (``jax>=0.10``).
+
+    Its environment would install jaxbench with that requirement, and pip would refuse with a
+    page of resolver output after the environment was half built.
+
+    Raises:
+        ValueError: Such a version; the message names it and the requirement.
+    """
+    import importlib.metadata
+
+    from packaging.requirements import Requirement
+
+    own = map(Requirement, importlib.metadata.requires("jaxbench") or [])
+    needs = next((r.specifier for r in own if r.name == "jax" and not r.marker), None)
+    old = [v for v in versions if needs is not None and not needs.contains(v, prereleases=True)]
+    if old:
+        raise ValueError(f"--jax: JAX {', '.join(old)}: jaxbench runs on jax{needs} (its own "
+                         "requirement), so no environment of it can hold jaxbench")  # fmt: skip
+
+
 def check_versions(
     python: str,
     versions: Iterable[str],
     extra: str | None = None,
     extra_index_url: str | None = None,
 ) -> None:
-    """Fail unless the index has every requested version of each of :func:`packages`.
+    """Fail unless each version is supported and the index has it, of each of :func:`packages`.
+
+    Supported: :func:`check_supported`.
 
     Raises:
-        ValueError: A version is missing; the message names it and the newest ones offered.
+        ValueError: A version is unsupported or missing; the message names it (and the newest
+            ones offered).
         PyEnvError: The index cannot be asked.
     """
     versions = list(versions)
+    check_supported(versions)
     for package in packages(extra):
         offered = index_versions(python, package, extra_index_url)
         missing = [v for v in versions if v not in offered]

@@ -156,7 +156,10 @@ class Calibration(BaseModel):
 def newest_calibration(
     calibrations: Iterable[Calibration], host: str | None = None, case: str | None = None
 ) -> Calibration | None:
-    """The calibration that started last (ties: by run id), or ``None``.
+    """The complete calibration that started last (ties: by run id), or ``None``.
+
+    An interrupted one (``complete`` false) is chosen only where no complete one is: its
+    figures rest on fewer comparisons than were asked for (:func:`partial_note` says so).
 
     Args:
         calibrations: Records to choose from.
@@ -166,4 +169,11 @@ def newest_calibration(
     keep = [c for c in calibrations
             if (host is None or c.host.get("hostname") == host)
             and (case is None or c.case.label == case)]  # fmt: skip
-    return max(keep, key=lambda c: (c.started_at, c.run_id), default=None)
+    return max(keep, key=lambda c: (c.complete, c.started_at, c.run_id), default=None)
+
+
+def partial_note(calibration: Calibration) -> str:
+    """``""`` for a complete calibration, else ``" (interrupted: 1 of 3 comparisons)"``."""
+    if calibration.complete:
+        return ""
+    return f" (interrupted: {len(calibration.comparisons)} of {calibration.requested} comparisons)"
