@@ -202,6 +202,23 @@ def test_a_reference_without_the_named_workload_is_refused(module, tmp_path):
     assert "holds no set of it" in result.stderr and not (tmp_path / "o").exists()
 
 
+def test_a_reference_whose_workload_cannot_be_imported_here_is_a_setup_error(
+    module, tmp_path, monkeypatch
+):
+    """Without -w, the import error was written as a drift row and exited 1, as drift."""
+    ref, out = tmp_path / "ref", tmp_path / "out"
+    assert drift("-w", f"{module}:mlp", "--save-reference", "--reference", str(ref)).exit_code == 0
+    monkeypatch.setattr(sys, "path", [p for p in sys.path if p != str(tmp_path / "src")])
+    sys.modules.pop(module, None)
+    for key in [k for k in user._FOUND if k.startswith(module)]:
+        user._FOUND.pop(key)
+    result = drift("--reference", str(ref), "-o", str(out))
+    assert result.exit_code == 2, result.output
+    assert (f"--reference {ref}: it holds sets of {module}:mlp, which this interpreter cannot "
+            f"load: cannot import {module}") in result.stderr.replace("\n", " ")  # fmt: skip
+    assert not out.exists()
+
+
 def test_an_integer_output_is_compared_exactly(module, tmp_path):
     ref, out = tmp_path / "ref", tmp_path / "out"
     name = f"{module}:counts"

@@ -192,6 +192,7 @@ def _check(folder: Path, out: str, backend: str, workload: str | None = None) ->
         raise fail(str(exc).replace("--save-reference", f"--save-reference{hint}")) from None
     if workload is not None and all(s.workload != workload for s in ref.manifest.sets):
         raise fail(f"--workload {workload}: the reference in {folder} holds no set of it")
+    _importable(folder, {s.workload for s in ref.manifest.sets})
     out_dir = writable_folder(out)
     device = _device(backend)
     try:
@@ -207,6 +208,25 @@ def _check(folder: Path, out: str, backend: str, workload: str | None = None) ->
     console.print(f"drift: {run.path}", highlight=False, soft_wrap=True)
     if run.findings:
         raise fail(f"{len(run.findings)} of {len(run.rows)} drift rows are findings", code=1)
+
+
+def _importable(folder: Path, names: set[str]) -> None:
+    """One line and exit 2 where a user workload of the reference cannot be imported here.
+
+    That is a set-up error (the module is not on this interpreter's path), not drift: a set
+    whose factory imports and then fails is a finding of the check.
+    """
+    from jaxbench.drift.sets import families
+    from jaxbench.workloads import get_workload
+
+    for name in sorted(names - set(families())):
+        try:
+            get_workload(name)
+        except ValueError as exc:
+            why = str(exc).removeprefix(f"--workload {name!r}: ")
+            raise fail(f"--reference {folder}: it holds sets of {name}, which this interpreter "
+                       f"cannot load: {why}; run where it imports (its package installed, or "
+                       "on PYTHONPATH)") from None  # fmt: skip
 
 
 def _fmt(value: float | None) -> str:
