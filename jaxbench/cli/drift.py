@@ -259,9 +259,11 @@ def drift_table(run: DriftRun) -> Table:
     now) or what an ``invalid_shape`` set raised, and the verdict.
     """
     ref = run.reference.manifest.env
+    now = run.rows[0].env if run.rows else {}
     table = Table(
         title=f"jaxbench drift {run.path.stem.removeprefix('drift-')}",
         caption=(
+            f"checked: jax {now.get('jax')}, {now.get('backend')}, {now.get('device_kind')}; "
             f"reference: jax {ref.get('jax')}, {ref.get('backend')}, {ref.get('device_kind')}; "
             "errors are absolute in the output's units; err/bound <= 1 is within tolerance"
         ),
