@@ -252,3 +252,36 @@ def test_a_live_bisect_run_again_reuses_the_comparisons_it_finished(tmp_path, mo
                                   0.02, 0.05, tmp_path)  # fmt: skip
     with pytest.raises(MeasuredAgain):
         other("0.4.30", "0.4.31", list(cases))
+
+
+def test_the_terminal_says_each_step_and_the_first_line_of_its_explanation(tmp_path, monkeypatch):
+    """The explanation of a step was only in bisect-<id>.md; an interrupted bisect said "the
+    comparisons finished are in" its folder when none were."""
+    from jaxbench.cli import bisect as cli_bisect
+
+    releases = ["0.1", "0.2", "0.3"]
+    label = "loop/at_set body=at_set dtype=float32 mode=plain trip=64 width=1"
+
+    def judge(before, after, cases):
+        slow = after == "0.3"
+        figures = (1.5, 1.4, 1.6) if slow else (1.0, 0.99, 1.01)
+        return {c: Judgement("slower" if slow else "same", *figures, "") for c in cases}
+
+    monkeypatch.setattr(cli_bisect, "_releases", lambda good, bad, envs: ("py", releases))
+    explained = lambda case, before, after, verdict: [f"step: first at optimized HLO ({verdict})"]  # noqa: E731
+    monkeypatch.setattr(cli_bisect, "_live", lambda *a: (judge, lambda: [], explained))
+    args = ["bisect", "0.1", "0.3", "-w", "loop", "--param", "trip=64", "--param", "mode=plain",
+            "--param", "width=1", "-o", str(tmp_path / "out")]  # fmt: skip
+    result = CliRunner().invoke(app, args)
+    assert result.exit_code == 0, result.output
+    text = " ".join(result.stdout.split())
+    assert label in text
+    assert "explained 0.2 -> 0.3: step: first at optimized HLO (slower)" in text
+
+    def interrupted(*a):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(cli_bisect, "_live", lambda *a: (interrupted, lambda: [], explained))
+    stopped = CliRunner().invoke(app, args)
+    assert stopped.exit_code == 130
+    assert stopped.stderr.strip().splitlines()[-1] == "error: interrupted"  # nothing was kept

@@ -253,8 +253,8 @@ def register(app: typer.Typer) -> None:
             code = 2 if isinstance(exc, pyenvs.WorkloadNotFound) else 1
             raise fail(f"{exc}{kept}", code=code) from None
         except KeyboardInterrupt:
-            raise fail(f"interrupted; the comparisons finished are in {folder}",
-                       code=130) from None  # fmt: skip
+            kept = f"; the comparisons finished are in {folder}" if files() else ""
+            raise fail(f"interrupted{kept}", code=130) from None
         explanations = {}
         if explain:
             for step in result.steps:
@@ -264,6 +264,10 @@ def register(app: typer.Typer) -> None:
             console.print(label, style="bold", highlight=False, markup=False)
             for line in case_lines(result, label):
                 console.print(line, highlight=False, markup=False, soft_wrap=True)
+            for (case, before, after), lines in explanations.items():
+                if case == label and lines:  # its first line; the whole of it in the .md
+                    console.print(f"  explained {before} -> {after}: {lines[0]}",
+                                  highlight=False, markup=False, soft_wrap=True)  # fmt: skip
         path = folder / f"bisect-{new_run_id()}.md"
         design = ("processes", "Sweeps") if prof is not None else ("process pairs", "Comparisons")
         text = markdown(result, f"jaxbench bisect {good} {bad}", files(), explanations, *design)
