@@ -281,3 +281,24 @@ def test_identical_optimized_hlo_is_identical_where_it_runs_whatever_stablehlo_s
     assert not any("lowering rules" in line for line in lines)
     assert any("bytes accessed" in line and "cost model" in line for line in lines)
     assert lines[-1] == f"The case is slower, yet {BELOW_HLO}"
+
+
+def test_a_side_whose_case_fails_to_prepare_is_named(tmp_path, monkeypatch):
+    """``worker (python): GateFailure: ...`` did not say which side failed."""
+    from jaxbench.cli import app
+    from jaxbench.interleave import WorkerError, session
+
+    captured = _capture(plain)
+
+    def capture(python, workload, params, backend):
+        if params.get("optimizer") == "adam":
+            raise WorkerError("worker (py): GateFailure: leaf w differs")
+        return "0.0", captured
+
+    monkeypatch.setattr(session, "capture_programs", capture)
+    result = CliRunner().invoke(app, ["explain", "current", "current", "-w", "train_step", "-s",
+                                      "tiny", "-d", "float32", "--optimizer", "sgd", "--set-b",
+                                      "optimizer=adam"])  # fmt: skip
+    assert result.exit_code == 1, result.output
+    assert "candidate current optimizer=adam: worker (py): GateFailure" in " ".join(
+        result.stderr.split()), result.stderr  # fmt: skip

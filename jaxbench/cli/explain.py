@@ -220,21 +220,28 @@ def register(app: typer.Typer) -> None:
         python_a, python_b = pythons_for((("baseline", baseline), ("candidate", candidate)), envs)
         path = folder / f"explain-{new_run_id()}.md" if folder else None
         sections = []
+        sides = (("baseline", side_label(baseline, a), python_a, a),
+                 ("candidate", side_label(candidate, b), python_b, b))  # fmt: skip
         for case in cases:
             params = dict(case.params)
+            which: tuple | None = None  # the side at work, named where it fails
             try:
-                jax_a, base = capture_programs(python_a, case.workload, params | a, backend)
-                jax_b, cand = capture_programs(python_b, case.workload, params | b, backend)
+                captured = []
+                for which in sides:
+                    captured.append(capture_programs(which[2], case.workload, params | which[3],
+                                                     backend))  # fmt: skip
+                (jax_a, base), (jax_b, cand) = captured
+                which = None
                 diffs = diff_programs(base, cand)
                 tables: tuple[list, list] = ([], [])
                 for _ in range(processes if trace else 0):  # the sides in turn
-                    tables[0].append(capture_ops(python_a, case.workload, params | a, backend,
-                                                 TRACE_CALLS))  # fmt: skip
-                    tables[1].append(capture_ops(python_b, case.workload, params | b, backend,
-                                                 TRACE_CALLS))  # fmt: skip
+                    for i, which in enumerate(sides):
+                        tables[i].append(capture_ops(which[2], case.workload, params | which[3],
+                                                     backend, TRACE_CALLS))  # fmt: skip
             except (WorkerError, ValueError) as exc:
                 kept = f"; the cases before it are in {path}" if sections else ""
-                err_console.print(f"{case.label}: {exc}{kept}", highlight=False)
+                side = f"{which[0]} {which[1]}: " if which else ""
+                err_console.print(f"{case.label}: {side}{exc}{kept}", highlight=False)
                 raise typer.Exit(1) from None
             label = (f"{case.label}: {side_label(baseline, a)} (JAX {jax_a}) vs "
                      f"{side_label(candidate, b)} (JAX {jax_b})")  # fmt: skip
