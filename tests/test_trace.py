@@ -73,6 +73,19 @@ def test_no_change_gives_no_op_beyond_its_noise():
     assert [c.name for c in moved if c.beyond_noise] == ["call.1"]
 
 
+def test_ops_beyond_the_limit_are_counted_before_the_ones_within_their_noise():
+    """ "... 13 more" came after "5 op(s) moved within their noise", and read as 13 more of
+    those."""
+    from jaxbench.explain.ops import OpChange
+
+    def op(i, low):
+        return OpChange(f"fusion.{i}", 1e-4, 2e-4, 1e-4, None, low, low + 0.1, "both")
+
+    moved, quiet = [op(i, 1.9) for i in range(5)], [op(i, 0.95) for i in range(5, 7)]
+    lines = op_lines([*moved, *quiet], limit=2)
+    assert lines[-2:] == ["  ... 3 more like these, smaller", "  2 op(s) moved within their noise"]
+
+
 def test_ops_on_one_side_only_are_named_and_one_process_has_no_interval():
     a = [[OpTime("fusion.1", 1, 1e-3, 1e-3, 1.0)]]
     b = [[OpTime("fusion.2", 1, 2e-3, 2e-3, 1.0)]]

@@ -241,11 +241,11 @@ def op_lines(
         only = "" if c.side == "both" else f" (only in the {c.side})"
         out.append(f"  {c.name}: {_us(c.baseline_s)} -> {_us(c.candidate_s)} "
                    f"({_us(c.change_s, sign=True)}{ci}{_share(c.share)}){only}")  # fmt: skip
+    if len(shown) > limit:  # said before the noise line, so it is not read as more of those
+        out.append(f"  ... {len(shown) - limit} more like these, smaller")
     quiet = sum(c.beyond_noise is False for c in changes)
     if quiet:
         out.append(f"  {quiet} op(s) moved within their noise")
-    if len(shown) > limit:
-        out.append(f"  ... {len(shown) - limit} more")
     return out
 
 
