@@ -285,3 +285,18 @@ def test_the_terminal_says_each_step_and_the_first_line_of_its_explanation(tmp_p
     stopped = CliRunner().invoke(app, args)
     assert stopped.exit_code == 130
     assert stopped.stderr.strip().splitlines()[-1] == "error: interrupted"  # nothing was kept
+
+
+def test_the_jax_requirement_is_jaxbenchs_own_and_absent_from_a_source_tree(monkeypatch):
+    import importlib.metadata
+
+    from jaxbench.cluster import pyenvs
+
+    with pytest.raises(ValueError, match=r"JAX 0\.9\.2: jaxbench runs on jax>=0\.10"):
+        pyenvs.check_supported(["0.10.2", "0.9.2"])
+
+    def not_installed(name):
+        raise importlib.metadata.PackageNotFoundError(name)
+
+    monkeypatch.setattr(importlib.metadata, "requires", not_installed)
+    pyenvs.check_supported(["0.9.2"])  # run from a source tree: no requirement to hold it to

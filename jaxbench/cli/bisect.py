@@ -43,10 +43,13 @@ def _releases(good: str, bad: str, envs: Any) -> tuple[str, list[str]]:
     try:
         base = pyenvs.base_python(None)
         found = releases_between(good, bad, *envs.offered(base))
-        pyenvs.check_supported([good])
-        return base, found
     except (ValueError, pyenvs.PyEnvError) as exc:
-        raise fail(str(exc).removeprefix("--jax: ").replace("JAX ", "GOOD ", 1)) from None
+        raise fail(str(exc)) from None
+    try:
+        pyenvs.check_supported([good])
+    except ValueError as exc:
+        raise fail(str(exc).replace("--jax: JAX ", "GOOD ", 1)) from None
+    return base, found
 
 
 def _explain(python_of: Any, case: Any, before: str, after: str, verdict: str,

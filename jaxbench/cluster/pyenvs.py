@@ -193,7 +193,10 @@ def check_supported(versions: Iterable[str]) -> None:
 
     from packaging.requirements import Requirement
 
-    own = map(Requirement, importlib.metadata.requires("jaxbench") or [])
+    try:
+        own = map(Requirement, importlib.metadata.requires("jaxbench") or [])
+    except importlib.metadata.PackageNotFoundError:  # run from a source tree, not installed
+        return
     needs = next((r.specifier for r in own if r.name == "jax" and not r.marker), None)
     old = [v for v in versions if needs is not None and not needs.contains(v, prereleases=True)]
     if old:
