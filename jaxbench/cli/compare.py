@@ -329,8 +329,7 @@ def _live(
 
     found, paths = [], []
     try:
-        earlier = cut_short_files(out, ran, schedule.pairs) if out.is_dir() else {}
-        for cut, comparisons in earlier.items():
+        for cut, comparisons in cut_short_files(out, ran, schedule.pairs).items():
             err_console.print(f"completing the first look cut short in {cut}", highlight=False)
             resumed = resume_live(cut, comparisons, a, b, backend, opts["threshold"],
                                   opts["alpha"], saved)  # fmt: skip

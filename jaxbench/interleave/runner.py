@@ -195,10 +195,12 @@ def cut_short_files(
     ``first_look`` where a comparison has no schedule of its own).
 
     Returns:
-        Path -> every comparison in it.
+        Path -> every comparison in it; empty where ``folder`` does not exist yet.
     """
     from jaxbench.store import load  # the loader, only where a command resumes
 
+    if not folder.is_dir():
+        return {}
     files = sorted(f for f in folder.iterdir() if f.suffix in (".jsonl", ".json") and f.is_file())
     by_file: dict[Path, list[CaseComparison]] = {}
     for item in load(files, kinds={"live-comparison"}).of("live-comparison"):

@@ -7,6 +7,7 @@ each look to drop decided cases, and the analysis for its tables.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from dataclasses import replace
 from typing import Any
@@ -86,7 +87,7 @@ def estimate(
             "completes it")  # fmt: skip
     # an early look's advice of "more pairs will not settle it soon" is its level's, not the
     # data's: replaced; "no interval" (one pair) and a decided verdict's notes stay
-    early = est.verdict == "inconclusive" and est.ci_low == est.ci_low
+    early = est.verdict == "inconclusive" and not math.isnan(est.ci_low)
     return replace(est, advice=note) if early else est.with_note(note)
 
 
