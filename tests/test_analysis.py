@@ -413,6 +413,24 @@ def test_an_interval_reaching_past_the_threshold_is_inconclusive_with_advice(tmp
     assert row["detectable"] > 0.02
 
 
+def test_one_outlying_process_is_named_as_why_a_comparison_is_inconclusive(tmp_path):
+    """A process twice as slow as the rest of its side widens the interval: the row says so."""
+    recs = processes("0.4.30", 1e-3, k=5, seed=43, process_sd=0.005)
+    recs += processes("0.4.31", 1e-3, k=5, seed=44, process_sd=0.005)
+    slow = recs[7]  # the candidate's third process, as if a disturbance had slowed it
+    recs[7] = slow.model_copy(update={"samples_s": [2 * x for x in slow.samples_s]})
+    row = analysis.compare_versions(load(tmp_path, recs), "0.4.30", "0.4.31").table.iloc[0]
+    assert row["verdict"] == "inconclusive"
+    advice = row["advice"]
+    assert advice.startswith("candidate process 2 (run:0.4.31-44-p2) stands out: 1.99x the median")
+    assert "without it: same (1.002 [0.993, 1.010])" in advice and "(otherwise: run about" in advice
+    # without it, nothing stands out: the advice is the usual one
+    kept = [r for i, r in enumerate(recs) if i != 7]
+    (tmp_path / "kept").mkdir()
+    clean = analysis.compare_versions(load(tmp_path / "kept", kept), "0.4.30", "0.4.31")
+    assert "stands out" not in clean.table.iloc[0]["advice"]
+
+
 def test_compile_time_is_compared_apart_from_steady_state(tmp_path):
     recs = processes("0.4.30", 1e-3, seed=51) + processes("0.4.31", 1e-3, seed=52)
     for i, rec in enumerate(recs):  # one compile per process, 30 % slower in 0.4.31

@@ -92,6 +92,17 @@ def test_one_pair_gives_no_interval():
     assert e.verdict == "inconclusive" and "no interval" in e.advice
 
 
+def test_one_outlying_pair_is_named_in_the_advice_of_an_inconclusive_comparison():
+    ratios = [1.0, 1.002, 0.998, 1.001, 0.999, 1.6, 1.0, 1.001]
+    e = estimate(_comparison(ratios, pairs=8, max_pairs=8))
+    assert e.verdict == "inconclusive"
+    assert e.advice.startswith("pair 5 stands out: 1.6")
+    assert "without it: same" in e.advice
+    b2b = estimate(_comparison(ratios, mode="back_to_back", pairs=8, max_pairs=8))
+    assert b2b.verdict == "inconclusive"
+    assert b2b.advice.startswith("candidate process 5 (pair 5) stands out: 1.6")
+
+
 def test_each_look_spends_its_share_of_alpha():
     pairs = [1.03, 1.05, 1.02, 1.04, 1.035, 1.045]
     one = estimate(_comparison(pairs, pairs=6, max_pairs=6), threshold=0.0)

@@ -297,3 +297,44 @@ def test_a_steal_share_that_is_not_a_number_is_a_disturbance_as_before():
     found = stability.processes_disturbances([{"steal_share": math.nan}, None], [None, None])
     assert [d.reason for d in found] == ["baseline process 0: the hypervisor stole nan% of the "
                                          "CPU time"]  # fmt: skip
+
+
+def _outlier_named(a: np.ndarray, b: np.ndarray) -> bool:
+    est = verdicts.estimate_log_medians(a, b, (a.size, b.size))
+    named = stability.outlier_note(
+        est,
+        {"baseline": (a, ["b"] * a.size), "candidate": (b, ["c"] * b.size)},
+        lambda x: verdicts.estimate_log_medians(x["baseline"], x["candidate"], (1, 1)),
+    )
+    return "stands out" in named.advice
+
+
+@pytest.mark.parametrize(("sd", "most"), [(0.028, 0.015), (0.05, 0.09)])
+def test_an_outlying_process_is_seldom_named_where_there_is_none(sd, most):
+    """A/A at 5 processes a side, normal spread between processes: a unit named rarely."""
+    rng = np.random.default_rng(12)
+    named = sum(_outlier_named(rng.normal(0, sd, 5), rng.normal(0, sd, 5)) for _ in range(1000))
+    assert named / 1000 < most  # measured: 0.4 % at sd 0.028, 5 % at sd 0.05
+
+
+@pytest.mark.parametrize("factor", [1.5, 2.0])
+def test_a_process_slowed_by_half_or_more_is_named_where_it_leaves_the_row_inconclusive(factor):
+    rng = np.random.default_rng(13)
+    named = inconclusive = 0
+    for _ in range(300):
+        a, b = rng.normal(0, 0.028, 5), rng.normal(0, 0.028, 5)
+        b[2] += math.log(factor)
+        if verdicts.estimate_log_medians(a, b, (5, 5)).verdict == "inconclusive":
+            inconclusive += 1
+            named += _outlier_named(a, b)
+    assert inconclusive > 250 and named >= 0.95 * inconclusive
+
+
+def test_two_units_a_side_name_no_outlier_and_a_decided_row_keeps_its_advice():
+    assert stability.outlier([np.array([0.0, 0.7]), np.array([0.0, 0.01])], 0.1) is None
+    a = np.array([0, 0.001, 0.002, 0.003])
+    b = np.array([0.7, 0.701, 0.702, 1.0])
+    est = verdicts.estimate_log_medians(a, b, (4, 4))
+    assert est.verdict == "slower"
+    same = stability.outlier_note(est, {"baseline": (a, list("abcd"))}, lambda x: est)
+    assert same is est

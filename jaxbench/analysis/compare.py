@@ -177,6 +177,7 @@ class _Processes:
         log_medians: Per segment, the log of the median of its finite, positive values
             (``nan`` where it has none).
         calls: Per segment, how many finite, positive values it has.
+        processes: Per segment, its process (the records' ``process``: a run id).
     """
 
     groups: dict[tuple[str, str, str], slice]
@@ -185,6 +186,7 @@ class _Processes:
     medians: np.ndarray
     log_medians: np.ndarray
     calls: np.ndarray
+    processes: list[str]
 
     def side(self, key: tuple[str, str, str]) -> tuple[list[np.ndarray], list[Any]]:
         """One group's values and noise, per process."""
@@ -200,7 +202,7 @@ def _by_process(records: pd.DataFrame, keys: list[str], column: str) -> _Process
     """
     group = records.groupby(keys, sort=False, dropna=False).ngroup().to_numpy()
     names = list(records.drop_duplicates(keys)[keys].itertuples(index=False, name=None))
-    process = pd.factorize(records["process"], sort=True)[0]  # in the order of the ids
+    process, ids = pd.factorize(records["process"], sort=True)  # in the order of the ids
     x, row, call = laid_out(records[column].tolist())
     kept = ~np.isnan(x)
     x, row, call = x[kept], row[kept], call[kept]
@@ -232,6 +234,7 @@ def _by_process(records: pd.DataFrame, keys: list[str], column: str) -> _Process
         medians=medians,
         log_medians=logs,
         calls=np.bincount(segment[valid], minlength=starts.size),
+        processes=[str(ids[i]) for i in p[starts]],
     )
 
 
@@ -258,11 +261,22 @@ def _compare_values(
     (va, na), (vb, nb) = found.side(keys[0]), found.side(keys[1])
     a, b = found.groups[keys[0]], found.groups[keys[1]]
     la, lb = found.log_medians[a], found.log_medians[b]
-    la, lb = la[np.isfinite(la)], lb[np.isfinite(lb)]
+    ka, kb = np.isfinite(la), np.isfinite(lb)
+    la, lb = la[ka], lb[kb]
     if not (la.size and lb.size):
         return None
-    est = verdicts.estimate_log_medians(
-        la, lb, (int(found.calls[a].sum()), int(found.calls[b].sum())), threshold, alpha, strict
+    calls = (int(found.calls[a].sum()), int(found.calls[b].sum()))
+    est = verdicts.estimate_log_medians(la, lb, calls, threshold, alpha, strict)
+    # each side's processes numbered from 0, as the disturbances' reasons number them
+    labels = {side: [f"{side} process {i} ({name})" for i, name in
+                     enumerate(found.processes[part]) if keep[i]]
+              for side, part, keep in (("baseline", a, ka), ("candidate", b, kb))}  # fmt: skip
+    est = stability.outlier_note(
+        est,
+        {"baseline": (la, labels["baseline"]), "candidate": (lb, labels["candidate"])},
+        lambda logs: verdicts.estimate_log_medians(
+            logs["baseline"], logs["candidate"], calls, threshold, alpha, strict
+        ),
     )
     drift = column == "samples_s"
     disturbed = stability.processes_disturbances(na, nb, va if drift else (), vb if drift else ())

@@ -260,7 +260,17 @@ def segment_medians(segment: np.ndarray, values: np.ndarray, n: int) -> np.ndarr
     return np.where((counts == 0) | np.isnan(x[np.maximum(ends - 1, 0)]), np.nan, out)
 
 
-def _log_medians(groups: Sequence[Sequence[float] | np.ndarray]) -> tuple[np.ndarray, int]:
+def log_medians(groups: Sequence[Sequence[float] | np.ndarray]) -> tuple[np.ndarray, int]:
+    """Each group's log median, as :func:`estimate_independent` takes them.
+
+    Args:
+        groups: One sequence of values (seconds) per process; non-finite and non-positive
+            values are dropped, and a group left empty is left out.
+
+    Returns:
+        ``(logs, calls)``: shape ``(groups kept,)``, the natural log of each kept group's
+        median, and the number of values behind them.
+    """
     logs, calls = [], 0
     for g in groups:
         x = np.asarray(g, dtype=float).ravel()
@@ -512,8 +522,8 @@ def estimate_independent(
     Raises:
         ValueError: A bad ``threshold`` or ``alpha``, or a side without any value.
     """
-    a, calls_a = _log_medians(baseline)
-    b, calls_b = _log_medians(candidate)
+    a, calls_a = log_medians(baseline)
+    b, calls_b = log_medians(candidate)
     return estimate_log_medians(a, b, (calls_a, calls_b), threshold, alpha, strict)
 
 

@@ -115,11 +115,25 @@ def _estimate(
             for p in pairs
         ]
         est = verdicts.estimate_paired(logs, calls, threshold, a_level, strict)
+        est = stability.outlier_note(
+            est,
+            {"pairs": (np.asarray(logs), [f"pair {p.index}" for p in pairs])},
+            lambda x: verdicts.estimate_paired(x["pairs"], calls, threshold, a_level, strict),
+        )
         return stability.veto(est, stability.pairs_disturbances([p.rounds for p in pairs],
                                                                 threshold))  # fmt: skip
     a = [np.concatenate([r.baseline_s for r in p.rounds]) for p in pairs]
     b = [np.concatenate([r.candidate_s for r in p.rounds]) for p in pairs]
     est = verdicts.estimate_independent(a, b, threshold, a_level, strict)
+    (la, _), (lb, _) = verdicts.log_medians(a), verdicts.log_medians(b)
+    if la.size == lb.size == len(pairs):  # no process left out: one label each
+        est = stability.outlier_note(
+            est,
+            {side: (logs, [f"{side} process {i} (pair {p.index})" for i, p in enumerate(pairs)])
+             for side, logs in (("baseline", la), ("candidate", lb))},
+            lambda x: verdicts.estimate_log_medians(x["baseline"], x["candidate"], calls,
+                                                    threshold, a_level, strict),
+        )  # fmt: skip
     disturbances = stability.processes_disturbances(
         [_block_noise(p.rounds, "baseline_noise") for p in pairs],
         [_block_noise(p.rounds, "candidate_noise") for p in pairs],
