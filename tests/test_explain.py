@@ -51,6 +51,19 @@ def test_a_changed_expression_differs_and_the_new_fusion_is_named():
     assert any(line.startswith("+") and "tanh" in line for line in d.first_diff)
 
 
+def test_the_cost_of_a_sharded_program_is_said_to_be_one_devices_share():
+    a = _capture(plain)
+    sharded = [dict(a[0], hlo=a[0]["hlo"].replace("\n", ", num_partitions=2\n", 1),
+                    cost={**a[0]["cost"], "flops": a[0]["cost"]["flops"] / 2})]  # fmt: skip
+    (d,) = diff_programs(a, sharded)
+    assert d.partitions == (1, 2)
+    line = next(x for x in explain_lines([d]) if "XLA flops" in x)
+    assert line.endswith("one device's share of a program split over 1 -> 2 devices")
+    (same,) = diff_programs(_capture(plain), _capture(lambda x, w: jnp.tanh(x) @ w))
+    assert same.partitions == (1, 1)
+    assert not any("device's share" in x for x in explain_lines([same]))
+
+
 def test_the_same_program_under_another_name_and_line_is_identical():
     a, b = _capture(plain), _capture(plain_again, name="step")
     assert a[0]["hlo"] != b[0]["hlo"]  # the metadata names the function and its line

@@ -142,6 +142,22 @@ def test_tokens_per_second_per_device_divide_by_the_mesh():
     assert plain["tokens_per_s"] == 2000 and plain["tokens_per_s_per_device"] is None
 
 
+def test_a_sharded_programs_flop_rate_and_mfu_count_every_devices_share():
+    """XLA counts one device's share of a partitioned program: FLOP/s and MFU take the mesh's."""
+    from analysis_data import record
+
+    mesh = {"axes": {"data": 4}, "device_ids": [0, 1, 2, 3], "device_kinds": ["NVIDIA H200"],
+            "platform": "gpu"}  # fmt: skip
+    env = {"device_kind": "NVIDIA H200"}
+    one = record(samples=[1.0] * 3, flops=4e14, params={"dtype": "bfloat16"}, env=env)
+    four = record(samples=[1.0] * 3, flops=1e14, params={"dtype": "bfloat16"}, env=env,
+                  metrics={"mesh": mesh, "model_flops": 4e14})  # fmt: skip
+    a, b = record_figures(one), record_figures(four)
+    assert b["flops_per_s"] == a["flops_per_s"] == 4e14  # the same program, split four ways
+    assert b["mfu"] == pytest.approx(a["mfu"] / 4)  # per device: four devices' peak
+    assert b["model_mfu"] == pytest.approx(b["mfu"])  # the formula agrees with XLA's count
+
+
 def test_records_of_different_meshes_are_kept_apart(tmp_path):
     from analysis_data import record, write
 

@@ -114,10 +114,12 @@ def record_figures(record: Record) -> dict[str, Any]:
 
     Returns:
         ``n``; ``p50_s``, ``p95_s``, ``iqr_s`` (seconds, numpy's linear-interpolation percentiles;
-        ``None`` without samples); ``flops_per_s`` (XLA-counted FLOP/s at the p50 latency);
-        ``mfu`` (that rate as a fraction of the device's peak at the record's dtype and float32
-        matmul precision, times the devices of the record's mesh (``metrics.mesh``) where it
-        ran on one, so a sharded step's MFU is per device; ``None`` for unknown devices);
+        ``None`` without samples); ``flops_per_s`` (XLA-counted FLOP/s of the whole program at
+        the p50 latency: XLA counts one device's share of a sharded program, so on a mesh
+        (``metrics.mesh``) the record's ``flops`` times its devices); ``mfu`` (that rate as a
+        fraction of the device's peak at the record's dtype and float32 matmul precision,
+        times the devices of the mesh where it ran on one, so a sharded step's MFU is per
+        device; ``None`` for unknown devices);
         ``tokens_per_s`` and ``model_mfu`` (from the workload's ``tokens`` and formula
         ``model_flops`` per call in ``metrics``, e.g. the transformer's
         :meth:`~jaxbench.workloads.lm.LMSize.model_flops`; ``None`` where it has none);
@@ -145,6 +147,8 @@ def record_figures(record: Record) -> dict[str, Any]:
     devices = len(mesh.get("device_ids") or ())
     if peak is not None and devices:
         peak *= devices  # a mesh's FLOP are spread over its devices
+    # XLA's cost analysis counts the partitioned program: one device's share on a mesh
+    flops = record.flops * devices if record.flops and devices else record.flops
     tokens, message = record.metrics.tokens, record.metrics.message_bytes
     tokens_per_s = tokens / p50 if tokens and p50 > 0 else None
     algbw = message / p50 if message and p50 > 0 else None
@@ -155,8 +159,8 @@ def record_figures(record: Record) -> dict[str, Any]:
         "p50_s": p50,
         "p95_s": p95,
         "iqr_s": p75 - p25,
-        "flops_per_s": record.flops / p50 if record.flops and p50 > 0 else None,
-        "mfu": mfu(record.flops, p50, peak),
+        "flops_per_s": flops / p50 if flops and p50 > 0 else None,
+        "mfu": mfu(flops, p50, peak),
         "tokens_per_s": tokens_per_s,
         "tokens_per_s_per_device": tokens_per_s / devices if tokens_per_s and devices else None,
         "model_mfu": mfu(record.metrics.model_flops, p50, peak),

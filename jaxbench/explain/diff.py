@@ -14,6 +14,7 @@ the cost model's, not the program's.
 from __future__ import annotations
 
 import difflib
+import re
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -63,6 +64,9 @@ class TargetDiff:
             compile-time verdicts come from the records, over processes).
         flags: Flag -> ``(baseline, candidate)``, only those that differ
             (:func:`jaxbench.measure.programs.effective_flags`).
+        partitions: ``(baseline, candidate)`` devices the optimized program is split over
+            (its module's ``num_partitions``, 1 where unsharded): XLA's cost figures are one
+            device's share where it is above 1.
     """
 
     name: str
@@ -77,6 +81,7 @@ class TargetDiff:
     truncated: list[str] = field(default_factory=list)
     phases_s: dict[str, tuple[float, float]] = field(default_factory=dict)
     flags: dict[str, tuple[Any, Any]] = field(default_factory=dict)
+    partitions: tuple[int, int] = (1, 1)
 
     @property
     def first_difference(self) -> str | None:
@@ -111,6 +116,12 @@ def _unified(level: str, baseline: dict[str, Any], candidate: dict[str, Any]) ->
                                      n=2, lineterm=""))  # fmt: skip
 
 
+def partitions(hlo: str) -> int:
+    """Devices an optimized HLO module is split over: its header's ``num_partitions`` (or 1)."""
+    found = re.search(r"num_partitions=(\d+)", hlo.split("\n", 1)[0])
+    return int(found.group(1)) if found else 1
+
+
 def diff_target(baseline: dict[str, Any], candidate: dict[str, Any]) -> TargetDiff:
     """Compare one target's captures (:func:`jaxbench.measure.programs.capture` dicts)."""
     identical = {
@@ -135,6 +146,7 @@ def diff_target(baseline: dict[str, Any], candidate: dict[str, Any]) -> TargetDi
         truncated=sorted(set(baseline.get("truncated", [])) | set(candidate.get("truncated", []))),
         phases_s=_phases(baseline, candidate),
         flags=_changed(baseline.get("flags", {}), candidate.get("flags", {})),
+        partitions=(partitions(baseline["hlo"]), partitions(candidate["hlo"])),
     )
 
 
@@ -197,8 +209,10 @@ def explain_lines(diffs: list[TargetDiff], verdict: str | None = None) -> list[s
         for key, (a, b) in d.counts.items():
             out.append(f"  {key}: {a} -> {b} ({b - a:+d})")
         model = " (XLA's cost model's figure: the optimized programs are identical)"
+        share = (f", one device's share of a program split over {d.partitions[0]} -> "
+                 f"{d.partitions[1]} devices" if max(d.partitions) > 1 else "")  # fmt: skip
         for key, (a, b) in d.cost.items():
-            out.append(f"  XLA {key}: {_fmt(a)} -> {_fmt(b)}{model if runs_same else ''}")
+            out.append(f"  XLA {key}: {_fmt(a)} -> {_fmt(b)}{share}{model if runs_same else ''}")
         for key, (a, b) in d.memory.items():
             out.append(f"  {key.removesuffix('_in_bytes').replace('_', ' ')} bytes: "
                        f"{_fmt(a)} -> {_fmt(b)}")  # fmt: skip

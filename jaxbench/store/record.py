@@ -288,7 +288,8 @@ class Record(BaseModel):
         compiles_setup: XLA compiles seen from the start of the case to the end of warm-up.
         compiles_timed: XLA compiles seen inside the timed region (0 for a valid steady state).
         traces_timed: Jaxpr traces seen inside the timed region.
-        flops: FLOP per timed call from XLA's cost analysis.
+        flops: FLOP per timed call from XLA's cost analysis: of one device's program where
+            the program is sharded over a mesh (``metrics.mesh``).
         bytes_accessed: Bytes accessed per timed call from XLA's cost analysis.
         device_peak_bytes: Device ``peak_bytes_in_use`` after the case, where the backend has it.
             It is the process's peak so far (JAX has no public reset): ``device_peak_scope``
