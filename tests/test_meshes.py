@@ -20,9 +20,21 @@ def test_a_mesh_text_is_axes_and_sizes_in_layout_order():
     assert meshes.parse_mesh("tensor:2,fsdp:2") == {"fsdp": 2, "tensor": 2}
     assert list(meshes.parse_mesh("tensor:2,data:2")) == ["data", "tensor"]
     assert meshes.device_count("data:2,fsdp:2,tensor:2") == 8 and meshes.device_count("none") == 1
-    for bad in ("data", "data:0", "pipe:2", "data:2,data:2", "data:x", ""):
+    for bad in ("data", "data:0", "pipe:2", "data:2,data:2", "data:x", "", "data:\u00b2"):
         with pytest.raises(ValueError, match=f"mesh {bad!r}: expected none or axis:size"):
             meshes.parse_mesh(bad)
+
+
+def test_two_spellings_of_one_mesh_are_one_case_spelled_in_layout_order():
+    assert meshes.spelled("tensor:2,data:02") == "data:2,tensor:2"
+    assert meshes.spelled("none") == "none" and meshes.spelled("pipe:2") == "pipe:2"
+    for family in ("train_step", "transformer"):
+        cases = select_cases([family], texts={"size": ["tiny"], "dtype": ["float32"],
+                                              "mesh": ["data:2", "data:02", "none"]})  # fmt: skip
+        assert [c.params["mesh"] for c in cases] == ["data:2", "none"]
+    (case,) = select_cases(["train_step"], texts={"size": ["tiny"], "dtype": ["float32"],
+                                                  "mesh": ["tensor:2,data:2"]})  # fmt: skip
+    assert case.params["mesh"] == "data:2,tensor:2"
 
 
 def test_the_specs_split_what_each_axis_means():

@@ -163,6 +163,9 @@ class Workload(ABC):
         aliases: Text parameter -> {alias: value}: other names :meth:`parse_param` accepts for
             a value (e.g. ``dus`` for ``dynamic_update_slice``), shown by ``jaxbench list`` and
             in the message for an unknown value (:func:`check_choice`).
+        spellings: Text parameter -> a function giving a value's one spelling (e.g.
+            :func:`jaxbench.workloads.meshes.spelled`), applied by :meth:`parse_param`, so
+            that two spellings of one value are one case.
     """
 
     name: str
@@ -172,6 +175,7 @@ class Workload(ABC):
     asv: tuple[AsvSuite, ...] = ()
     choices: Mapping[str, tuple[str, ...]] = {}
     aliases: Mapping[str, Mapping[str, str]] = {}
+    spellings: Mapping[str, Callable[[str], str]] = {}
 
     @abstractmethod
     def grid(self, quick: bool) -> dict[str, list[Any]]:
@@ -215,7 +219,8 @@ class Workload(ABC):
 
         ``int`` when the grid's values are all ints, ``bool`` when all bools (``true`` or
         ``false``), ``float`` when all floats, else the text, an alias of :attr:`aliases`
-        replaced by its value. A user workload types by its factory's signature instead
+        replaced by its value, then put in its one spelling (:attr:`spellings`). A user
+        workload types by its factory's signature instead
         (:class:`jaxbench.workloads.user.UserWorkload`).
 
         Raises:
@@ -229,7 +234,8 @@ class Workload(ABC):
         for kind, what in ((int, "an integer"), (float, "a number")):
             if kinds == {kind}:
                 return typed_param(name, text, kind, what)
-        return self.aliases.get(name, {}).get(text, text)
+        value = self.aliases.get(name, {}).get(text, text)
+        return self.spellings[name](value) if name in self.spellings else value
 
     def meant_for(self, params: Mapping[str, Any]) -> str:
         """Where a case is meant to run, ``"cpu"`` or ``"gpu"``; ``"cpu"`` unless overridden.

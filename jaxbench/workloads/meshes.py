@@ -36,7 +36,8 @@ def parse_mesh(text: str) -> dict[str, int]:
     sizes: dict[str, int] = {}
     for part in str(text).split(","):
         axis, sep, size = part.strip().partition(":")
-        if not sep or axis not in AXES or not size.isdigit() or int(size) < 1 or axis in sizes:
+        digits = size.isascii() and size.isdigit()  # "²" is a digit to str.isdigit, not to int
+        if not sep or axis not in AXES or not digits or int(size) < 1 or axis in sizes:
             raise ValueError(
                 f"mesh {text!r}: expected none or axis:size pairs such as data:4 or "
                 f"fsdp:2,tensor:2, each axis once, of {', '.join(AXES)}"
@@ -45,6 +46,20 @@ def parse_mesh(text: str) -> dict[str, int]:
     if math.prod(sizes.values()) > MAX_DEVICES:
         raise ValueError(f"mesh {text!r}: more than {MAX_DEVICES} devices")
     return {axis: sizes[axis] for axis in AXES if axis in sizes}
+
+
+def spelled(text: str) -> str:
+    """The one spelling of a ``mesh`` text (``tensor:2,data:02`` -> ``data:2,tensor:2``).
+
+    Its axes in :data:`AXES` order (the order the mesh lays them out), sizes without leading
+    zeros. Two spellings of one mesh are one case, with one record key and one compile. A text that
+    does not parse is returned as given, for the workload's check to name.
+    """
+    try:
+        sizes = parse_mesh(text)
+    except ValueError:
+        return text
+    return ",".join(f"{axis}:{n}" for axis, n in sizes.items()) or NONE
 
 
 def device_count(text: str) -> int:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import functools
 import itertools
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import jax
@@ -241,6 +241,7 @@ class TrainStep(Workload):
     name = "train_step"
     param_names = ("size", "dtype", "optimizer", "donate", "mesh")
     factory = staticmethod(train_step)
+    spellings: Mapping[str, Callable[[str], str]] = {"mesh": meshes.spelled}
     #: The MLP's widest layer is 64 wide.
     drift = DriftSets(DTYPES, 64, mlp.BatchShapeError, drift_standard, drift_variant, drift_outputs)
     asv = (

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import functools
 import math
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import jax
@@ -262,6 +262,7 @@ class Transformer(Workload):
     name = "transformer"
     factory = staticmethod(transformer)
     param_names = ("size", "dtype", "mesh")
+    spellings: Mapping[str, Callable[[str], str]] = {"mesh": meshes.spelled}
     #: Float32 and bfloat16 compute; a wider bfloat16 floor, as the measured rounding error
     #: needs (the reason is in :mod:`jaxbench.drift.tolerance`).
     drift = DriftSets(
