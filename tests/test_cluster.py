@@ -151,6 +151,23 @@ def test_case_record_files_are_distinct_per_case_and_jax_version():
     assert all("/" not in s for s in stems)
 
 
+def test_cases_whose_names_would_be_alike_or_too_long_get_files_of_their_own(tmp_path):
+    cases = [CaseSpec(workload="m:f", params={"tag": t}) for t in ("a b", "a_b", "a/b")]
+    assert len({c.file_stem(None) for c in cases}) == 3
+    long = CaseSpec(workload="m:f", params={f"a_very_long_parameter_name_{i}": i for i in range(9)})
+    assert len(long.file_stem("0.12.1") + ".json") < 255
+    # a sweep made before the digest: its files are read, and only as the case's own record
+    sweep = Sweep(tmp_path / "old")
+    sweep.records_dir.mkdir(parents=True)
+    legacy = sweep.records_dir / f"{cases[2].legacy_file_stem(None)}.json"
+    assert legacy.name == "jax-env__m_f__tag-a_b.json"  # the name all three shared
+    write_json(
+        legacy, Record(run_id="r", benchmark="m:f", params={"tag": "a/b"}, status="ok", env={})
+    )
+    assert sweep.has_ok_record(cases[2], None)
+    assert not sweep.has_ok_record(cases[0], None) and not sweep.has_ok_record(cases[1], None)
+
+
 # --- records written by many processes at once ----------------------------------------------
 
 

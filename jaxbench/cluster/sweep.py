@@ -93,14 +93,24 @@ class Sweep:
     ) -> tuple[Record | None, str | None]:
         """The case's record, or ``None`` and why its file does not load (``None``: no file).
 
+        The file is :meth:`record_path`, or in a sweep made before record names had a digest,
+        the legacy name (:meth:`~jaxbench.store.sweep.CaseSpec.legacy_file_stem`); a record
+        there of another case (two cases shared legacy names) is no record of this one.
+
         Returns:
             ``(record, None)``, ``(None, reason)`` or ``(None, None)``.
         """
         path = self.record_path(case, jax_version)
+        legacy = self.records_dir / f"{case.legacy_file_stem(jax_version)}.json"
+        if not path.exists() and len(legacy.name) < 256 and legacy.exists():
+            path = legacy  # a sweep made before the names had a digest
         try:
-            return read_model(path, Record), None
+            record = read_model(path, Record)
         except StoreFormatError as exc:
             return None, (str(exc) if path.exists() else None)
+        if not case.is_case_of(record.params):  # a legacy name two cases shared: not its record
+            return None, None
+        return record, None
 
     def has_ok_record(self, case: CaseSpec, jax_version: str | None) -> bool:
         """Whether the case already has a record with status ``ok``."""

@@ -6,12 +6,16 @@ file per case. Schema versions: 1 (no ``kind``; still read) and 2.
 
 from __future__ import annotations
 
+import hashlib
+import json
 import re
 from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
 SCHEMA_VERSION = 2
+#: Characters of a record file name's readable part (:meth:`CaseSpec.file_stem`).
+STEM_TEXT = 150
 
 
 class CaseSpec(BaseModel):
@@ -20,11 +24,32 @@ class CaseSpec(BaseModel):
     workload: str
     params: dict[str, Any]
 
-    def file_stem(self, jax_version: str | None) -> str:
-        """Record file name without suffix: JAX version, workload and parameters."""
+    def legacy_file_stem(self, jax_version: str | None) -> str:
+        """The record file name (no suffix) of sweeps made before :meth:`file_stem` had a digest.
+
+        JAX version, workload and parameters, every other character than letters, digits,
+        ``.``, ``_`` and ``-`` made ``_``: two cases could share it (``tag=a b``, ``tag=a_b``),
+        and many parameters made it too long for a file name.
+        """
         parts = [f"jax-{jax_version or 'env'}", self.workload.replace("/", "-")]
         parts += [f"{k}-{v}" for k, v in sorted(self.params.items())]
         return re.sub(r"[^A-Za-z0-9._-]+", "_", "__".join(parts))
+
+    def file_stem(self, jax_version: str | None) -> str:
+        """Record file name without suffix, one per case and JAX version.
+
+        The readable part (:meth:`legacy_file_stem`, cut to :data:`STEM_TEXT` characters), then
+        the first 16 hex digits of the SHA-256 of the JAX version, workload and parameters as
+        JSON (keys sorted): distinct cases get distinct files whatever their values, and the
+        name stays under the 255 bytes a file name may have.
+        """
+        key = json.dumps([jax_version, self.workload, self.params], sort_keys=True, default=str)
+        digest = hashlib.sha256(key.encode()).hexdigest()[:16]
+        return f"{self.legacy_file_stem(jax_version)[:STEM_TEXT]}__{digest}"
+
+    def is_case_of(self, params: dict[str, Any]) -> bool:
+        """Whether a record's ``params`` are this case's (each of the case's, the same value)."""
+        return all(k in params and params[k] == v for k, v in self.params.items())
 
 
 class TaskSpec(BaseModel):
