@@ -135,6 +135,7 @@ class Supervised:
         self._facts: dict[str, Any] = {}
         self._offsets: list[int] = []
         self._failed = 0  # the worker whose answer was read last (the one that failed)
+        self._case_limit = ""  # what set the time-out of the case being measured, if not ours
 
     def _start(self) -> Worker:
         """The worker that reports (process 0), started with any others and asked for facts."""
@@ -215,18 +216,26 @@ class Supervised:
         run_id: str,
         programs_dir: Path | None,
         sweep: dict[str, Any] | None = None,
+        timeout_s: float | None = None,
     ) -> Record:
         """Measure ``case`` in the worker; a case that hangs or kills it is recorded ``failed``.
 
         ``programs_dir`` is where the case's programs and trace are saved (``None``: nowhere,
         for a process whose record is not kept). ``sweep`` is a sweep task's placement,
-        recorded as ``env.sweep`` (:func:`jaxbench.runner.measure_case`).
+        recorded as ``env.sweep`` (:func:`jaxbench.runner.measure_case`). ``timeout_s``, where
+        given, is this case's time-out (seconds) in place of ``case_timeout_s``: a sweep task
+        gives each case its share of the task's time limit.
         """
         from jaxbench.interleave.session import WorkerDied
         from jaxbench.runner import ended_record
         from jaxbench.store import Env, Record
 
         self._start()
+        self._case_limit = "" if timeout_s is None else " (the case's share of the task's limit)"
+        if timeout_s is not None:
+            self.case_timeout_s = timeout_s
+            for worker in self._workers:
+                worker.timeout_s = timeout_s
         folder = None if programs_dir is None else str(programs_dir)
         request = {"op": "record", "workload": case.workload, "params": dict(case.params),
                    "backend": self.backend, "timing": self._timing(), "run_id": run_id,
@@ -260,8 +269,9 @@ class Supervised:
         which = (f"JAX process {self._failed} of {len(self._workers)}: "
                  if len(self._workers) > 1 else "")  # fmt: skip
         if exc.timed_out:
-            return (f"{which}timed out: no record within {self.case_timeout_s:g} s "
-                    f"(--case-timeout); killed{where}; last stderr: {tail}")  # fmt: skip
+            limit = self._case_limit or " (--case-timeout)"
+            return (f"{which}timed out: no record within {self.case_timeout_s:g} s{limit}; "
+                    f"killed{where}; last stderr: {tail}")  # fmt: skip
         return (f"{which}its process was {exc.how}{where} (the next case runs in a fresh one); "
                 f"last stderr: {tail}")  # fmt: skip
 

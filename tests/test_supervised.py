@@ -289,3 +289,31 @@ def test_an_error_of_many_lines_is_recorded_as_one_and_shown_whole_on_stderr(mod
     assert failed.status == "failed" and "\n" not in failed.error
     assert " ... " in failed.error and failed.error.endswith("RuntimeError: boom in my step")
     assert "Traceback (most recent call last)" in result.stderr  # the whole message
+
+
+@pytest.mark.slow
+def test_a_sweep_case_that_hangs_is_ended_within_its_share_and_the_next_case_runs(module, tmp_path):
+    from jaxbench.cluster.executors import case_timeout_s
+    from jaxbench.cluster.sweep import Sweep
+    from jaxbench.cluster.worker import ShardTask
+    from jaxbench.store import Record, read_model
+    from jaxbench.store.sweep import CaseSpec
+
+    timing = {"budget_s": 0.0, "min_samples": 5, "max_samples": 5, "warmup_calls": 0}
+    hang, fine = (CaseSpec(workload=f"{module}:{f}", params={}) for f in ("hangs_preparing",
+                                                                          "also_fine"))  # fmt: skip
+    # a case's share: twice its expected time and a minute, within the task's limit
+    assert case_timeout_s(hang, timing, 30, 30.0) == 2 * 60.0 + 60.0  # user case: 60 s set-up
+    assert case_timeout_s(hang, timing, 1, 30.0) == 60.0  # never under a minute
+    sweep = Sweep(tmp_path / "s")
+    sweep.records_dir.mkdir(parents=True)
+    task = ShardTask(str(sweep.root), 0, [hang, fine], None, "cpu", timing,
+                     case_timeouts_s=[5.0, 120.0])  # fmt: skip
+    assert task()["statuses"] == {
+        f"{module}:hangs_preparing": "failed",
+        f"{module}:also_fine": "ok",
+    }
+    hung = read_model(sweep.record_path(hang, None), Record)
+    assert hung.error.startswith("timed out: no record within 5 s (the case's share of the "
+                                 "task's limit); killed while preparing")  # fmt: skip
+    assert read_model(sweep.record_path(fine, None), Record).status == "ok"

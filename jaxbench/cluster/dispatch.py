@@ -22,6 +22,7 @@ import submitit
 from jaxbench.backends import JAX_PLATFORMS
 from jaxbench.cluster import jobstate, preflight, pyenvs
 from jaxbench.cluster.executors import (
+    case_timeout_s,
     is_requeueable,
     make_executor,
     python_command,
@@ -352,15 +353,20 @@ def _shard_task(
     exclusive: bool,
 ) -> ShardTask:
     cls = RequeueableShardTask if task.requeueable else ShardTask
+    cases = list(only[task.index]) if only is not None else list(task.cases)
+    startup_s = Profile.model_validate(manifest.profile).worker.startup_s
     return cls(
         sweep_dir=str(sweep.root),
         task_index=task.index,
-        cases=list(only[task.index]) if only is not None else list(task.cases),
+        cases=cases,
         jax_version=task.jax,
         backend=manifest.backend,
         timing=dict(manifest.timing),
         env=dict(manifest.worker_env) | _local_gpus(manifest, task),
         exclusive=exclusive,
+        case_timeouts_s=[
+            case_timeout_s(c, manifest.timing, task.time_limit_min, startup_s) for c in cases
+        ],
     )
 
 

@@ -17,6 +17,7 @@ import submitit
 
 from jaxbench.cluster.profile import Profile
 from jaxbench.cluster.sweep import CaseSpec
+from jaxbench.live_defaults import DEFAULT_CASE_TIMEOUT_S
 
 SETUP_S_BY_SIZE = {"tiny": 5.0, "small": 5.0, "medium": 20.0, "large": 60.0, "xl": 180.0}
 """Expected seconds to build, compile, gate and warm up one case, by size (measured on the CPU
@@ -42,6 +43,26 @@ def time_limit_min(cases: list[CaseSpec], timing: dict[str, Any], startup_s: flo
     """Time limit for a shard, whole minutes: ``2 x expected + 2``, at least 3."""
     expected_s = startup_s + sum(expected_case_s(c, timing) for c in cases)
     return max(FLOOR_MIN, math.ceil(expected_s * MARGIN / 60) + MARGIN_MIN)
+
+
+#: Seconds a sweep's case may run beyond ``MARGIN`` times its expected duration.
+CASE_EXTRA_S = 60.0
+
+
+def case_timeout_s(
+    case: CaseSpec, timing: dict[str, Any], limit_min: int, startup_s: float
+) -> float:
+    """Seconds a case of a sweep task may take before it is recorded ``failed`` (timed out).
+
+    ``MARGIN`` times its expected duration (:func:`expected_case_s`) plus
+    :data:`CASE_EXTRA_S`, at most the task's time limit less its start-up, and at most
+    ``run``'s default case time-out; never under :data:`CASE_EXTRA_S`. The task's limit is
+    ``MARGIN`` times the whole shard's expected duration, so a case that hangs is ended with
+    time left for the rest of the shard, where under ``run``'s 30 minutes it would outlast the
+    task and keep every later case from running, on every resume.
+    """
+    own = MARGIN * expected_case_s(case, timing) + CASE_EXTRA_S
+    return max(CASE_EXTRA_S, min(own, limit_min * 60 - startup_s, DEFAULT_CASE_TIMEOUT_S))
 
 
 def is_requeueable(limit_min: int) -> bool:

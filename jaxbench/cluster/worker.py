@@ -57,6 +57,8 @@ class ShardTask:
         env: Variables set before JAX is imported.
         exclusive: Whether the task has its machine to itself
             (:func:`jaxbench.cluster.preflight.exclusive`); ``None``: not known.
+        case_timeouts_s: Per case, the seconds it may take before it is recorded ``failed``
+            (:func:`jaxbench.cluster.executors.case_timeout_s`); empty: ``run``'s default.
     """
 
     sweep_dir: str
@@ -67,6 +69,7 @@ class ShardTask:
     timing: dict[str, Any]
     env: dict[str, str] = field(default_factory=dict)
     exclusive: bool | None = None
+    case_timeouts_s: list[float] = field(default_factory=list)
 
     def __call__(self) -> dict[str, Any]:
         """Run the shard; returns a summary: task, host, JAX version, status per case.
@@ -127,7 +130,8 @@ class ShardTask:
         done = [sweep.has_ok_record(spec, self.jax_version) for spec in self.cases]
         with Supervised(self.backend, timing, environ=dict(os.environ), ignore_signals=stop,
                         groups=[group] if group else []) as watched:  # fmt: skip
-            for spec, earlier in zip(self.cases, done, strict=True):
+            limits = self.case_timeouts_s or [None] * len(self.cases)
+            for spec, earlier, limit in zip(self.cases, done, limits, strict=True):
                 case = Case(spec.workload, spec.params)
                 if earlier:
                     statuses[case.label] = "ok (earlier)"
@@ -139,7 +143,7 @@ class ShardTask:
                                "worker_env": dict(self.env), "timing": timing.recorded(),
                                **placement}  # fmt: skip
                 record = watched.measure(case, run_id, path.parent if writes else None,
-                                         sweep=sweep_facts)  # fmt: skip
+                                         sweep=sweep_facts, timeout_s=limit)  # fmt: skip
                 if writes:
                     write_json(path, record)
                 statuses[case.label] = record.status
