@@ -487,6 +487,28 @@ def test_local_sweep_end_to_end_then_status_from_another_process(tmp_path):
     assert again.returncode == 0 and "nothing to submit" in again.stdout
 
 
+def test_a_local_submit_whose_case_failed_says_how_it_ended_and_exits_1(tmp_path):
+    work = tmp_path / "work"
+    work.mkdir()
+    (work / "wl.py").write_text(textwrap.dedent("""\
+        import jax, jax.numpy as jnp
+        from jaxbench.workloads import Step
+
+        def nan(n: int = 4):
+            return Step(fn=jax.jit(lambda a: a * jnp.nan), args=(jnp.ones(n),))
+        """))  # fmt: skip
+    proc = run_cli("submit", "-p", "local", "-w", "wl:nan", "--sweeps-dir", str(tmp_path),
+                   "--budget", "0", "--min-samples", "3", cwd=work)  # fmt: skip
+    assert proc.returncode == 1, proc.stderr + proc.stdout
+    assert "ended: 1 of 1 case(s) recorded" in proc.stdout and "completed" in proc.stdout
+    assert "0 case(s) without a record, 1 not ok: `jaxbench submit --resume" in proc.stderr
+    # resumed from a folder where its workload does not import: refused, as a new submit is
+    (sweep_dir,) = [p for p in tmp_path.iterdir() if p.name.startswith("sweep-")]
+    again = run_cli("submit", "--resume", str(sweep_dir), cwd=tmp_path)
+    assert again.returncode == 2 and "--workload 'wl:nan': cannot import wl" in again.stderr
+    assert len(Sweep(sweep_dir).load().submissions) == 1  # nothing submitted
+
+
 @pytest.mark.slow
 def test_ctrl_c_of_a_terminal_during_a_local_task_is_one_line_and_no_traceback(tmp_path):
     """A terminal's Ctrl-C goes to the whole foreground process group: submitit's local
@@ -862,12 +884,20 @@ def test_a_local_task_in_turn_says_each_case_recorded_and_the_time_left(monkeypa
     clock = iter([0.0, 10.0, 40.0, 50.0])
     monkeypatch.setattr(time_mod, "monotonic", lambda: next(clock))
     monkeypatch.setattr(time_mod, "sleep", lambda s: None)
-    counts = iter([0, 1, 1, 4])
+    counts = iter([0, 0, 1, 1, 4, 4])  # before, four looks, at the end
     said, job = [], Job()
     dispatch.wait_reporting(job, lambda: next(counts), 4, said.append)
     assert said == ["1 of 4 case(s) recorded, 10 s so far, about 30 s left",
-                    "4 of 4 case(s) recorded, 40 s so far"]  # fmt: skip
+                    "4 of 4 case(s) recorded, 40 s so far",
+                    "ended: 4 of 4 case(s) recorded, in 50 s"]  # fmt: skip
     assert job.waited
+    # a resumed task: the 2 recorded before are not counted as this wait's work
+    clock = iter([0.0, 10.0, 20.0, 30.0])  # the last for the Ctrl-C below
+    counts = iter([2, 2, 3, 3, 3, 3])
+    said = []
+    dispatch.wait_reporting(Job(), lambda: next(counts), 4, said.append)
+    assert said == ["3 of 4 case(s) recorded, 10 s so far, about 10 s left",
+                    "ended: 3 of 4 case(s) recorded, in 20 s"]  # fmt: skip
 
     class Interrupted(Job):
         def done(self):

@@ -100,6 +100,32 @@ def submit_cmd(
         dispatch.wait(sweep)
         status_cmd(sweep.root)
         collect_cmd(sweep.root)
+    else:
+        _if_ended(sweep)
+
+
+def _if_ended(sweep: Sweep) -> None:
+    """Where every task has ended already (local tasks run in turn), say how; exit 1 if unwell.
+
+    A local ``submit`` waits for its tasks, so it is the run: a task that failed, timed out or
+    was stopped, or a case without a record or ``failed``, is exit 1 with the way on, as
+    ``run`` and ``collect`` do. Tasks still queued or running (Slurm) are left to ``status``.
+    """
+    from jaxbench.cluster import dispatch
+
+    states = dispatch.status(sweep, sweep.load())
+    if any(s.state in dispatch.ACTIVE for s in states):
+        return
+    status_cmd(sweep.root)
+    unwell = [s for s in states if s.state != "completed"]
+    missing, other = sum(s.missing for s in states), sum(s.other for s in states)
+    if unwell or missing or other:
+        ended = ", ".join(f"task {s.task.index} {s.state}" for s in unwell)
+        raise fail(
+            f"{ended + '; ' if ended else ''}{missing} case(s) without a record, {other} not "
+            f"ok: `jaxbench submit --resume {sweep.root}` runs them again",
+            code=1,
+        )
 
 
 def _resume(ctx: typer.Context, sweep: Sweep, dry_run: bool) -> Submission | None:

@@ -266,7 +266,9 @@ def wait_reporting(
     """Wait for a local task, saying each time a case is recorded, with the time left.
 
     ``3 of 8 case(s) recorded, 42 s so far, about 70 s left``: the time left is the mean time
-    of the cases recorded so far, times the cases still to come (an estimate: cases differ).
+    of the cases recorded so far in this wait, times the cases still to come (an estimate:
+    cases differ); a last line says how many were recorded when the task ended, however it
+    ended (``submit`` then reads how from its state).
 
     Args:
         job: A ``submitit`` job (``done()``, ``wait()``, ``cancel()``).
@@ -279,13 +281,14 @@ def wait_reporting(
         KeyboardInterrupt: Ctrl-C while waiting; the task was cancelled first (submitit sends
             its process SIGINT; the cases it recorded stay).
     """
-    start, said = time.monotonic(), 0
+    start, before = time.monotonic(), recorded()  # a resumed task's earlier records
+    said = before
     try:
         while not job.done():
             n = recorded()
             if n > said:
                 spent = time.monotonic() - start
-                left = spent / n * (cases - n)
+                left = spent / (n - before) * (cases - n)
                 tail = f", about {left:.0f} s left" if n < cases else ""
                 say(f"{n} of {cases} case(s) recorded, {spent:.0f} s so far{tail}")
                 said = n
@@ -294,6 +297,7 @@ def wait_reporting(
     except KeyboardInterrupt:  # stop the task too, also where the signal reached this alone
         job.cancel(check=False)
         raise
+    say(f"ended: {recorded()} of {cases} case(s) recorded, in {time.monotonic() - start:.0f} s")
 
 
 def _submit_array(
@@ -442,13 +446,16 @@ def status(sweep: Sweep, manifest: SweepManifest) -> list[TaskStatus]:
 def resume_plan(sweep: Sweep) -> tuple[SweepManifest, dict[int, list[CaseSpec]]]:
     """What ``--resume`` would submit: task index -> its cases without an ``ok`` record.
 
-    Runs the same checks as :func:`plan` (results folder, partition, GPUs, time limit).
+    Runs the same checks as :func:`plan` (results folder, partition, GPUs, time limit), and
+    imports the workloads of the cases left whose task runs in the profile's own environment,
+    as selecting them for a new sweep does.
 
     Raises:
         preflight.PreflightError: A check failed, or a task of the sweep is still pending or
             running (its cases would run twice).
         FileNotFoundError: Not a sweep folder.
-        ValueError: Its ``sweep.json`` is not a valid manifest.
+        ValueError: Its ``sweep.json`` is not a valid manifest, or a workload does not import
+            here (one line, naming ``--workload``).
     """
     manifest = sweep.load()
     profile = Profile.model_validate(manifest.profile)
@@ -458,11 +465,20 @@ def resume_plan(sweep: Sweep) -> tuple[SweepManifest, dict[int, list[CaseSpec]]]
     busy = [s for s in status(sweep, manifest) if s.state in ACTIVE]
     if busy:
         names = ", ".join(f"task {s.task.index} (job {s.job_id}, {s.state})" for s in busy)
+        stop = "kill -INT <job id>" if profile.executor == "local" else "scancel <job id>"
         raise preflight.PreflightError(
-            f"{names} still active: wait for it or scancel it, then resume"
+            f"{names} still active: wait for it or stop it ({stop}), then resume"
         )
     only = {t.index: sweep.missing_cases(t) for t in manifest.tasks}
-    return manifest, {i: cases for i, cases in only.items() if cases}
+    only = {i: cases for i, cases in only.items() if cases}
+    from jaxbench.workloads import get_workload  # imports JAX, which status never needs
+
+    # the check a new submit makes: a workload this process cannot import (run from another
+    # folder, say) fails in a task of the profile's own environment too
+    for name in sorted({c.workload for t in manifest.tasks if t.jax is None
+                        for c in only.get(t.index, [])}):  # fmt: skip
+        get_workload(name)
+    return manifest, only
 
 
 def resume(sweep: Sweep, on_progress: Callable[[str], None] = lambda _: None) -> Submission | None:
