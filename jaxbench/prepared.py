@@ -70,6 +70,12 @@ class PreparedCase:
     calls: int = 0
     metrics: dict[str, Any] = field(default_factory=dict)
 
+    @property
+    def devices(self) -> int:
+        """Devices its program runs on: its mesh's (``metrics["mesh"]``), else 1."""
+        mesh = self.metrics.get("mesh") or {}
+        return max(1, len(mesh.get("device_ids") or ()))
+
     def call_once(self) -> Any:
         """One call of the timed unit on the current state, blocked on its whole output.
 

@@ -23,7 +23,7 @@ from jaxbench.measure.harness import (
     device_peak_bytes,
     reset_host_peak,
 )
-from jaxbench.prepared import prepare
+from jaxbench.prepared import PreparedCase, prepare
 from jaxbench.store import Appender, Env, Record, Trace, new_run_id, save_programs, save_trace
 from jaxbench.store.record import error_text
 from jaxbench.workloads import GateFailure, NotApplicable, get_workload
@@ -142,7 +142,7 @@ def measure_case(
         gpu_noise = watch.stop()
         if trace_calls:
             phase("tracing")
-        trace = _trace(prepared.call_once, trace_calls, programs_dir) if trace_calls else None
+        trace = _trace(prepared, trace_calls, programs_dir) if trace_calls else None
     except NotApplicable as exc:
         return Record(**base, status="skipped", error=str(exc), env=env(device))
     except GateFailure as exc:
@@ -197,15 +197,15 @@ def measure_case(
     )
 
 
-def _trace(step: Callable[[], Any], calls: int, folder: str | Path | None) -> Trace:
-    """A trace of ``calls`` warmed calls of ``step``: its op table, saved under ``folder``."""
+def _trace(prepared: PreparedCase, calls: int, folder: str | Path | None) -> Trace:
+    """A trace of ``calls`` warmed calls of a case: its op table, saved under ``folder``."""
     from dataclasses import asdict
 
     from jaxbench.measure.trace import op_table, take_trace
 
     try:
-        taken = take_trace(step, calls)
-        ops = [asdict(row) for row in op_table(taken.xspace, calls)]
+        taken = take_trace(prepared.call_once, calls)
+        ops = [asdict(row) for row in op_table(taken.xspace, calls, prepared.devices)]
     except (RuntimeError, ValueError) as exc:
         return Trace(calls=calls, error=f"no trace: {exc}")
     trace = Trace(calls=calls, bytes=len(taken.xspace), ops=ops, untraced_s=taken.untraced_s,

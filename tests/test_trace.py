@@ -172,3 +172,19 @@ def test_a_gpu_shaped_trace_is_read_from_its_device_planes_op_line_alone():
         {"/host:CPU": {"python": [("copy.3", 0, 50_000), ("end: copy.3", 50_000, 10)]}}
     )
     assert [r.name for r in op_table(host_only, calls=1)] == ["copy.3"]
+
+
+def test_a_program_over_two_devices_has_each_ops_time_per_device():
+    """Each device of a mesh runs its share of every op: the table's time per call is theirs."""
+    from xspace_data import xspace
+
+    ops = [("all-reduce.7", 0, 4_000), ("fusion.1", 5_000, 6_000)]
+    data = xspace({"/device:GPU:0": {"XLA Ops": ops}, "/device:GPU:1": {"XLA Ops": ops}})
+    one = {r.name: r for r in op_table(xspace({"/device:GPU:0": {"XLA Ops": ops}}), calls=2)}
+    two = {r.name: r for r in op_table(data, calls=2, devices=2)}
+    assert two["all-reduce.7"].count == 2 and two["all-reduce.7"].total_s == pytest.approx(8e-6)
+    for name in one:  # the ops add up to one call's time, as on one device
+        assert two[name].per_call_s == pytest.approx(one[name].per_call_s)
+        assert two[name].share == pytest.approx(one[name].share)
+    with pytest.raises(ValueError, match="devices must be >= 1"):
+        op_table(data, calls=2, devices=0)

@@ -140,7 +140,7 @@ class _Case:
             raise RuntimeError("trace before prepare: send a prepare request first")
         calls = int(request.get("calls", 5))
         taken = take_trace(self.prepared.call_once, calls)
-        return {"ops": [asdict(r) for r in op_table(taken.xspace, calls)],
+        return {"ops": [asdict(r) for r in op_table(taken.xspace, calls, self.prepared.devices)],
                 "bytes": len(taken.xspace), "untraced_s": taken.untraced_s,
                 "traced_s": taken.traced_s}  # fmt: skip
 

@@ -50,7 +50,9 @@ class OpTime:
             name on a device.
         count: Events of it in the trace (over all traced calls).
         total_s: Seconds summed over those events.
-        per_call_s: ``total_s`` divided by the calls traced.
+        per_call_s: ``total_s`` divided by the calls traced and by the devices the program
+            runs on (the mean over them: each device runs its share of every op), so the ops
+            add up to one call's time.
         share: ``total_s`` over the total of every op of the trace (0-1).
     """
 
@@ -158,7 +160,7 @@ def _host_thunk_events(data: Any) -> list[list[Event]]:
     return out
 
 
-def op_table(xspace: bytes, calls: int) -> list[OpTime]:
+def op_table(xspace: bytes, calls: int, devices: int = 1) -> list[OpTime]:
     """One :class:`OpTime` per op of a trace, the longest total first.
 
     An op's time is its own (self) time: the time of the ops nested in it (the thunks of a
@@ -169,14 +171,17 @@ def op_table(xspace: bytes, calls: int) -> list[OpTime]:
     Args:
         xspace: The bytes :func:`take_trace` returned (or a saved ``.xplane.pb``).
         calls: The calls the trace covers (divides each op's total).
+        devices: The devices the traced program runs on (a program sharded over a mesh of
+            ``devices``: each op is an event on each of them, so it divides each op's total
+            too).
 
     Raises:
-        ValueError: Bytes that are not an XSpace, or ``calls`` below 1.
+        ValueError: Bytes that are not an XSpace, or ``calls`` or ``devices`` below 1.
     """
     from jax.profiler import ProfileData
 
-    if calls < 1:
-        raise ValueError(f"calls must be >= 1, got {calls}")
+    if calls < 1 or devices < 1:
+        raise ValueError(f"calls and devices must be >= 1, got {calls} and {devices}")
     try:
         data = ProfileData.from_serialized_xspace(xspace)
     except Exception as exc:  # the parser's own error types vary by version
@@ -188,5 +193,6 @@ def op_table(xspace: bytes, calls: int) -> list[OpTime]:
             entry[0] += 1
             entry[1] += own_ns * 1e-9
     whole = sum(t for _, t in totals.values()) or 1.0
-    rows = [OpTime(name, int(n), t, t / calls, t / whole) for name, (n, t) in totals.items()]
+    rows = [OpTime(name, int(n), t, t / calls / devices, t / whole)
+            for name, (n, t) in totals.items()]  # fmt: skip
     return sorted(rows, key=lambda r: -r.total_s)
