@@ -196,9 +196,12 @@ USER_SHARDED = textwrap.dedent(
     from jaxbench.runner import measure_case
     from jaxbench.workloads import Step, UserWorkload
 
-    def matmul(sharded: bool = True):
+    def matmul(sharded: bool = True, one: bool = False):
         mesh = jax.make_mesh((4,), ("data",))
         rows = NamedSharding(mesh, P("data", None)) if sharded else None
+        if one:  # a NamedSharding of one device, not the default one
+            import numpy as np
+            rows = NamedSharding(jax.sharding.Mesh(np.array(jax.devices()[1:2]), ("data",)), P())
         x = jax.ShapeDtypeStruct((64, 32), jnp.float32, sharding=rows)
         w = jax.ShapeDtypeStruct((32, 16), jnp.float32)
         return Step(fn=jax.jit(lambda x, w: jnp.tanh(x @ w)), args=(x, w))
@@ -206,12 +209,14 @@ USER_SHARDED = textwrap.dedent(
     workloads.WORKLOADS["sharded_user"] = UserWorkload("sharded_user", matmul)
     timing = TimingConfig(budget_s=0.0, min_samples=3, max_samples=3, warmup_calls=1)
     out = {}
-    for sharded in (True, False):
-        rec = measure_case(Case("sharded_user", {"sharded": sharded}), "cpu", timing, "r")
-        state = workloads.WORKLOADS["sharded_user"].build({"sharded": sharded}).first_args()
-        out[str(sharded)] = {"status": rec.status, "error": rec.error, "mesh": rec.metrics.mesh,
-                             "specs": getattr(rec.metrics, "partition_specs", None),
-                             "devices": len(state[0].sharding.device_set)}
+    for name, params in (("True", {"sharded": True}), ("False", {"sharded": False}),
+                         ("one", {"sharded": False, "one": True})):
+        rec = measure_case(Case("sharded_user", params), "cpu", timing, "r")
+        state = workloads.WORKLOADS["sharded_user"].build(params).first_args()
+        out[name] = {"status": rec.status, "error": rec.error, "mesh": rec.metrics.mesh,
+                     "specs": getattr(rec.metrics, "partition_specs", None),
+                     "devices": len(state[0].sharding.device_set),
+                     "ids": sorted(d.id for d in state[0].sharding.device_set)}
     print(json.dumps(out))
     """
 )
@@ -225,3 +230,6 @@ def test_a_user_steps_sharded_argument_arrives_sharded_and_is_recorded():
     assert sharded["devices"] == 4 and plain["devices"] == 1
     assert sharded["mesh"]["axes"] == {"data": 4} and plain["mesh"] is None
     assert list(sharded["specs"]) == ["0"] and "'data'" in sharded["specs"]["0"]
+    one = out["one"]  # a single device given by a NamedSharding: it runs there, and says so
+    assert one["status"] == "ok", one["error"]
+    assert one["ids"] == [1] and one["mesh"]["device_ids"] == [1] and one["specs"] == {"0": "P()"}

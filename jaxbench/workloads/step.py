@@ -179,9 +179,11 @@ def materialize(args: tuple[Any, ...], seed: int = 0) -> tuple[Any, ...]:
     """Fresh arguments: ``ShapeDtypeStruct`` leaves filled, concrete leaves copied.
 
     Floating leaves are ``jax.random.normal(fold_in(key(seed), i), shape, dtype)`` for the
-    ``i``-th leaf; other dtypes are zeros. Same seed, same values. A leaf with a sharding over
-    several devices (a ``ShapeDtypeStruct`` given ``sharding=NamedSharding(...)``, or a sharded
-    array) is placed on that sharding, so a sharded step is timed sharded.
+    ``i``-th leaf; other dtypes are zeros. Same seed, same values. A leaf with a
+    ``NamedSharding`` (a ``ShapeDtypeStruct`` given ``sharding=NamedSharding(...)``, or a
+    sharded array), or another sharding over several devices, is placed on that sharding, so a
+    sharded step is timed sharded, and one given a single device runs there; an array on one
+    device without a ``NamedSharding`` (as every array is made) goes to the default device.
     """
     import jax
     import jax.numpy as jnp
@@ -198,7 +200,8 @@ def materialize(args: tuple[Any, ...], seed: int = 0) -> tuple[Any, ...]:
                 new = jnp.zeros(leaf.shape, leaf.dtype)
         else:
             new = jnp.array(leaf, copy=True)
-        if sharding is not None and len(sharding.device_set) > 1:
+        named = isinstance(sharding, jax.sharding.NamedSharding)
+        if sharding is not None and (named or len(sharding.device_set) > 1):
             new = jax.device_put(new, sharding)
         out.append(new)
     return tuple(jax.tree.unflatten(tree, out))
@@ -208,8 +211,8 @@ def sharding_facts(args: tuple[Any, ...]) -> dict[str, Any]:
     """What a record keeps of the arguments' shardings: the mesh and each sharded leaf's spec.
 
     Returns:
-        ``{}`` when no leaf has a ``NamedSharding`` over several devices; else ``mesh`` (the
-        first such leaf's, :func:`jaxbench.workloads.meshes.mesh_facts`) and
+        ``{}`` when no leaf has a ``NamedSharding``; else ``mesh`` (the first such leaf's,
+        :func:`jaxbench.workloads.meshes.mesh_facts`, one device's too) and
         ``partition_specs`` (leaf key path -> spec, for every leaf with a ``NamedSharding``).
     """
     import jax
@@ -220,7 +223,7 @@ def sharding_facts(args: tuple[Any, ...]) -> dict[str, Any]:
     specs, mesh = {}, None
     for path, leaf in jax.tree_util.tree_flatten_with_path(args)[0]:
         sharding = getattr(leaf, "sharding", None)
-        if isinstance(sharding, jax.sharding.NamedSharding) and len(sharding.device_set) > 1:
+        if isinstance(sharding, jax.sharding.NamedSharding):
             specs[path_text(path, "/") or "(root)"] = str(sharding.spec)
             mesh = mesh or sharding.mesh
     return {"mesh": mesh_facts(mesh), "partition_specs": specs} if mesh is not None else {}
