@@ -91,7 +91,12 @@ def test_more_devices_than_present_is_skipped_with_the_flag_to_set(fast_timing):
 def test_bad_parameters_name_the_option():
     for texts, message in (
         ({"bytes": ["6"], "devices": ["2"]}, "--param bytes=6: bytes must be"),
-        ({"bytes": ["12"], "devices": ["2"]}, "bytes must be a multiple of 8 (4 x devices)"),
+        (
+            {"bytes": ["12"], "devices": ["2"]},
+            "bytes must be a multiple of 4 x devices = 8, "
+            "got bytes=12 with devices=2; e.g. --param bytes=8",
+        ),
+        ({"devices": ["3"]}, "got bytes=1048576 with devices=3; e.g. --param bytes=1048572"),
         ({"devices": ["0"]}, "--param devices=0: devices must be an integer"),
         ({"op": ["broadcast"]}, "--param op=broadcast: unknown op 'broadcast'"),
     ):

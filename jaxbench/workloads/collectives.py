@@ -222,7 +222,9 @@ class Collectives(Workload):
         n = check_int("devices", params["devices"], 1, MAX_DEVICES)
         size = check_int("bytes", params["bytes"], ITEM * n, BYTES_MAX)
         if size % (ITEM * n):
-            raise ValueError(f"bytes must be a multiple of {ITEM * n} (4 x devices), got {size}")
+            raise ValueError(f"bytes must be a multiple of 4 x devices = {ITEM * n}, got "
+                             f"bytes={size} with devices={n}; e.g. --param "
+                             f"bytes={max(ITEM * n, size - size % (ITEM * n))}")  # fmt: skip
         check_choice("dtype", params["dtype"], ("float32",))
 
     def benchmark(self, params: Mapping[str, Any]) -> str:
