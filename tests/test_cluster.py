@@ -9,6 +9,7 @@ import signal
 import subprocess
 import sys
 import textwrap
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -374,6 +375,37 @@ def test_collect_reports_missing_and_corrupt_records_and_keeps_the_rest(tmp_path
     assert "1 record(s) in " in done.stdout
     assert "; 2 case(s) without a readable record" in done.stdout.replace("\n", "")
     assert "error: 2 case(s) without a readable record, 0 failed" in done.stderr
+    assert "no record: task 0: w i=1\nno record: task 0: w i=2" in done.stdout
+    assert "`jaxbench submit --resume" in done.stderr
+
+
+def test_show_of_a_sweep_is_one_table_of_its_records(tmp_path):
+    cases = [CaseSpec(workload="train_step", params={**TINY.params, "i": i}) for i in range(3)]
+    sweep, _ = _manifest(tmp_path, cases)
+    for case in cases:
+        record = Record(run_id="r", benchmark="train_step", params=case.params, status="ok",
+                        samples_s=[1e-3, 2e-3], env={})  # fmt: skip
+        write_json(sweep.record_path(case, None), record)
+    done = run_cli("show", str(sweep.root))
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.count(str(sweep.root)) == 1 and "records/" not in done.stdout
+    assert all(f"i={i}" in done.stdout for i in range(3))
+
+
+def test_collect_while_a_task_runs_says_to_collect_again_not_to_resume(tmp_path, monkeypatch):
+    from typer.testing import CliRunner
+
+    from jaxbench.cli import app
+
+    cases = [CaseSpec(workload="w", params={"i": i}) for i in range(2)]
+    sweep, manifest = _manifest(tmp_path, cases)
+    (task,) = dispatch.status(sweep, manifest)
+    monkeypatch.setattr(dispatch, "status", lambda *a: [replace(task, state="running")])
+    done = CliRunner().invoke(app, ["collect", str(sweep.root)])
+    assert done.exit_code == 1
+    assert done.stderr.strip() == ("error: 2 case(s) without a readable record, 0 failed: 1 "
+                                   "task(s) still running: collect again once they end "
+                                   "(`jaxbench status`)")  # fmt: skip
 
 
 def test_collect_keeps_results_while_a_collected_record_file_is_unreadable(tmp_path):

@@ -308,9 +308,15 @@ def status_cmd(sweep_dir: SweepArg) -> None:
     console.print(table)
 
 
+#: Cases without a record that ``collect`` names, at most.
+MISSING_NAMED = 10
+
+
 def collect_cmd(sweep_dir: SweepArg) -> None:
     """Gather finished records into `<sweep>/results.jsonl`; exit 1 if one is missing or failed."""
+    from jaxbench.cluster import dispatch
     from jaxbench.cluster.sweep import Sweep
+    from jaxbench.store import case_label
     from jaxbench.tables import problems, records_table
 
     try:
@@ -332,11 +338,21 @@ def collect_cmd(sweep_dir: SweepArg) -> None:
         f"{len(result.missing) + len(result.unreadable)} case(s) without a readable record",
         highlight=False,
     )
+    for task, case in result.missing[:MISSING_NAMED]:
+        console.print(f"no record: task {task}: {case_label(case.workload, case.params)}",
+                      style="yellow", highlight=False)  # fmt: skip
+    if len(result.missing) > MISSING_NAMED:
+        console.print(f"no record: ... and {len(result.missing) - MISSING_NAMED} more",
+                      style="yellow", highlight=False)  # fmt: skip
     failed = [r for r in result.records if r.status == "failed"]
     if result.missing or result.unreadable or failed:
+        active = [s for s in dispatch.status(sweep, sweep.load()) if s.state in dispatch.ACTIVE]
+        way = (f"{len(active)} task(s) still {'/'.join(sorted({s.state for s in active}))}: "
+               "collect again once they end (`jaxbench status`)" if active else
+               f"`jaxbench submit --resume {sweep.root}` runs them again")  # fmt: skip
         raise fail(
             f"{len(result.missing) + len(result.unreadable)} case(s) without a readable record, "
-            f"{len(failed)} failed: `jaxbench submit --resume {sweep.root}` runs them again",
+            f"{len(failed)} failed: {way}",
             code=1,
         )
 

@@ -407,6 +407,7 @@ def show_cmd(
 
 def _show(paths: list[Path], strict: bool, limit: int) -> None:
     from jaxbench.store import StoreFormatError, load
+    from jaxbench.store.scan import sweep_of
     from jaxbench.tables import records_table
 
     try:
@@ -425,7 +426,11 @@ def _show(paths: list[Path], strict: bool, limit: int) -> None:
             highlight=False,
         )
     by_file: dict[Path, list[Record]] = {}
+    sweeps: dict[Path, Path | None] = {}  # a record file's folder -> its sweep, if a sweep's
     for item in shown:
-        by_file.setdefault(item.path, []).append(item.model)
-    for file, records in by_file.items():
+        folder = item.path.parent
+        if folder not in sweeps:
+            sweeps[folder] = sweep_of(folder)
+        by_file.setdefault(sweeps[folder] or item.path, []).append(item.model)
+    for file, records in by_file.items():  # a table a file, or a sweep (a file a case)
         console.print(records_table(records, title=str(file)))

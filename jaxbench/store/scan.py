@@ -47,6 +47,13 @@ def _is_gathered(path: Path, folders: set[Path]) -> bool:
     )
 
 
+def sweep_of(folder: Path) -> Path | None:
+    """The sweep folder whose ``records/`` is ``folder``, else ``None``."""
+    sweep = folder.parent
+    is_sweep = folder.name == SWEEP_RECORDS and (sweep / SWEEP_MANIFEST).is_file()
+    return sweep if is_sweep else None
+
+
 def store_files(paths: Iterable[str | os.PathLike[str]]) -> list[tuple[Path, bool]]:
     """The files to read under ``paths``, each once, in a stable order.
 
