@@ -75,8 +75,9 @@ def test_slurm_profile_needs_a_slurm_table(tmp_path):
 
 def test_profile_with_unknown_backend_is_rejected(tmp_path):
     path = _profile(tmp_path, 'executor = "local"\n[worker]\nbackend = "npu"\n')
-    with pytest.raises(ProfileError, match="npu"):
+    with pytest.raises(ProfileError, match="worker: unknown backend 'npu'; choose from") as err:
         load_profile(str(path))
+    assert "--backend" not in str(err.value)  # the profile's key, not run's option
 
 
 def test_missing_profile_lists_the_known_ones():
@@ -622,6 +623,7 @@ def test_local_task_over_its_time_limit_is_timed_out_and_keeps_its_records(tmp_p
         (["-p", "nope"], "--profile 'nope': not found (a TOML file, or one of: cpu"),
         (["-p", "local", "--jax", ","], "--jax ',': expected JAX versions separated by commas"),
         (["-p", "local", "--jax", "0.11.2,,0.12.0.1"], "none empty"),
+        (["-p", "local", "--jax", "banana"], "--jax: 'banana' is not a JAX version (e.g. 0.12.1)"),
         ([], "--profile is required"),
         (
             ["-p", "local", "--sweeps-dir", "/dev/null/sweeps"],

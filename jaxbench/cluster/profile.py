@@ -85,7 +85,8 @@ class LocalSection(_Strict):
     """Tasks as processes on this machine (submitit's ``LocalExecutor``), one after another.
 
     Attributes:
-        max_time_min: Time limit of each task, minutes (the local executor kills it after).
+        max_time_min: Longest time limit to ask for a task, minutes (the local executor kills
+            a task after its own limit); a shard that needs more is an error.
         signal_delay_s: Seconds before the time limit at which the local executor signals the
             task (USR2), which then abandons the case it is timing and ends as timed out
             (submitit's default, 30 s).
@@ -144,7 +145,10 @@ class WorkerSection(_Strict):
 
     @model_validator(mode="after")
     def _known_backend(self) -> WorkerSection:
-        check_backend(self.backend)
+        try:
+            check_backend(self.backend)
+        except ValueError as exc:  # the profile's key, not run's option
+            raise ValueError(str(exc).removeprefix(f"--backend {self.backend!r}: ")) from None
         return self
 
 

@@ -187,12 +187,19 @@ def check_supported(versions: Iterable[str]) -> None:
     page of resolver output after the environment was half built.
 
     Raises:
-        ValueError: Such a version; the message names it and the requirement.
+        ValueError: Such a version (the message names it and the requirement), or a text that
+            is not a version at all.
     """
     import importlib.metadata
 
     from packaging.requirements import Requirement
+    from packaging.version import InvalidVersion, Version
 
+    for v in versions:
+        try:
+            Version(v)
+        except InvalidVersion:
+            raise ValueError(f"--jax: {v!r} is not a JAX version (e.g. 0.12.1)") from None
     try:
         own = map(Requirement, importlib.metadata.requires("jaxbench") or [])
     except importlib.metadata.PackageNotFoundError:  # run from a source tree, not installed
