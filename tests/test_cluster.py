@@ -73,6 +73,16 @@ def test_slurm_profile_needs_a_slurm_table(tmp_path):
         load_profile(str(path))
 
 
+def test_a_sweep_pins_jax_to_the_cpu_only_so_an_absent_accelerator_skips_its_cases(tmp_path):
+    for backend, pinned in (("cpu", "cpu"), ("tpu", None), ("cuda", None), ("default", None)):
+        path = _profile(tmp_path, f'executor = "local"\n[worker]\nbackend = "{backend}"\n',
+                        name=f"{backend}.toml")  # fmt: skip
+        assert dispatch.worker_env(load_profile(str(path))).get("JAX_PLATFORMS") == pinned
+    path = _profile(tmp_path, 'executor = "local"\n[worker]\nbackend = "cpu"\n'
+                    '[worker.env]\nJAX_PLATFORMS = "cuda,cpu"\n', name="own.toml")  # fmt: skip
+    assert dispatch.worker_env(load_profile(str(path)))["JAX_PLATFORMS"] == "cuda,cpu"
+
+
 def test_profile_with_unknown_backend_is_rejected(tmp_path):
     path = _profile(tmp_path, 'executor = "local"\n[worker]\nbackend = "npu"\n')
     with pytest.raises(ProfileError, match="worker: unknown backend 'npu'; choose from") as err:
@@ -534,7 +544,7 @@ def test_a_local_submit_whose_case_failed_says_how_it_ended_and_exits_1(tmp_path
                    "--budget", "0", "--min-samples", "3", cwd=work)  # fmt: skip
     assert proc.returncode == 1, proc.stderr + proc.stdout
     assert "ended: 1 of 1 case(s) recorded" in proc.stdout and "completed" in proc.stdout
-    assert "0 case(s) without a record, 1 not ok: `jaxbench submit --resume" in proc.stderr
+    assert "0 case(s) without a record, 1 failed: `jaxbench submit --resume" in proc.stderr
     # resumed from a folder where its workload does not import: refused, as a new submit is
     (sweep_dir,) = [p for p in tmp_path.iterdir() if p.name.startswith("sweep-")]
     again = run_cli("submit", "--resume", str(sweep_dir), cwd=tmp_path)

@@ -109,7 +109,8 @@ def _if_ended(sweep: Sweep) -> None:
 
     A local ``submit`` waits for its tasks, so it is the run: a task that failed, timed out or
     was stopped, or a case without a record or ``failed``, is exit 1 with the way on, as
-    ``run`` and ``collect`` do. Tasks still queued or running (Slurm) are left to ``status``.
+    ``run`` and ``collect`` do (a ``skipped`` case is not: the node lacks what it needs).
+    Tasks still queued or running (Slurm) are left to ``status``.
     """
     from jaxbench.cluster import dispatch
 
@@ -118,12 +119,12 @@ def _if_ended(sweep: Sweep) -> None:
         return
     status_cmd(sweep.root)
     unwell = [s for s in states if s.state != "completed"]
-    missing, other = sum(s.missing for s in states), sum(s.other for s in states)
-    if unwell or missing or other:
+    missing, failed = sum(s.missing for s in states), sum(s.failed for s in states)
+    if unwell or missing or failed:
         ended = ", ".join(f"task {s.task.index} {s.state}" for s in unwell)
         raise fail(
-            f"{ended + '; ' if ended else ''}{missing} case(s) without a record, {other} not "
-            f"ok: `jaxbench submit --resume {sweep.root}` runs them again",
+            f"{ended + '; ' if ended else ''}{missing} case(s) without a record, {failed} "
+            f"failed: `jaxbench submit --resume {sweep.root}` runs them again",
             code=1,
         )
 

@@ -66,11 +66,15 @@ class SweepRequest:
 
 
 def worker_env(profile: Profile) -> dict[str, str]:
-    """Variables the worker sets before importing JAX: the profile's, plus ``JAX_PLATFORMS``."""
+    """Variables the worker sets before importing JAX: the profile's, plus ``JAX_PLATFORMS``.
+
+    Only a ``cpu`` backend is pinned (``JAX_PLATFORMS=cpu``, so a CPU sweep on a GPU node does
+    not start the GPU): an accelerator named there that the node lacks stops JAX from starting,
+    and the task would fail whole, where unpinned its cases are ``skipped``, as in ``run``.
+    """
     env = dict(profile.worker.env)
-    platforms = JAX_PLATFORMS.get(profile.worker.backend)
-    if platforms and "JAX_PLATFORMS" not in env:
-        env["JAX_PLATFORMS"] = platforms
+    if profile.worker.backend == "cpu" and "JAX_PLATFORMS" not in env:
+        env["JAX_PLATFORMS"] = JAX_PLATFORMS["cpu"]
     return env
 
 
@@ -407,6 +411,8 @@ class TaskStatus:
         ok: Cases with an ``ok`` record.
         other: Cases with a record of another status.
         missing: Cases without a record, or with one that does not load.
+        failed: Of ``other``, the cases recorded ``failed`` (the rest ``skipped``: a backend
+            or a mesh the node lacks).
     """
 
     task: TaskSpec
@@ -416,6 +422,7 @@ class TaskStatus:
     ok: int
     other: int
     missing: int
+    failed: int = 0
 
 
 def status(sweep: Sweep, manifest: SweepManifest) -> list[TaskStatus]:
@@ -439,7 +446,8 @@ def status(sweep: Sweep, manifest: SweepManifest) -> list[TaskStatus]:
             more = f" (+{len(unreadable) - 1} more)" if len(unreadable) > 1 else ""
             detail = "; ".join(filter(None, [detail, f"unreadable: {unreadable[0]}{more}"]))
         other = len(records) - ok - missing
-        out.append(TaskStatus(task, job_id, state, detail, ok, other, missing))
+        failed = sum(1 for r in records if r is not None and r.status == "failed")
+        out.append(TaskStatus(task, job_id, state, detail, ok, other, missing, failed))
     return out
 
 
