@@ -716,6 +716,19 @@ def _plan(tmp_path, profile, n_cases):
     return dispatch.plan(request)
 
 
+def test_a_shard_over_the_profiles_cap_is_split_unless_the_user_chose_its_size(tmp_path):
+    profile = load_profile("local")  # cases_per_task 1000, max_time_min 60
+    cases = _loop_cases(30)  # a minute of set-up each (no size): one task would need 64 min
+    _, manifest = dispatch.plan(dispatch.SweepRequest(profile, cases, TIMING, [],
+                                                      sweeps_dir=tmp_path / "s"))  # fmt: skip
+    assert [len(t.cases) for t in manifest.tasks] == [15, 15]
+    assert max(t.time_limit_min for t in manifest.tasks) <= profile.max_time_min
+    chosen = dispatch.SweepRequest(profile, cases, TIMING, [], cases_per_task=30,
+                                   sweeps_dir=tmp_path / "s")  # fmt: skip
+    with pytest.raises(preflight.PreflightError, match="use fewer --cases-per-task"):
+        dispatch.plan(chosen)
+
+
 def test_a_version_over_max_array_size_goes_in_several_arrays(fake_slurm, tmp_path):
     bin_dir = tmp_path / "bin"
     _fake(bin_dir, "scontrol", "printf 'ClusterName = x\\nMaxArraySize            = 3\\n'\n")

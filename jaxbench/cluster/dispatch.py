@@ -110,10 +110,7 @@ def plan(request: SweepRequest) -> tuple[Sweep, SweepManifest]:
             folder = pyenvs.env_dir(env_root, version, profile.environment.jax_extra,
                                     pyenvs.python_tag(base), request.requirements)  # fmt: skip
             python = python_command(str(pyenvs.env_python(folder)))
-        shards = shard(request.cases, per_task)
-        limit = request.time_limit_min or max(
-            time_limit_min(s, request.timing, profile.worker.startup_s) for s in shards
-        )
+        shards, limit, per_task = _fitting(request, profile, per_task)
         if limit > profile.max_time_min:
             raise preflight.PreflightError(_over_limit(limit, profile, request, per_task))
         for cases in shards:
@@ -149,6 +146,26 @@ def plan(request: SweepRequest) -> tuple[Sweep, SweepManifest]:
         user_workloads=list(request.user_workloads),
     )
     return Sweep(sweeps_dir / sweep_id), manifest
+
+
+def _fitting(
+    request: SweepRequest, profile: Profile, per_task: int
+) -> tuple[list[list[CaseSpec]], int, int]:
+    """The shards, their time limit (minutes) and cases a task.
+
+    The profile's ``cases_per_task``, halved as often as it takes while a task would need more
+    than the profile's ``max_time_min``, unless ``--cases-per-task`` or ``--time-limit`` was
+    given (then it is the user's to change).
+    """
+    while True:
+        shards = shard(request.cases, per_task)
+        limit = request.time_limit_min or max(
+            time_limit_min(s, request.timing, profile.worker.startup_s) for s in shards
+        )
+        chosen = request.cases_per_task is not None or request.time_limit_min is not None
+        if chosen or limit <= profile.max_time_min or per_task == 1:
+            return shards, limit, per_task
+        per_task = max(1, per_task // 2)
 
 
 def _over_limit(limit: int, profile: Profile, request: SweepRequest, per_task: int) -> str:
