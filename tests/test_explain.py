@@ -211,6 +211,13 @@ def test_a_worker_asked_for_programs_before_a_case_answers_an_error():
                       "prepare request first"}  # fmt: skip
 
 
+def test_a_report_stopped_part_way_says_how_many_cases_it_holds():
+    from jaxbench.cli.explain import _report
+
+    one = [("case a", ["h1", "h2"], ["line"])]
+    assert "1 of the 3 case(s) selected (stopped before the rest)." in _report("t", one, 3)
+
+
 def test_a_wider_candidate_is_explained_from_two_real_workers(tmp_path):
     out = run_cli("explain", "current", "current", "-w", "train_step", "-s", "tiny", "-d",
                   "float32", "--optimizer", "sgd", "--set-b", "size=tiny*1.5", "-o",
@@ -222,6 +229,7 @@ def test_a_wider_candidate_is_explained_from_two_real_workers(tmp_path):
     assert "XLA flops: " in out.stdout and "optimized HLO, normalised (unified diff):" in out.stdout
     (report,) = tmp_path.glob("explain-*.md")
     assert head in report.read_text() and "XLA flops: " in report.read_text()
+    assert "\n1 of the 1 case(s) selected (every one).\n" in report.read_text()
     sides = sorted(tmp_path.glob("programs/*.json.gz"))
     assert len(sides) == 2  # the sides differ, so two contents
     for path in sides:

@@ -104,9 +104,15 @@ def explain_result_sets(
     return 0 if explained else 1
 
 
-def _report(title: str, sections: list[tuple[str, list[str], list[str]]]) -> str:
-    """The Markdown of one explain run: per case, the artifacts of each side and the lines."""
-    out = [f"# {title}", ""]
+def _report(title: str, sections: list[tuple[str, list[str], list[str]]], cases: int) -> str:
+    """The Markdown of one explain run: per case, the artifacts of each side and the lines.
+
+    It is rewritten after each case, so a run stopped part-way leaves the cases before it; the
+    line under the title says how many of the ``cases`` selected it holds.
+    """
+    done = len(sections)
+    state = "every one" if done == cases else "stopped before the rest"
+    out = [f"# {title}", "", f"{done} of the {cases} case(s) selected ({state}).", ""]
     for label, hashes, lines in sections:
         files = f"`programs/{hashes[0]}.json.gz`, `programs/{hashes[1]}.json.gz`"
         out += [f"## {label}", "", f"Programs (baseline, candidate): {files}.", "", "```",
@@ -255,7 +261,7 @@ def register(app: typer.Typer) -> None:
                 title = f"jaxbench explain {baseline} {candidate}"
                 try:
                     hashes = [save_programs(folder, side) for side in (base, cand)]
-                    text = _report(title, [*sections, (label, hashes, lines)])
+                    text = _report(title, [*sections, (label, hashes, lines)], len(cases))
                     write_atomic(path, text.encode())
                 except OSError as exc:
                     kept = (f"; {path} holds the {len(sections)} case(s) before it"
