@@ -267,17 +267,18 @@ def _compare_values(
         return None
     calls = (int(found.calls[a].sum()), int(found.calls[b].sum()))
     est = verdicts.estimate_log_medians(la, lb, calls, threshold, alpha, strict)
-    # each side's processes numbered from 0, as the disturbances' reasons number them
-    labels = {side: [f"{side} process {i} ({name})" for i, name in
-                     enumerate(found.processes[part]) if keep[i]]
-              for side, part, keep in (("baseline", a, ka), ("candidate", b, kb))}  # fmt: skip
-    est = stability.outlier_note(
-        est,
-        {"baseline": (la, labels["baseline"]), "candidate": (lb, labels["candidate"])},
-        lambda logs: verdicts.estimate_log_medians(
-            logs["baseline"], logs["candidate"], calls, threshold, alpha, strict
-        ),
-    )
+    if est.verdict == "inconclusive":  # does one process stand out? (labelled only here)
+        # each side's processes numbered from 0, as the disturbances' reasons number them
+        labels = {side: [f"{side} process {i} ({name})" for i, name in
+                         enumerate(found.processes[part]) if keep[i]]
+                  for side, part, keep in (("baseline", a, ka), ("candidate", b, kb))}  # fmt: skip
+        est = stability.outlier_note(
+            est,
+            {"baseline": (la, labels["baseline"]), "candidate": (lb, labels["candidate"])},
+            lambda logs: verdicts.estimate_log_medians(
+                logs["baseline"], logs["candidate"], calls, threshold, alpha, strict
+            ),
+        )
     drift = column == "samples_s"
     disturbed = stability.processes_disturbances(na, nb, va if drift else (), vb if drift else ())
     return {
