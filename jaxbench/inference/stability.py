@@ -400,7 +400,7 @@ def outlier(
     devs = [np.abs(x - np.median(x)) if x.size else x for x in xs]
     # the middle unit of an odd side sits on its median by construction: no spread in it
     about = [np.sort(x)[np.arange(x.size) != x.size // 2] - np.median(x) if x.size % 2 else
-             x - np.median(x) for x in xs]  # fmt: skip
+             x - np.median(x) for x in xs if x.size]  # fmt: skip
     spread = float(sps.median_abs_deviation(np.concatenate(about), scale="normal"))
     best = None
     for side, dev in enumerate(devs):
@@ -424,15 +424,14 @@ def outlier_note(
     """``est`` with its advice naming a unit that stands out, where it is ``inconclusive``.
 
     An outlying process (one that a disturbance slowed, say) widens the interval until nothing
-    is decided, and "run about 30 more processes a side" does not say why. For each side in
-    turn, the unit found by :func:`outlier`, at least :data:`LATENCY_SHIFT` (or the threshold,
-    if larger) from the side's median, as a process's own drift must be to count, is named
-    with how far it stands out and the estimate without it; the advice ``est`` had follows as
-    the other way. The verdict stays ``inconclusive``: a unit cannot be dropped after the fact
-    (a change that slows some processes only is a change), so the advice asks for it to be run
-    again or looked into. On normal spreads between processes of 2.8 % and 5 %, with 3 to 10
-    a side and no outlier, the advice names a unit in about 0.2 % and 3 % of comparisons
-    (a seeded simulation, ``tests/test_stability.py``).
+    is decided, and "run about 30 more processes a side" does not say why. The unit found by
+    :func:`outlier` over all sides, at least :data:`LATENCY_SHIFT` (or the threshold, if
+    larger) from its side's median, as a process's own drift must be to count, is named with
+    how far it stands out and the estimate without it; the advice ``est`` had follows as the
+    other way. The verdict stays ``inconclusive``: a unit cannot be dropped after the fact (a
+    change that slows some processes only is a change), so the advice asks for it to be run
+    again or looked into. How often it names a unit where none stands out, on seeded
+    simulations, is in ``docs/review.md`` (``tests/test_verdicts.py`` checks it).
 
     Args:
         est: The estimate over every unit; returned as it is unless ``inconclusive``.
