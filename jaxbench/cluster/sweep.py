@@ -102,7 +102,7 @@ class Sweep:
         """
         path = self.record_path(case, jax_version)
         legacy = self.records_dir / f"{case.legacy_file_stem(jax_version)}.json"
-        if not path.exists() and len(legacy.name) < 256 and legacy.exists():
+        if not path.exists() and len(legacy.name.encode()) <= 255 and legacy.exists():
             path = legacy  # a sweep made before the names had a digest
         try:
             record = read_model(path, Record)
