@@ -13,7 +13,14 @@ tangents shaped like that primal, each strategy returns the K JVPs ``J t_k``, ea
   batch are independent: ``(B, d_out, d_in)``), then K contractions; only where it fits in
   :data:`JACOBIAN_MAX_BYTES`.
 
-The linearization holds residuals (``held_bytes``); vmap(jvp) and the jvp loop hold none.
+The two linearize strategies and the jvp loop dispatch K jitted calls from Python a timed
+call (one per tangent), ``vmap_jvp`` and ``jacfwd`` one: at small sizes the per-call dispatch
+(microseconds) is part of what they compare.
+
+``held_bytes``: the bytes of the linear function's data (``jax.linearize``'s residuals and the
+constants it closes over, the weights among them) for both linearize strategies (``linearize``
+builds it in every call, ``linearize_apply`` holds it across calls), the Jacobian's for
+``jacfwd``, and 0 for ``vmap_jvp`` and the jvp loop, whose residuals live only inside a call.
 """
 
 from __future__ import annotations
@@ -248,15 +255,15 @@ def forward(
     Args:
         size: A name of :data:`jaxbench.workloads.sizes.SIZES`.
         dtype: ``float32`` or ``bfloat16``.
-        k: Tangents (JVPs) per call, 1 to 1024.
+        k: Tangents (JVPs) per call, 1 to :data:`K_MAX`.
         strategy: One of :data:`STRATEGIES` (the module's docstring).
         wrt: ``input`` or ``params``, the primal the JVPs are taken with respect to.
 
     Returns:
         A :class:`~jaxbench.workloads.step.Step` whose call returns the K JVPs; its
         ``programs`` are the strategy's (``linearize`` compiled and, for ``linearize_apply``,
-        run untimed by ``make_args``), and ``held_bytes`` is what the strategy keeps between
-        calls (the linearization's residuals, or the Jacobian).
+        run untimed by ``make_args``), and ``held_bytes`` is as the module's docstring says
+        (the linear function's data, or the Jacobian; 0 for ``vmap_jvp`` and ``jvp_loop``).
 
     Raises:
         NotApplicable: ``jacfwd`` whose Jacobian would exceed :data:`JACOBIAN_MAX_BYTES`.
