@@ -75,6 +75,43 @@ def test_gate_fails_a_jitted_step_that_disagrees_with_the_plain_one(monkeypatch)
         built.check()
 
 
+def test_a_bfloat16_adam_step_with_half_its_gradient_fails_by_its_moments(monkeypatch):
+    """Moments of 1e-4 pass bfloat16's tolerance element by element; in norm they do not."""
+    import optax
+
+    from jaxbench.workloads import train_step
+
+    def halved(state, batch, lr=1e-3):  # the loss is right, the gradient half what it is
+        value, grads = jax.value_and_grad(mlp.loss)(state.params, batch)
+        grads = jax.tree.map(lambda g: g / 2, grads)
+        updates, opt_state = mlp.adam(lr).update(grads, state.opt_state, state.params)
+        return mlp.AdamState(optax.apply_updates(state.params, updates), opt_state), value
+
+    params = {"size": "tiny", "dtype": "bfloat16", "optimizer": "adam", "donate": False}
+    assert train_step.TrainStep().build(params).check()["max_update_err"] < 0.125  # right: passes
+    monkeypatch.setattr(train_step, "jitted_step", lambda *a: jax.jit(halved))
+    with pytest.raises(GateFailure, match=r"Adam moments .*'s update is 50\.0% off the reference"):
+        train_step.TrainStep().build(params).check()
+
+
+def test_a_bfloat16_transformer_step_without_a_gradient_fails_by_its_moments(monkeypatch):
+    import optax
+
+    from jaxbench.workloads import lm, transformer
+
+    def dropped(state, tokens, n_heads, dtype):  # every layer's qkv gradient left out
+        value, grads = jax.value_and_grad(lm.loss)(state.params, tokens, n_heads, dtype)
+        grads = dict(grads, layers=[dict(g, qkv=jnp.zeros_like(g["qkv"]))
+                                    for g in grads["layers"]])  # fmt: skip
+        updates, opt_state = lm.adamw().update(grads, state.opt_state, state.params)
+        return lm.TrainState(optax.apply_updates(state.params, updates), opt_state), value
+
+    monkeypatch.setattr(transformer, "jitted_step", lambda size, dtype: jax.jit(functools.partial(
+        dropped, n_heads=size.n_heads, dtype=jnp.dtype(dtype))))  # fmt: skip
+    with pytest.raises(GateFailure, match=r"moments .*qkv's update is 100\.0% off"):
+        transformer.transformer(size="tiny", dtype="bfloat16").check()
+
+
 @pytest.mark.parametrize("strategy", STRATEGIES)
 @pytest.mark.parametrize("dtype", ["float32", "bfloat16"])
 @pytest.mark.parametrize("wrt", ["input", "params"])

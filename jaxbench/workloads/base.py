@@ -278,6 +278,59 @@ def copy_tree(tree: Any) -> Any:
     return jax.tree.map(jnp.copy, tree)
 
 
+#: The normwise error a bfloat16 train step's optimizer moments may have (:func:`check_update`):
+#: the widest bfloat16 floor of the project's tolerances, the transformer's drift (2^-3: its
+#: roundings compound over more stages); a gradient left out is 100 % off.
+UPDATE_RTOL_BFLOAT16 = 2.0**-3
+
+
+def check_update(name: str, got: Any, want: Any, start: Any, rtol: float) -> float:
+    """A train step's update, leaf by leaf: ``got - start`` against ``want - start`` in norm.
+
+    ``|| (got - start) - (want - start) ||_2 <= rtol * || want - start ||_2`` for every leaf the
+    reference step changed (the normwise relative error, Higham, "Accuracy and Stability of
+    Numerical Algorithms", 2nd ed., section 1.2). The built-in steps hold their optimizer's
+    moments to it in bfloat16: compared element by element at bfloat16's tolerance, in units of
+    ``max(1, max |leaf|)``, moments of 1e-4 pass whatever they hold, while in norm a gradient
+    left out is 100 % off and rounding that differs element by element stays small. (The
+    bfloat16 weights themselves hold an update only to a few units of their last place, too
+    coarse for this rule.)
+
+    Args:
+        name: What is compared, for the message.
+        got: The jitted step's new state (a PyTree of arrays).
+        want: The reference step's, the same structure.
+        start: The state both stepped from.
+        rtol: The largest normwise relative error allowed.
+
+    Returns:
+        The largest normwise relative error over the leaves (0 with none changed).
+
+    Raises:
+        GateFailure: A leaf's update is further off than ``rtol`` (the message names it).
+    """
+    import jax
+    import numpy as np
+
+    from jaxbench.workloads.trees import path_text
+
+    worst = 0.0
+    leaves = jax.tree_util.tree_flatten_with_path(got)[0]
+    for (path, a), b, o in zip(leaves, jax.tree.leaves(want), jax.tree.leaves(start), strict=True):
+        o = np.asarray(o, dtype=np.float64)
+        step_want = np.asarray(b, dtype=np.float64) - o
+        norm = float(np.linalg.norm(step_want))
+        if norm == 0:
+            continue
+        off = float(np.linalg.norm(np.asarray(a, dtype=np.float64) - o - step_want)) / norm
+        if off > rtol:
+            raise GateFailure(f"{name}: leaf {path_text(path, '/') or '(root)'}'s update is "
+                              f"{off:.1%} off the reference step's in norm (at most "
+                              f"{rtol:.1%})")  # fmt: skip
+        worst = max(worst, off)
+    return worst
+
+
 def check_loss_lowered(step: Any, stepped_state: Any, batch: Any, before: float) -> float:
     """The loss at ``stepped_state`` (one more call of ``step``, which may donate it).
 

@@ -14,12 +14,14 @@ import numpy as np
 from jaxbench.measure.harness import CompileTarget
 from jaxbench.workloads import meshes, mlp
 from jaxbench.workloads.base import (
+    UPDATE_RTOL_BFLOAT16,
     AsvSuite,
     GateFailure,
     Workload,
     check_choice,
     check_close,
     check_loss_lowered,
+    check_update,
     copy_tree,
 )
 from jaxbench.workloads.regression import (
@@ -205,6 +207,7 @@ def _gate(
             continue
         raise GateFailure(f"a batch with the wrong {label} did not raise BatchShapeError")
 
+    start = (reference or (state0, batch))[0]
     plain_state, plain_loss = _STEPS[optimizer](*(reference or (state0, batch)))
     jit_state, jit_loss = step(copy_tree(state0), batch)
     # The jitted (or sharded) step sums in another order than the plain one: the longest sum
@@ -213,6 +216,11 @@ def _gate(
     tol = gate_tolerance(dtype, longest)
     loss_check = check_close("loss (plain vs jit)", jit_loss, plain_loss, dtype, tol)
     state_check = check_close("state (plain vs jit)", jit_state, plain_state, dtype, tol)
+    update = 0.0
+    if dtype == "bfloat16" and optimizer == "adam":  # the moments in norm: see check_update
+        update = check_update("Adam moments (plain vs jit)", jit_state.opt_state,
+                              plain_state.opt_state, start.opt_state,
+                              UPDATE_RTOL_BFLOAT16)  # fmt: skip
     if shardings is not None:
         meshes.check_kept(jit_state, shardings)
 
@@ -224,6 +232,11 @@ def _gate(
         "atol": loss_check["atol"],
         "max_abs_err_loss": loss_check["max_abs_err"],
         "max_abs_err_state": state_check["max_abs_err"],
+        **(
+            {"update_rtol": UPDATE_RTOL_BFLOAT16, "max_update_err": update}
+            if dtype == "bfloat16" and optimizer == "adam"
+            else {}
+        ),
         "loss_before": before,
         "loss_after": after,
     }
