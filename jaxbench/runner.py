@@ -145,8 +145,9 @@ def measure_case(
         trace = _trace(prepared, trace_calls, programs_dir) if trace_calls else None
     except NotApplicable as exc:
         return Record(**base, status="skipped", error=str(exc), env=env(device))
-    except GateFailure as exc:
-        return Record(**base, status="failed", error=f"correctness gate: {exc}", env=env(device))
+    except GateFailure as exc:  # what the failing comparison applied and found, as fields
+        return Record(**base, status="failed", error=f"correctness gate: {exc}", env=env(device),
+                      gate=exc.facts)  # fmt: skip
     except Exception as exc:  # a failing case must not stop the run
         error = error_text(exc, whole_to=sys.stderr, label=f"{case.label}: ")
         return Record(**base, status="failed", error=error, env=env(device))

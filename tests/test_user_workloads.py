@@ -247,6 +247,9 @@ def test_a_jitted_path_that_disagrees_with_its_reference_fails_its_gate(user_mod
     (record,) = read_file(path, strict=True).models("record")
     assert record.status == "failed" and record.samples_s == []
     assert record.error.startswith(f"correctness gate: {user_module}:matmul: jit vs reference")
+    # the tolerance it failed against, and where, as fields of the record's gate
+    assert record.gate["rtol"] == 1e-5 and record.gate["atol"] == 1e-6
+    assert record.gate["leaf"] == "(root)" and record.gate["max_abs_err"] > 0
 
 
 @pytest.mark.parametrize(

@@ -24,7 +24,16 @@ TOLERANCES: dict[str, dict[str, float]] = {
 
 
 class GateFailure(RuntimeError):
-    """A case failed its correctness gate; it is recorded as failed and not timed."""
+    """A case failed its correctness gate; it is recorded as failed and not timed.
+
+    Attributes:
+        facts: What the comparison that failed applied and found, for the record's ``gate``
+            (``rtol``, ``atol``, ``leaf``, ``max_abs_err``, ...); empty where none applies.
+    """
+
+    def __init__(self, message: str, facts: dict[str, Any] | None = None):
+        super().__init__(message)
+        self.facts = dict(facts or {})
 
 
 @dataclass(frozen=True)
@@ -324,9 +333,11 @@ def check_update(name: str, got: Any, want: Any, start: Any, rtol: float) -> flo
             continue
         off = float(np.linalg.norm(np.asarray(a, dtype=np.float64) - o - step_want)) / norm
         if off > rtol:
-            raise GateFailure(f"{name}: leaf {path_text(path, '/') or '(root)'}'s update is "
-                              f"{off:.1%} off the reference step's in norm (at most "
-                              f"{rtol:.1%})")  # fmt: skip
+            leaf = path_text(path, "/") or "(root)"
+            raise GateFailure(f"{name}: leaf {leaf}'s update is {off:.1%} off the reference "
+                              f"step's in norm (at most {rtol:.1%})",
+                              {"compared": name, "leaf": leaf, "update_rtol": rtol,
+                               "update_err": off})  # fmt: skip
         worst = max(worst, off)
     return worst
 
@@ -438,11 +449,13 @@ def check_close(
             worst = max(worst, float(np.max(np.abs(a - b))))
         scale, ratio = bound_ratio(a, b, here["rtol"], here["atol"])
         if ratio > 1:
+            err = float(np.max(np.abs(a - b)))
             raise GateFailure(
                 f"{name}: leaf {i} differs beyond rtol={here['rtol']:g}, "
-                f"atol={here['atol']:g} x scale {scale:.3g} "
-                f"(max abs error {float(np.max(np.abs(a - b))):.3g})"
-            )
+                f"atol={here['atol']:g} x scale {scale:.3g} (max abs error {err:.3g})",
+                {"compared": name, "leaf": i, "rtol": here["rtol"], "atol": here["atol"],
+                 "scale": scale, "max_abs_err": err},
+            )  # fmt: skip
     unused = [p for p, n in matched.items() if n == 0]
     if unused:
         shown = ", ".join((path_text(p, "/") or "(root)") for p, _ in got_leaves[:8])
