@@ -25,6 +25,7 @@ from jaxbench.measure.harness import (
     measure,
 )
 from jaxbench.workloads import Step, Workload, get_workload
+from jaxbench.workloads.step import placed
 
 WARMUP_CALLS = 3
 
@@ -198,20 +199,17 @@ def _advance(step: Step) -> Any:
 
 
 def place(state: Any, device: Any) -> Any:
-    """``state`` committed to ``device``, unless a leaf of it is sharded over several devices.
+    """``state`` committed to ``device``, unless the workload placed a leaf of it itself.
 
-    A workload that places its arguments on a mesh (a ``NamedSharding``:
+    A workload that places its arguments (a ``NamedSharding``, of a mesh or of one device:
     :mod:`jaxbench.workloads.collectives`, a sharded train step, a user's sharded
-    ``ShapeDtypeStruct``) keeps them where it put them, and its other leaves stay uncommitted
-    for ``jit`` to place: moving them to one device would make every timed call reshard.
+    ``ShapeDtypeStruct``; :func:`jaxbench.workloads.step.placed`) keeps them where it put them,
+    and its other leaves stay uncommitted for ``jit`` to place: moving them to one device would
+    make every timed call reshard, or time the step on a device its record does not name.
     """
     import jax
 
-    def on_mesh(leaf: Any) -> bool:
-        sharding = getattr(leaf, "sharding", None)
-        return sharding is not None and len(sharding.device_set) > 1
-
-    if any(on_mesh(leaf) for leaf in jax.tree.leaves(state)):
+    if any(placed(leaf) for leaf in jax.tree.leaves(state)):
         return state
     return jax.device_put(state, device)
 

@@ -213,10 +213,13 @@ USER_SHARDED = textwrap.dedent(
                          ("one", {"sharded": False, "one": True})):
         rec = measure_case(Case("sharded_user", params), "cpu", timing, "r")
         state = workloads.WORKLOADS["sharded_user"].build(params).first_args()
+        from jaxbench.prepared import prepare
+        timed = prepare("sharded_user", params, keep=False).state  # what the samples call
         out[name] = {"status": rec.status, "error": rec.error, "mesh": rec.metrics.mesh,
                      "specs": getattr(rec.metrics, "partition_specs", None),
                      "devices": len(state[0].sharding.device_set),
-                     "ids": sorted(d.id for d in state[0].sharding.device_set)}
+                     "ids": sorted(d.id for d in state[0].sharding.device_set),
+                     "timed_ids": sorted(d.id for d in timed[0].sharding.device_set)}
     print(json.dumps(out))
     """
 )
@@ -233,3 +236,4 @@ def test_a_user_steps_sharded_argument_arrives_sharded_and_is_recorded():
     one = out["one"]  # a single device given by a NamedSharding: it runs there, and says so
     assert one["status"] == "ok", one["error"]
     assert one["ids"] == [1] and one["mesh"]["device_ids"] == [1] and one["specs"] == {"0": "P()"}
+    assert one["timed_ids"] == [1] and sharded["timed_ids"] == [0, 1, 2, 3]

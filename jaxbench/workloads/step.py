@@ -200,11 +200,25 @@ def materialize(args: tuple[Any, ...], seed: int = 0) -> tuple[Any, ...]:
                 new = jnp.zeros(leaf.shape, leaf.dtype)
         else:
             new = jnp.array(leaf, copy=True)
-        named = isinstance(sharding, jax.sharding.NamedSharding)
-        if sharding is not None and (named or len(sharding.device_set) > 1):
+        if placed(leaf):
             new = jax.device_put(new, sharding)
         out.append(new)
     return tuple(jax.tree.unflatten(tree, out))
+
+
+def placed(leaf: Any) -> bool:
+    """Whether a workload placed ``leaf`` itself.
+
+    A leaf with a ``NamedSharding`` (of one device too), or a sharding over several devices, is
+    filled and kept where it says (:func:`materialize`, :func:`jaxbench.prepared.place`); every
+    other goes to the default device.
+    """
+    import jax
+
+    sharding = getattr(leaf, "sharding", None)
+    if sharding is None:
+        return False
+    return isinstance(sharding, jax.sharding.NamedSharding) or len(sharding.device_set) > 1
 
 
 def sharding_facts(args: tuple[Any, ...]) -> dict[str, Any]:
