@@ -390,6 +390,18 @@ def test_collect_reports_missing_and_corrupt_records_and_keeps_the_rest(tmp_path
     assert "`jaxbench submit --resume" in done.stderr
 
 
+def test_resume_runs_the_cases_that_never_ran_before_those_that_failed(tmp_path):
+    cases = [CaseSpec(workload="w", params={"i": i}) for i in range(4)]
+    sweep, manifest = _manifest(tmp_path, cases)
+    for case, status in ((cases[0], "failed"), (cases[2], "ok")):
+        write_json(
+            sweep.record_path(case, None),
+            Record(run_id="r", benchmark="w", params=case.params, status=status, env={}),
+        )
+    (task,) = manifest.tasks
+    assert [c.params["i"] for c in sweep.missing_cases(task)] == [1, 3, 0]
+
+
 def test_show_of_a_sweep_is_one_table_of_its_records(tmp_path):
     cases = [CaseSpec(workload="train_step", params={**TINY.params, "i": i}) for i in range(3)]
     sweep, _ = _manifest(tmp_path, cases)

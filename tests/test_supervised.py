@@ -293,7 +293,7 @@ def test_an_error_of_many_lines_is_recorded_as_one_and_shown_whole_on_stderr(mod
 
 @pytest.mark.slow
 def test_a_sweep_case_that_hangs_is_ended_within_its_share_and_the_next_case_runs(module, tmp_path):
-    from jaxbench.cluster.executors import case_timeout_s
+    from jaxbench.cluster.executors import case_timeouts_s
     from jaxbench.cluster.sweep import Sweep
     from jaxbench.cluster.worker import ShardTask
     from jaxbench.store import Record, read_model
@@ -302,9 +302,13 @@ def test_a_sweep_case_that_hangs_is_ended_within_its_share_and_the_next_case_run
     timing = {"budget_s": 0.0, "min_samples": 5, "max_samples": 5, "warmup_calls": 0}
     hang, fine = (CaseSpec(workload=f"{module}:{f}", params={}) for f in ("hangs_preparing",
                                                                           "also_fine"))  # fmt: skip
-    # a case's share: twice its expected time and a minute, within the task's limit
-    assert case_timeout_s(hang, timing, 30, 30.0) == 2 * 60.0 + 60.0  # user case: 60 s set-up
-    assert case_timeout_s(hang, timing, 1, 30.0) == 60.0  # never under a minute
+    # a case's share: twice its expected time and a minute (a user case: 60 s of set-up) ...
+    assert case_timeouts_s([hang], timing, 30, 30.0, 90.0) == [2 * 60.0 + 60.0]
+    # ... cut where the shares add up to more than the task has, never below twice it
+    tiny = CaseSpec(workload="train_step", params={"size": "tiny"})  # 5 s expected
+    shares = case_timeouts_s([tiny] * 8, timing, 5, 30.0, 30.0)  # 8 x 70 s, 240 s to share
+    assert shares == [pytest.approx(30.0)] * 8
+    assert case_timeouts_s([hang] * 8, timing, 3, 30.0, 90.0) == [120.0] * 8
     sweep = Sweep(tmp_path / "s")
     sweep.records_dir.mkdir(parents=True)
     task = ShardTask(str(sweep.root), 0, [hang, fine], None, "cpu", timing,

@@ -22,7 +22,7 @@ import submitit
 from jaxbench.backends import JAX_PLATFORMS
 from jaxbench.cluster import jobstate, preflight, pyenvs
 from jaxbench.cluster.executors import (
-    case_timeout_s,
+    case_timeouts_s,
     is_requeueable,
     make_executor,
     python_command,
@@ -379,7 +379,8 @@ def _shard_task(
 ) -> ShardTask:
     cls = RequeueableShardTask if task.requeueable else ShardTask
     cases = list(only[task.index]) if only is not None else list(task.cases)
-    startup_s = Profile.model_validate(manifest.profile).worker.startup_s
+    profile = Profile.model_validate(manifest.profile)
+    scheduler = profile.slurm if profile.executor == "slurm" else profile.local
     return cls(
         sweep_dir=str(sweep.root),
         task_index=task.index,
@@ -389,9 +390,13 @@ def _shard_task(
         timing=dict(manifest.timing),
         env=dict(manifest.worker_env) | _local_gpus(manifest, task),
         exclusive=exclusive,
-        case_timeouts_s=[
-            case_timeout_s(c, manifest.timing, task.time_limit_min, startup_s) for c in cases
-        ],
+        case_timeouts_s=case_timeouts_s(
+            cases,
+            manifest.timing,
+            task.time_limit_min,
+            profile.worker.startup_s,
+            float(getattr(scheduler, "signal_delay_s", 0)),
+        ),
     )
 
 

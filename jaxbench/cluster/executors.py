@@ -49,20 +49,35 @@ def time_limit_min(cases: list[CaseSpec], timing: dict[str, Any], startup_s: flo
 CASE_EXTRA_S = 60.0
 
 
-def case_timeout_s(
-    case: CaseSpec, timing: dict[str, Any], limit_min: int, startup_s: float
-) -> float:
-    """Seconds a case of a sweep task may take before it is recorded ``failed`` (timed out).
+def case_timeouts_s(
+    cases: list[CaseSpec], timing: dict[str, Any], limit_min: int, startup_s: float,
+    signal_s: float,
+) -> list[float]:  # fmt: skip
+    """Seconds each case of a sweep task may take before it is recorded ``failed`` (timed out).
 
-    ``MARGIN`` times its expected duration (:func:`expected_case_s`) plus
-    :data:`CASE_EXTRA_S`, at most the task's time limit less its start-up, and at most
-    ``run``'s default case time-out; never under :data:`CASE_EXTRA_S`. The task's limit is
-    ``MARGIN`` times the whole shard's expected duration, so a case that hangs is ended with
-    time left for the rest of the shard, where under ``run``'s 30 minutes it would outlast the
-    task and keep every later case from running, on every resume.
+    A case's own share is ``MARGIN`` times its expected duration (:func:`expected_case_s`)
+    plus :data:`CASE_EXTRA_S`, at most ``run``'s default case time-out. Where the shares add up
+    to more than the task has (its limit less its start-up and the ``signal_s`` before the
+    limit at which it is signalled), each is cut in the same proportion, never below ``MARGIN``
+    times its expected duration: so cases that hang, however many, are ended with time left
+    for the rest of the shard, where under ``run``'s 30 minutes one would outlast the task and
+    keep every later case from running, on every resume.
+
+    Args:
+        cases: The task's cases, in order.
+        timing: The sweep's timing fields (its ``budget_s``).
+        limit_min: The task's time limit, minutes.
+        startup_s: The profile's expected worker start-up, seconds.
+        signal_s: Seconds before the limit at which the task is signalled.
+
+    Returns:
+        One time-out a case, seconds, in the order of ``cases``.
     """
-    own = MARGIN * expected_case_s(case, timing) + CASE_EXTRA_S
-    return max(CASE_EXTRA_S, min(own, limit_min * 60 - startup_s, DEFAULT_CASE_TIMEOUT_S))
+    expected = [expected_case_s(c, timing) for c in cases]
+    own = [min(MARGIN * e + CASE_EXTRA_S, DEFAULT_CASE_TIMEOUT_S) for e in expected]
+    room = max(0.0, limit_min * 60 - startup_s - signal_s)
+    cut = min(1.0, room / sum(own)) if own else 1.0
+    return [max(MARGIN * e, share * cut) for e, share in zip(expected, own, strict=True)]
 
 
 def is_requeueable(limit_min: int) -> bool:

@@ -118,8 +118,17 @@ class Sweep:
         return record is not None and record.status == "ok"
 
     def missing_cases(self, task: TaskSpec) -> list[CaseSpec]:
-        """The task's cases without an ``ok`` record (what ``--resume`` runs again)."""
-        return [c for c in task.cases if not self.has_ok_record(c, task.jax)]
+        """The task's cases without an ``ok`` record (what ``--resume`` runs again).
+
+        Those without any record come first, then those recorded ``failed`` (or ``skipped``),
+        each in task order: a case that failed (hung, say) in the task before is not put in
+        the way of cases that never ran.
+        """
+        records = [self.read_record(c, task.jax) for c in task.cases]
+        never = [c for c, r in zip(task.cases, records, strict=True) if r is None]
+        failed = [c for c, r in zip(task.cases, records, strict=True)
+                  if r is not None and r.status != "ok"]  # fmt: skip
+        return never + failed
 
     def collect(self, manifest: SweepManifest) -> CollectResult:
         """Gather every case's record into ``results.jsonl`` (rewritten whole, atomically).

@@ -58,7 +58,7 @@ class ShardTask:
         exclusive: Whether the task has its machine to itself
             (:func:`jaxbench.cluster.preflight.exclusive`); ``None``: not known.
         case_timeouts_s: Per case, the seconds it may take before it is recorded ``failed``
-            (:func:`jaxbench.cluster.executors.case_timeout_s`); empty: ``run``'s default.
+            (:func:`jaxbench.cluster.executors.case_timeouts_s`); empty: ``run``'s default.
     """
 
     sweep_dir: str
