@@ -113,6 +113,17 @@ def test_donated_train_step_100_steps_compile_once_in_warm_up():
     assert first.is_deleted()  # donated, and never reused
 
 
+def test_a_program_jax_already_compiled_under_another_key_is_reused_not_cold():
+    """A user's module-level jit, built again by another case (a fresh key): JAX serves it."""
+    f = jax.jit(lambda x: jnp.cos(x) @ x.T + 3.0)
+    x = jnp.ones((8, 8))
+    first = compile_targets([CompileTarget("f", object(), f, (x,))])
+    again = compile_targets([CompileTarget("f", object(), f, (x,))])
+    assert not first.reused and again.reused
+    other = compile_targets([CompileTarget("f", object(), f, (jnp.ones((4, 4)),))])
+    assert not other.reused  # another shape: a real compile
+
+
 def test_compile_targets_measures_once_per_program_and_reuses_after():
     f = jax.jit(lambda x: jnp.sin(x) @ x.T)
     x = jnp.ones((8, 8))
