@@ -195,8 +195,9 @@ def _gate(
     ``reference`` (default the same arguments; a sharded step's are its unsharded state and
     batch on one device), within the tolerance of the longest sum behind an output
     (:func:`jaxbench.workloads.step.gate_tolerance`: the batch rows or a matmul's inner
-    dimension; never below the dtype's own). With ``shardings`` (the state's), every leaf of the
-    stepped state must still be on its sharding.
+    dimension; never below the dtype's own); in bfloat16, Adam's moments also in norm
+    (:func:`jaxbench.workloads.base.check_update`). With ``shardings`` (the state's), every leaf
+    of the stepped state must still be on its sharding.
     """
     x, y = batch
     other = jnp.bfloat16 if dtype == "float32" else jnp.float32

@@ -214,7 +214,8 @@ def _gate(
     state's), every leaf of the stepped state must still be on its sharding.
 
     Loss and AdamW moments (linear and quadratic in the gradient) must agree at the dtype's
-    tolerance. The parameters agree to ``2 * LEARNING_RATE``
+    tolerance, and in bfloat16 the moments also in norm
+    (:func:`jaxbench.workloads.base.check_update`). The parameters agree to ``2 * LEARNING_RATE``
     (:func:`jaxbench.workloads.base.adam_first_step`). One step must lower the loss on its
     batch, and a batch of floats or of too many positions must raise
     :class:`~jaxbench.workloads.lm.TokenShapeError`.
