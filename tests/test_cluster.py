@@ -402,6 +402,23 @@ def test_resume_runs_the_cases_that_never_ran_before_those_that_failed(tmp_path)
     assert [c.params["i"] for c in sweep.missing_cases(task)] == [1, 3, 0]
 
 
+def test_a_local_tasks_progress_counts_only_the_records_this_submission_wrote(tmp_path):
+    cases = [CaseSpec(workload="w", params={"i": i}) for i in range(3)]
+    sweep, manifest = _manifest(tmp_path, cases)
+    for case in cases[:2]:  # a resumed task: two records from before, one failed
+        path = sweep.record_path(case, None)
+        write_json(path, Record(run_id="r", benchmark="w", params=case.params, status="failed",
+                                env={}))  # fmt: skip
+        os.utime(path, (1e9, 1e9))
+    (task,) = manifest.tasks
+    assert dispatch._recorded(sweep, task, since=2e9) == 0
+    write_json(
+        sweep.record_path(cases[0], None),
+        Record(run_id="r", benchmark="w", params=cases[0].params, status="ok", env={}),
+    )
+    assert dispatch._recorded(sweep, task, since=1.5e9) == 1  # the one written again
+
+
 def test_show_of_a_sweep_is_one_table_of_its_records(tmp_path):
     cases = [CaseSpec(workload="train_step", params={**TINY.params, "i": i}) for i in range(3)]
     sweep, _ = _manifest(tmp_path, cases)

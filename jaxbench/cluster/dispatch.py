@@ -257,12 +257,14 @@ def _submit_tasks(
         name = f"jax {version or 'of the profile'}"
         if in_turn:
             for task in group:
+                since = time.time()  # this submission's records are written from now on
                 (job,) = _submit_array(
                     executor, sweep, manifest, [task], only, submission, exclusive
                 )
                 on_progress(f"{name}: task {task.index} running (job {job.job_id}), in turn")
                 prefix = f"task {task.index}: "
-                wait_reporting(job, lambda t=task: _recorded(sweep, t), len(task.cases),
+                runs = len(only[task.index]) if only is not None else len(task.cases)
+                wait_reporting(job, lambda t=task, s=since: _recorded(sweep, t, s), runs,
                                lambda line, p=prefix: on_progress(p + line))  # fmt: skip
             continue
         chunk = array_size or len(group)  # indices 0 .. MaxArraySize - 1
@@ -272,9 +274,19 @@ def _submit_tasks(
             on_progress(f"{name}: {len(part)} task(s), jobs {_ids(jobs)}")
 
 
-def _recorded(sweep: Sweep, task: TaskSpec) -> int:
-    """The cases of ``task`` with a record so far (of any status)."""
-    return sum(1 for c in task.cases if sweep.read_record(c, task.jax) is not None)
+def _recorded(sweep: Sweep, task: TaskSpec, since: float) -> int:
+    """The cases of ``task`` whose record was written at or after ``since`` (``time.time()``).
+
+    A resumed task runs again cases that have a record (``failed``) already: only what this
+    submission wrote counts.
+    """
+    count = 0
+    for case in task.cases:
+        try:
+            count += sweep.record_path(case, task.jax).stat().st_mtime >= since
+        except OSError:  # no record (yet)
+            continue
+    return count
 
 
 def wait_reporting(

@@ -398,10 +398,6 @@ def outlier(
 
     xs = [np.asarray(x, dtype=float) for x in sides]
     devs = [np.abs(x - np.median(x)) if x.size else x for x in xs]
-    # the middle unit of an odd side sits on its median by construction: no spread in it
-    about = [np.sort(x)[np.arange(x.size) != x.size // 2] - np.median(x) if x.size % 2 else
-             x - np.median(x) for x in xs if x.size]  # fmt: skip
-    spread = float(sps.median_abs_deviation(np.concatenate(about), scale="normal"))
     best = None
     for side, dev in enumerate(devs):
         if dev.size < 3:
@@ -412,6 +408,10 @@ def outlier(
     if best is None:
         return None
     side, i = best
+    # the middle unit of an odd side sits on its median by construction: no spread in it
+    about = [np.sort(x)[np.arange(x.size) != x.size // 2] - np.median(x) if x.size % 2 else
+             x - np.median(x) for x in xs if x.size]  # fmt: skip
+    spread = float(sps.median_abs_deviation(np.concatenate(about), scale="normal"))
     z = math.inf if spread == 0 else float(devs[side][i] / spread)
     return (side, i, z) if z > OUTLIER_Z else None
 
