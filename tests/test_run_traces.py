@@ -5,6 +5,7 @@ from __future__ import annotations
 import gzip
 import hashlib
 import re
+from types import SimpleNamespace
 
 import pytest
 from conftest import importable
@@ -108,7 +109,8 @@ def test_a_trace_that_cannot_be_taken_leaves_the_samples(monkeypatch):
         raise RuntimeError("the profiler wrote no .xplane.pb (is another trace running?)")
 
     monkeypatch.setattr(trace_module, "take_trace", busy)
-    trace = runner_module._trace(lambda: None, 5, None)
+    prepared = SimpleNamespace(call_once=lambda: None, devices=1)  # a prepared case's share
+    trace = runner_module._trace(prepared, 5, None)
     assert trace.calls == 5 and trace.ops is None
     assert trace.error == "no trace: the profiler wrote no .xplane.pb (is another trace running?)"
 
