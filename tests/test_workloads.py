@@ -125,6 +125,22 @@ def test_every_forward_strategy_passes_its_gate(strategy, dtype, wrt):
     assert len(out) == 4
 
 
+def test_the_forward_gate_widens_to_the_longest_sum_and_still_fails_a_one_percent_error(
+    monkeypatch,
+):
+    from jaxbench.workloads import forward_mode
+
+    params = {"size": "tiny", "dtype": "float32", "k": 4, "wrt": "params"}
+    wide = get_workload("forward").build({**params, "strategy": "jacfwd"}).check()
+    narrow = get_workload("forward").build({**params, "strategy": "vmap_jvp"}).check()
+    assert wide["rtol"] > narrow["rtol"] >= 1e-5  # jacfwd contracts over every parameter
+    real = forward_mode._call_jvp_loop
+    monkeypatch.setattr(forward_mode, "_call_jvp_loop",
+                        lambda fns: lambda *a: [y * 1.01 for y in real(fns)(*a)])  # fmt: skip
+    with pytest.raises(GateFailure, match="jvp_loop vs plain jvp"):
+        get_workload("forward").build({**params, "strategy": "jvp_loop"}).check()
+
+
 def test_forward_strategies_agree_on_a_tanh_stack():
     f = functools.partial(tanh_stack, depth=5)
     x = jax.random.normal(jax.random.key(0), (3, 7))

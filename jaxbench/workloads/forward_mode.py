@@ -53,7 +53,7 @@ from jaxbench.workloads.regression import (
     unflatten_params,
 )
 from jaxbench.workloads.sizes import DTYPES, SIZES, check_dtype, get_size
-from jaxbench.workloads.step import Step
+from jaxbench.workloads.step import Step, gate_tolerance
 from jaxbench.workloads.trees import flatten_tree
 
 STRATEGIES = ("linearize", "linearize_apply", "vmap_jvp", "jvp_loop", "jacfwd")
@@ -389,7 +389,12 @@ def _gate(
     tlist: list[Any],
     dtype: str,
 ) -> dict[str, Any]:
-    """Agreement with plain (unjitted) ``jax.jvp`` and ``vmap(jvp)``; bad-shape errors."""
+    """Agreement with plain (unjitted) ``jax.jvp`` and ``vmap(jvp)``; bad-shape errors.
+
+    Within the tolerance of the longest sum behind a JVP
+    (:func:`jaxbench.workloads.step.gate_tolerance`): a matmul's inner dimension, or the
+    Jacobian's contraction with a tangent for ``jacfwd``.
+    """
     fns = jitted(wrt)
     bad = jax.tree.map(lambda a: a[..., :-1], ts)
     for label, fn, args in (
@@ -406,10 +411,20 @@ def _gate(
     n = min(REFERENCE_TANGENTS, len(tlist))
     f, primal = as_function_of(wrt, weights, x)
     plain = jnp.stack([jax.jvp(f, (primal,), (tlist[i],))[1] for i in range(n)])
-    vs_plain = check_close(f"{strategy} vs plain jvp", got[:n], plain, dtype)
+    # The jitted strategy sums in another order than plain jvp: the longest sum behind a JVP is
+    # a matmul's inner dimension, or, for jacfwd, the contraction of the Jacobian with the
+    # tangent (over every parameter with wrt=params): the tolerance of that many terms, as
+    # the train step's gate takes (gate_tolerance).
+    widths = [w.shape[0] for w in jax.tree.leaves(weights) if w.ndim == 2]
+    longest = max(widths)
+    if strategy == "jacfwd":
+        longest = max(longest, sum(int(leaf.size) for leaf in jax.tree.leaves(primal))
+                      if wrt == "params" else x.shape[-1])  # fmt: skip
+    tol = gate_tolerance(dtype, longest)
+    vs_plain = check_close(f"{strategy} vs plain jvp", got[:n], plain, dtype, tol)
     # Unjitted, so the gate never compiles (and warms) another strategy's program.
     plain_vmap = jax.vmap(lambda t: jax.jvp(f, (primal,), (t,))[1])(ts)
-    vs_vmap = check_close(f"{strategy} vs vmap_jvp", got, plain_vmap, dtype)
+    vs_vmap = check_close(f"{strategy} vs vmap_jvp", got, plain_vmap, dtype, tol)
     return {
         "rtol": vs_plain["rtol"],
         "atol": vs_plain["atol"],
