@@ -61,8 +61,10 @@ class Step:
             untimed, ``calls_per_unit=0``) and ``apply`` (run K times a call). Empty: ``fn`` at
             ``args``, keyed by the workload's name and parameters.
         make_args: Builds the first call's arguments, after the programs are compiled; it may
-            run an untimed program (forward mode's linearization at the primal). ``None``:
-            ``args``, filled and copied as above.
+            run an untimed program (forward mode's linearization at the primal). What it
+            returns is used as it is, not copied: a donating ``fn`` deletes arrays it hands
+            back from the factory (the built-in train steps do so, to hold one copy of a large
+            model). ``None``: ``args``, filled and copied as above.
         gate: The correctness gate, run after compiling and before any timing: it returns
             facts to record (tolerances, largest errors) and raises
             :class:`jaxbench.workloads.GateFailure`. ``None``: the jitted ``fn`` against
