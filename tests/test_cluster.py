@@ -411,12 +411,13 @@ def test_a_local_tasks_progress_counts_only_the_records_this_submission_wrote(tm
                                 env={}))  # fmt: skip
         os.utime(path, (1e9, 1e9))
     (task,) = manifest.tasks
-    assert dispatch._recorded(sweep, task, since=2e9) == 0
+    before = dispatch._record_stamps(sweep, task)  # what the submission finds there
+    assert dispatch._recorded(sweep, task, before) == 0
     write_json(
         sweep.record_path(cases[0], None),
         Record(run_id="r", benchmark="w", params=cases[0].params, status="ok", env={}),
     )
-    assert dispatch._recorded(sweep, task, since=1.5e9) == 1  # the one written again
+    assert dispatch._recorded(sweep, task, before) == 1  # the one written again
 
 
 def test_show_of_a_sweep_is_one_table_of_its_records(tmp_path):

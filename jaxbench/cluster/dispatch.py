@@ -257,14 +257,14 @@ def _submit_tasks(
         name = f"jax {version or 'of the profile'}"
         if in_turn:
             for task in group:
-                since = time.time()  # this submission's records are written from now on
+                before = _record_stamps(sweep, task)  # what this submission finds there
                 (job,) = _submit_array(
                     executor, sweep, manifest, [task], only, submission, exclusive
                 )
                 on_progress(f"{name}: task {task.index} running (job {job.job_id}), in turn")
                 prefix = f"task {task.index}: "
                 runs = len(only[task.index]) if only is not None else len(task.cases)
-                wait_reporting(job, lambda t=task, s=since: _recorded(sweep, t, s), runs,
+                wait_reporting(job, lambda t=task, b=before: _recorded(sweep, t, b), runs,
                                lambda line, p=prefix: on_progress(p + line))  # fmt: skip
             continue
         chunk = array_size or len(group)  # indices 0 .. MaxArraySize - 1
@@ -274,19 +274,26 @@ def _submit_tasks(
             on_progress(f"{name}: {len(part)} task(s), jobs {_ids(jobs)}")
 
 
-def _recorded(sweep: Sweep, task: TaskSpec, since: float) -> int:
-    """The cases of ``task`` whose record was written at or after ``since`` (``time.time()``).
-
-    A resumed task runs again cases that have a record (``failed``) already: only what this
-    submission wrote counts.
-    """
-    count = 0
+def _record_stamps(sweep: Sweep, task: TaskSpec) -> list[int | None]:
+    """Per case of ``task``, its record file's modification stamp (ns), ``None`` without one."""
+    stamps: list[int | None] = []
     for case in task.cases:
         try:
-            count += sweep.record_path(case, task.jax).stat().st_mtime >= since
+            stamps.append(sweep.record_path(case, task.jax).stat().st_mtime_ns)
         except OSError:  # no record (yet)
-            continue
-    return count
+            stamps.append(None)
+    return stamps
+
+
+def _recorded(sweep: Sweep, task: TaskSpec, before: list[int | None]) -> int:
+    """The cases of ``task`` whose record was written since ``before`` (:func:`_record_stamps`).
+
+    A resumed task runs again cases that have a record (``failed``) already: only what this
+    submission wrote counts. Stamps are compared with stamps, never with this machine's clock
+    (a shared filesystem's may differ).
+    """
+    now = _record_stamps(sweep, task)
+    return sum(1 for a, b in zip(now, before, strict=True) if a is not None and a != b)
 
 
 def wait_reporting(
