@@ -1016,3 +1016,42 @@ def test_an_interpreter_that_fails_silently_is_said_so():
     with pytest.raises(pyenvs.PyEnvError) as caught:
         pyenvs.imported_jax(shutil.which("false"))
     assert str(caught.value) == "import jax failed (exit 1), printing nothing"
+
+
+def test_a_full_disk_is_said_in_one_line_naming_the_folder_and_the_option(tmp_path, monkeypatch):
+    """CI's disk filled while pip installed an environment: the error said only pip's noise."""
+    from jaxbench.cluster import pyenvs
+
+    calls = fake_pip(monkeypatch, "0.11.2")
+    faked = pyenvs._run
+
+    def run(cmd: list[str], what: str) -> str:
+        if what.startswith("pip install"):
+            faked(cmd, what)  # recorded
+            raise pyenvs.PyEnvError(
+                f"{what} failed (exit 1):\nERROR: Could not install packages"
+                " due to an OSError: [Errno 28] No space left on device"
+            )
+        return faked(cmd, what)
+
+    monkeypatch.setattr(pyenvs, "_run", run)
+    with pytest.raises(pyenvs.PyEnvError) as caught:
+        pyenvs.ensure_env(tmp_path, "0.11.2", "/usr/bin/python3")
+    said = str(caught.value)
+    assert "\n" not in said and said.startswith(f"environments under {tmp_path}: no space left")
+    assert "GiB free" in said and "--env-root" in said
+    assert "pip install jax==0.11.2" in [what for _, what in calls]
+    assert [p.name for p in tmp_path.iterdir() if not p.name.startswith(".")] == []
+
+
+def test_pips_warnings_do_not_crowd_its_error_out_of_the_message(tmp_path):
+    """A pip configured with absent index folders warns once per package before its error."""
+    from jaxbench.cluster import pyenvs
+
+    noisy = tmp_path / "noisy"
+    warnings = "".join(f"echo 'WARNING: Location {i} is ignored' >&2; " for i in range(12))
+    noisy.write_text(f"#!/bin/sh\n{warnings}echo 'ERROR: the real reason' >&2; exit 1\n")
+    noisy.chmod(0o755)
+    with pytest.raises(pyenvs.PyEnvError) as caught:
+        pyenvs.imported_jax(str(noisy))
+    assert str(caught.value) == "import jax failed (exit 1):\nERROR: the real reason"

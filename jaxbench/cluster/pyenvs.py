@@ -30,6 +30,8 @@ from pathlib import Path
 from jaxbench.cluster.profile import REPO_ROOT
 
 MARKER = "jaxbench-env.json"
+#: What pip (and the OS, ``ENOSPC``) says when the disk is full.
+NO_SPACE = "No space left on device"
 #: The ``jax`` extras an environment may take.
 JAX_EXTRAS = ("cuda12", "cuda13", "tpu")
 #: The plugin package an extra pins to the same version as ``jaxlib`` (JAX's installation guide).
@@ -289,8 +291,10 @@ def ensure_env(
             marker = {"jax": jax_version, "extra": extra, "base_python": python,
                       "extra_index_url": extra_index_url, "requirements": list(requirements),
                       "dependencies": dependencies_digest()}  # fmt: skip
-        except BaseException:  # a half-built folder is never left behind
+        except BaseException as exc:  # a half-built folder is never left behind
             shutil.rmtree(folder, ignore_errors=True)
+            if isinstance(exc, PyEnvError) and NO_SPACE in str(exc):
+                raise PyEnvError(_no_space(folder.parent)) from None
             raise
         (folder / MARKER).write_text(json.dumps(marker, indent=2))
     return env_python(folder)
@@ -371,13 +375,25 @@ def imported_jax(python: str) -> str:
                 "import jax").strip()  # fmt: skip
 
 
+def _no_space(root: Path) -> str:
+    """One line for a build the disk could not hold: where, and what is free now."""
+    free_gib = shutil.disk_usage(root).free / 2**30
+    return (f"environments under {root}: no space left on device ({free_gib:.1f} GiB free "
+            "after the half-built environment was removed; each holds jax, jaxlib and "
+            "jaxbench's dependencies); free space there, or build them on another filesystem "
+            "(--env-root, or a cluster profile's env_root)")  # fmt: skip
+
+
 def _run(cmd: list[str], what: str) -> str:
     try:
         proc = subprocess.run(cmd, capture_output=True, text=True, timeout=1800)
     except (OSError, subprocess.TimeoutExpired) as exc:
         raise PyEnvError(f"{what}: {exc}") from None
     if proc.returncode != 0:
-        tail = "\n".join((proc.stderr or proc.stdout).strip().splitlines()[-8:])
+        lines = (proc.stderr or proc.stdout).strip().splitlines()
+        # pip's warnings (a configured index folder it ignores, say) would crowd its error out
+        errors = [line for line in lines if not line.startswith("WARNING: ")] or lines
+        tail = "\n".join(errors[-8:])
         said = f":\n{tail}" if tail else ", printing nothing"
         raise PyEnvError(f"{what} failed (exit {proc.returncode}){said}")
     return proc.stdout
