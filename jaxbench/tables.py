@@ -160,6 +160,19 @@ def problems(records: list[Record]) -> list[str]:
     return lines
 
 
+def nothing_measured(records: list[Record]) -> str | None:
+    """One line where there are records and every one is ``skipped``, else ``None``.
+
+    A run or sweep that measured nothing (a backend absent on every node, say) is not a
+    success, though each skip on its own is not an error: ``run``, a local ``submit`` and
+    ``collect`` exit 1 with this line.
+    """
+    if not records or any(r.status != "skipped" for r in records):
+        return None
+    return (f"nothing was measured: all {len(records)} case(s) were skipped; the first: "
+            f"{records[0].error}")  # fmt: skip
+
+
 _VERDICT_STYLE = {"slower": "bold red", "faster": "green", "unstable": "yellow"}
 
 

@@ -451,9 +451,10 @@ def test_collect_while_a_task_runs_says_to_collect_again_not_to_resume(tmp_path,
 
 def test_collect_keeps_results_while_a_collected_record_file_is_unreadable(tmp_path):
     """A record collected once stays in results.jsonl when its file is later cut short: the
-    file is named, results.jsonl is left as it was, and collect exits 1."""
+    file is named, results.jsonl is left as it was, and collect exits 1. The sweep's path is
+    long, as a cluster's shared folders are: the line naming it is not broken."""
     cases = [CaseSpec(workload="w", params={"i": i}) for i in range(2)]
-    sweep, manifest = _manifest(tmp_path, cases)
+    sweep, manifest = _manifest(tmp_path / ("shared-" * 20), cases)
     for case in cases:
         record = Record(run_id="r", benchmark="w", params=case.params, status="ok", env={})
         write_json(sweep.record_path(case, None), record)
@@ -465,7 +466,8 @@ def test_collect_keeps_results_while_a_collected_record_file_is_unreadable(tmp_p
     assert sweep.results_path.read_bytes() == before
     done = run_cli("collect", str(sweep.root))
     assert done.returncode == 1 and sweep.results_path.read_bytes() == before
-    assert "left as it was, since a record file is unreadable" in done.stdout.replace("\n", "")
+    said = f"{sweep.results_path} left as it was, since a record file is unreadable; 1 case(s)"
+    assert said in done.stdout
     from jaxbench.cluster import dispatch
 
     (task,) = dispatch.status(sweep, manifest)  # status names it too, counted as missing
@@ -558,6 +560,31 @@ def test_local_sweep_end_to_end_then_status_from_another_process(tmp_path):
     assert "completed" in status.stdout
     again = run_cli("submit", "--resume", str(sweep_dir))
     assert again.returncode == 0 and "nothing to submit" in again.stdout
+
+
+@pytest.mark.slow
+def test_a_sweep_whose_every_case_was_skipped_measured_nothing_and_exits_1(tmp_path):
+    """A profile's backend that no node has: each case is skipped, and so the whole sweep."""
+    work = tmp_path / "work"
+    work.mkdir()
+    (work / "wl.py").write_text(textwrap.dedent("""\
+        import jax, jax.numpy as jnp
+        from jaxbench.workloads import Step
+
+        def tanh(n: int = 4):
+            return Step(fn=jax.jit(jnp.tanh), args=(jnp.ones(n),))
+        """))  # fmt: skip
+    profile = _profile(tmp_path, 'executor = "local"\n[worker]\nbackend = "tpu"\n')
+    proc = run_cli("submit", "-p", str(profile), "-w", "wl:tanh", "--sweeps-dir", str(tmp_path),
+                   "--budget", "0", "--min-samples", "3", cwd=work)  # fmt: skip
+    assert proc.returncode == 1, proc.stderr + proc.stdout
+    said = "error: nothing was measured: all 1 case(s) were skipped; the first: "
+    assert said in proc.stderr and "tpu" in proc.stderr.split(said)[1]
+    (sweep_dir,) = [p for p in tmp_path.iterdir() if p.name.startswith("sweep-")]
+    collected = run_cli("collect", str(sweep_dir))
+    assert collected.returncode == 1 and said in collected.stderr
+    (record,) = read_file(sweep_dir / "results.jsonl", strict=True).models("record")
+    assert record.status == "skipped"
 
 
 def test_a_local_submit_whose_case_failed_says_how_it_ended_and_exits_1(tmp_path):

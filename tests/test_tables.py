@@ -13,13 +13,23 @@ from jaxbench.analysis import compare_versions, load_results, report_tables
 from jaxbench.analysis import markdown as md
 from jaxbench.analysis.text_table import Column, TextTable
 from jaxbench.store import Record
-from jaxbench.tables import comparison_table, records_table, rich_table
+from jaxbench.tables import comparison_table, nothing_measured, records_table, rich_table
 
 
 def _record(jax="0.12.0.1", kind="cpu", peak=None):
     return Record(run_id="r", benchmark="train_step", params={"size": "tiny", "dtype": "bfloat16"},
                   status="ok", samples_s=[1e-3, 2e-3], flops=1e9, device_peak_bytes=peak,
                   env={"jax": jax, "device_kind": kind})  # fmt: skip
+
+
+def test_nothing_measured_only_where_every_record_is_skipped():
+    skipped = _record().model_copy(update={"status": "skipped", "error": "no tpu"})
+    assert nothing_measured([]) is None
+    assert nothing_measured([_record(), skipped]) is None  # some measured: the skip is a row
+    assert nothing_measured([skipped.model_copy(update={"status": "failed"}), skipped]) is None
+    assert nothing_measured([skipped, skipped]) == (
+        "nothing was measured: all 2 case(s) were skipped; the first: no tpu"
+    )
 
 
 def _headers(table):

@@ -109,10 +109,12 @@ def _if_ended(sweep: Sweep) -> None:
 
     A local ``submit`` waits for its tasks, so it is the run: a task that failed, timed out or
     was stopped, or a case without a record or ``failed``, is exit 1 with the way on, as
-    ``run`` and ``collect`` do (a ``skipped`` case is not: the node lacks what it needs).
-    Tasks still queued or running (Slurm) are left to ``status``.
+    ``run`` and ``collect`` do (a ``skipped`` case is not: the node lacks what it needs; but
+    every case ``skipped`` is exit 1, nothing having been measured). Tasks still queued or
+    running (Slurm) are left to ``status``.
     """
     from jaxbench.cluster import dispatch
+    from jaxbench.tables import nothing_measured
 
     states = dispatch.status(sweep, sweep.load())
     if any(s.state in dispatch.ACTIVE for s in states):
@@ -127,6 +129,12 @@ def _if_ended(sweep: Sweep) -> None:
             f"failed: `jaxbench submit --resume {sweep.root}` runs them again",
             code=1,
         )
+    if not sum(s.ok for s in states):  # every case recorded, and every one skipped
+        manifest = sweep.load()
+        records = [sweep.record_of(case, task.jax)[0] for task in manifest.tasks
+                   for case in task.cases]  # fmt: skip
+        if (why := nothing_measured([r for r in records if r is not None])) is not None:
+            raise fail(why, code=1)
 
 
 def _resume(ctx: typer.Context, sweep: Sweep, dry_run: bool) -> Submission | None:
@@ -314,11 +322,14 @@ MISSING_NAMED = 10
 
 
 def collect_cmd(sweep_dir: SweepArg) -> None:
-    """Gather finished records into `<sweep>/results.jsonl`; exit 1 if one is missing or failed."""
+    """Gather finished records into `<sweep>/results.jsonl`; exit 1 if one is missing or failed.
+
+    Exit 1 too where every case was `skipped` (nothing measured: a backend absent, say).
+    """
     from jaxbench.cluster import dispatch
     from jaxbench.cluster.sweep import Sweep
     from jaxbench.store import case_label
-    from jaxbench.tables import problems, records_table
+    from jaxbench.tables import nothing_measured, problems, records_table
 
     try:
         sweep = Sweep(sweep_dir)
@@ -330,7 +341,7 @@ def collect_cmd(sweep_dir: SweepArg) -> None:
     for line in problems(result.records):
         console.print(line, style="yellow", highlight=False)
     for line in result.unreadable:
-        console.print(f"unreadable record: {line}", style="yellow", highlight=False)
+        console.print(f"unreadable record: {line}", style="yellow", highlight=False, soft_wrap=True)
     where = f"in {result.path}"
     if not result.written:
         where = f"readable; {result.path} left as it was, since a record file is unreadable"
@@ -338,6 +349,7 @@ def collect_cmd(sweep_dir: SweepArg) -> None:
         f"{len(result.records)} record(s) {where}; "
         f"{len(result.missing) + len(result.unreadable)} case(s) without a readable record",
         highlight=False,
+        soft_wrap=True,  # a path is never broken across lines
     )
     for task, case in result.missing[:MISSING_NAMED]:
         console.print(f"no record: task {task}: {case_label(case.workload, case.params)}",
@@ -356,6 +368,8 @@ def collect_cmd(sweep_dir: SweepArg) -> None:
             f"{len(failed)} failed: {way}",
             code=1,
         )
+    if (why := nothing_measured(result.records)) is not None:
+        raise fail(why, code=1)
 
 
 def register(app: typer.Typer) -> None:

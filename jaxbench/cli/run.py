@@ -167,6 +167,8 @@ def run_cmd(
 ) -> None:
     """Run the selected cases and write one JSON Lines file of records; exit 1 if any failed.
 
+    Exit 1 too where every case was skipped (a backend not present, say): nothing was measured.
+
     Cases are measured one at a time in a worker process that this one watches: a case that
     takes longer than --case-timeout is killed and recorded failed (timed out, with the phase
     it was in), a case that kills its process (an XLA abort, a segfault, the OOM killer) is
@@ -298,8 +300,8 @@ def _run(
 
 
 def _report(result: RunResult, cases: list[Case]) -> None:
-    """The run's table, its problems and file; exit 1 on a write error or a failed case."""
-    from jaxbench.tables import problems, records_table
+    """The run's table, its problems and file; exit 1 on a write error, failure, or no measure."""
+    from jaxbench.tables import nothing_measured, problems, records_table
 
     console.print(records_table(result.records, title=f"jaxbench run {result.path.stem}"))
     for line in problems(result.records):
@@ -323,6 +325,8 @@ def _report(result: RunResult, cases: list[Case]) -> None:
         )
     if result.failed:
         raise fail(f"{len(result.failed)} of {len(result.records)} cases failed", code=1)
+    if (why := nothing_measured(result.records)) is not None:
+        raise fail(why, code=1)
 
 
 def _check_debug_modes(allow_debug: bool) -> None:
