@@ -6,6 +6,7 @@ versions).
 """
 
 import re
+import tempfile
 from pathlib import Path
 
 import jupytext
@@ -91,12 +92,17 @@ def test_notebook_runs_on_synthetic_results(name, synthetic_results, monkeypatch
 
 
 def test_the_upgrade_review_of_one_version_says_there_is_nothing_to_compare(tmp_path, monkeypatch):
+    """Also: the kernel's connection file goes with its temporary folder (it was left in /tmp)."""
     for p in range(2):
         write(tmp_path / f"run-{p}.jsonl", review_records(REVIEW_VERSIONS[0], 0, 20, p))
     monkeypatch.setenv(RESULTS_ENV, str(tmp_path))
+    temp = tmp_path / "temp"
+    temp.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(temp))
     nb = execute("upgrade_review")
     assert not [o for o in outputs(nb) if o.output_type == "error"]
     assert "compared none (one version: nothing to compare" in text_of(nb)
+    assert list(temp.iterdir()) == []
 
 
 # Against the committed real results (three JAX versions): mandatory.

@@ -84,8 +84,10 @@ def execute_notebook(name: str, results: Path | None = None, timeout_s: float = 
             json.dumps({"argv": argv, "display_name": "jaxbench", "language": "python"})
         )
         specs = KernelSpecManager(kernel_dirs=[kernels], ensure_native_kernel=False)
+        # Its connection file too (else a file of tempfile's, which jupyter_client leaves behind).
         km = KernelManager(kernel_name=KERNEL, kernel_spec_manager=specs, transport="ipc",
-                           ip=str(Path(kernels) / "ipc"))  # fmt: skip
+                           ip=str(Path(kernels) / "ipc"),
+                           connection_file=str(Path(kernels) / "connection.json"))  # fmt: skip
         client = NotebookClient(
             nb, km=km, timeout=timeout_s, resources={"metadata": {"path": str(folder)}}
         )
