@@ -63,6 +63,9 @@ class Simulation:
         self.process = itertools.count()
         self.screen_sd = PROCESS_SD  # spread of the recorded processes' offsets
         self.fails: set[tuple[str, str]] = set()  # (version, case label) whose records fail
+        #: Case label -> the candidate's compile time over the baseline's (each process's
+        #: compile time then scatters by 1 %; else it is 0.2 s in every process).
+        self.compile_slowdown: dict[str, float] = {}
 
     def run_process(self, side, run_args, log):
         assert run_args[: len(RUN_SELECT)] == RUN_SELECT and "-b" in run_args
@@ -80,9 +83,14 @@ class Simulation:
                 median, programs = _truth(case.label, side.name)
                 offset = median * math.exp(self.screen_sd * self.rng.standard_normal())
                 samples = offset * self._calls(60)
+                compile_s = 0.2
+                if self.compile_slowdown:
+                    slower = side.name == VERSIONS[1]
+                    compile_s *= self.compile_slowdown.get(case.label, 1.0) if slower else 1.0
+                    compile_s *= math.exp(0.01 * self.rng.standard_normal())
                 out.write(Record(
                     run_id=f"run-{n}", benchmark="train_step", params=dict(case.params),
-                    status="ok", samples_s=list(samples), compile_s=0.2,
+                    status="ok", samples_s=list(samples), compile_s=compile_s,
                     programs=save_programs(side.folder, programs),
                     env={"jax": side.name, "jaxlib": side.name, "backend": "cpu",
                          "device_kind": "cpu", "process_id": f"p{n}",
@@ -187,12 +195,30 @@ def test_review_json_holds_the_final_verdict_per_case_and_the_exit_status(simula
     text = summary.read_text()
     assert text.startswith(f"## jaxbench review: JAX {VERSIONS[0]} -> {VERSIONS[1]}\n")
     assert "**Verdicts:** " in text and "1 slower" in text and "1 same" in text
-    assert "Exit status 1: a case is slower." in text and "report.md" in text
+    assert "Exit status 1: a case is slower (steady state or compile time)." in text
+    assert "report.md" in text
     written = json.loads(out.read_text())
     assert (written["command"], written["exit_status"], written["baseline"]) == (
         "review", 1, VERSIONS[0])  # fmt: skip
     assert {c["case"]: c["verdict"] for c in written["cases"]} == {CASES[0].label: "same",
                                                                   SLOW: "slower"}  # fmt: skip
+
+
+def test_a_case_slower_in_compile_time_alone_exits_1_and_is_explained(
+    simulated, tmp_path, monkeypatch
+):
+    """A 2.8x compile time with the steady state unchanged: `compare` exits 1, so must review."""
+    monkeypatch.setitem(globals(), "SLOWDOWN", 1.0)
+    simulated.compile_slowdown = {CASES[0].label: 2.8}
+    out = tmp_path / "verdicts.json"
+    result = _review(tmp_path / "review", "--json", str(out))
+    assert result.exit_code == 1, result.output
+    cases = {c["case"]: c for c in json.loads(out.read_text())["cases"]}
+    slow, other = cases[CASES[0].label], cases[SLOW]
+    assert slow["verdict"] != "slower" and slow["compile_verdict"] == "slower"
+    assert slow["explanation"] and slow["explanation"][0].startswith("compile time slower: ")
+    assert other["compile_verdict"] != "slower" and not other["explanation"]
+    assert f"{CASES[0].label} ({slow['verdict']}):\n  compile time slower: " in result.output
 
 
 def test_fail_on_undecided_exits_3_when_no_case_is_slower_but_one_is_undecided(

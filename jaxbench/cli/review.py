@@ -220,8 +220,9 @@ def register(app: typer.Typer) -> None:
         4. Check numerical drift per side.
         5. Write report/report.md.
 
-        A second run with the same --out reuses what is there. Exit 1 when a case is slower, 2
-        on bad input, 3 with --fail-on-undecided when no case is slower but one is undecided
+        A second run with the same --out reuses what is there. Exit 1 when a case is slower
+        (its final steady-state verdict, or its recorded compile time, as in `compare`), 2 on
+        bad input, 3 with --fail-on-undecided when no case is slower but one is undecided
         (inconclusive, unstable, or recorded and live verdicts that disagree).
         """
         from jaxbench.backends import check_backend
@@ -378,7 +379,7 @@ def _review(
         console.print(f"failed: {failure}", highlight=False)
     console.print(f"report: {report}", highlight=False)
     lost = any(c.candidate_failed for c in review.comparisons)
-    code = exit_status([a.verdict for a in found], fail_on_undecided, lost)
+    code = exit_status([v for a in found for v in a.verdicts()], fail_on_undecided, lost)
     write_verdicts(json_out, "review", [dataclasses.asdict(a) for a in found], code,
                    baseline=versions[0], candidate=versions[1], threshold=rule["threshold"],
                    alpha=rule["alpha"], report=str(report),
@@ -417,7 +418,9 @@ def _summarize(path: Path | None, found: list, versions: Any, code: int, report:
     from jaxbench.upgrade.summary import answer_counts, answers_table
 
     said = ", ".join(f"{n} {v}" for v, n in answer_counts(found).items() if n) or "none"
-    meaning = "a case is slower" if code == 1 else EXIT_MEANINGS[code]
+    meaning = (
+        "a case is slower (steady state or compile time)" if code == 1 else EXIT_MEANINGS[code]
+    )
     lines = [f"**Verdicts:** {said}.", f"Exit status {code}: {meaning}.", f"Report: `{report}`."]
     for a in found:
         if a.explanation:

@@ -53,7 +53,11 @@ class CaseAnswer:
         verdict: The final verdict (see the module docstring).
         compile: Recorded compile-time verdict and ratio [interval], as text.
         explanation: For a final ``slower``/``faster``, the headline of each program's
-            explanation; for ``disagree``, which verdicts disagree.
+            explanation; for ``disagree``, which verdicts disagree; where only the compile
+            time is ``slower``/``faster``, its explanation, first line marked so.
+        compile_verdict: The recorded compile-time verdict (one of
+            :data:`~jaxbench.inference.verdicts.VERDICTS`), ``""`` where it was not compared.
+            A gate counts it as ``compare`` counts a compile row (:meth:`verdicts`).
     """
 
     case: str
@@ -62,6 +66,11 @@ class CaseAnswer:
     verdict: str
     compile: str
     explanation: list[str]
+    compile_verdict: str = ""
+
+    def verdicts(self) -> list[str]:
+        """The verdicts a CI gate reads: the final steady-state one, and compile time's."""
+        return [self.verdict, *([self.compile_verdict] if self.compile_verdict else [])]
 
 
 def answers(
@@ -84,15 +93,22 @@ def answers(
         recorded, by_records = _recorded(rows[rows["metric"] == STEADY_STATE])
         if label in lost and rows.empty:  # timed by one version only: say which failed
             recorded = f"not compared: {lost[label]}"
-        compile_text, _ = _recorded(rows[rows["metric"] == COMPILE], processes=False)
+        compile_rows = rows[rows["metric"] == COMPILE]
+        compile_text, by_compile = _recorded(compile_rows, processes=False)
+        by_compile = by_compile if by_compile in VERDICTS else ""
         text, by_pairs = _live(live[label], s.threshold, s.alpha) if label in live else ("", "")
         verdict = final(by_records, by_pairs)
         if verdict == "disagree":
             explanation = [f"recorded runs: {by_records}, live pairs: {by_pairs}; rerun with "
                            "more processes and pairs"]  # fmt: skip
-        else:
+        elif verdict in ("slower", "faster"):
             explanation = _explain(review.frame, label, versions, verdict)
-        out.append(CaseAnswer(label, recorded, text, verdict, compile_text, explanation))
+        else:  # the steady state claims nothing, or no change: the compile time may
+            explanation = _explain(review.frame, label, versions, by_compile)
+            if explanation:
+                explanation[0] = f"compile time {by_compile}: {explanation[0]}"
+        out.append(CaseAnswer(label, recorded, text, verdict, compile_text, explanation,
+                              by_compile))  # fmt: skip
     return out
 
 
