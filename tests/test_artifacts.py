@@ -276,10 +276,11 @@ def test_explaining_two_result_sets_names_a_changed_scaling_exponent(tmp_path, c
     assert "exponent of latency in n 1.00 -> 2.00" in line and line.endswith("changed")
     # the cases outside a selection have no scaling line either, as in compare
     from jaxbench.cli.explain import explain_result_sets
+    from jaxbench.cli.selection import RecordedSelection
 
     capsys.readouterr()
-    assert explain_result_sets(str(tmp_path / "a"), str(tmp_path / "b"),
-                               {"user/attention n=16"}, None) == 0  # fmt: skip
+    n16 = RecordedSelection(frozenset({"user/attention"}), {"n": frozenset({16})})
+    assert explain_result_sets(str(tmp_path / "a"), str(tmp_path / "b"), n16, None) == 0
     shown = capsys.readouterr().out
     assert "identical programs" in shown and "scaling:" not in shown, shown
 

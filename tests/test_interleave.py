@@ -510,9 +510,24 @@ def test_compare_back_to_back_saves_each_pair_and_names_its_design(tmp_path):
     assert (result.exit_code == 1) == (estimate(found).verdict == "slower")
 
 
-def test_a_recorded_compare_notes_the_recorded_cases_only_the_full_grid_selects():
-    quick = runner.invoke(app, ["compare", "results/cpu", "results/cpu", "-w", "loop"])
-    text = " ".join(quick.output.split())
-    assert re.search(r"note: \d+ recorded case\(s\) of the full grid are outside the quick", text)
-    full = runner.invoke(app, ["compare", "results/cpu", "results/cpu", "-w", "loop", "--full"])
-    assert full.exit_code == 0 and "note:" not in full.output, full.output
+def test_a_recorded_compare_admits_the_recorded_cases_the_options_name_not_a_grid(tmp_path):
+    """results/versions holds forward mode at K 1, 8 and 64, the quick grid has K 1 and 64: with
+    `-w forward` every recorded K is compared, and the scaling exponents in K stay (they went
+    with K 8). A parameter given is held to its values; `--full` changes nothing."""
+    base = ["compare", "0.11.2", "0.12.0.1", "-r", "results/versions"]
+
+    def scaling(result):
+        return [x for x in result.output.splitlines() if x.startswith("scaling: forward/")]
+
+    def cases(*extra):
+        out = tmp_path / "verdicts.json"
+        runner.invoke(app, [*base, *extra, "--json", str(out)])
+        return {c["case"] for c in json.loads(out.read_text())["cases"]}
+
+    every, forward = runner.invoke(app, base), runner.invoke(app, [*base, "-w", "forward"])
+    assert scaling(forward) and scaling(forward) == scaling(every)
+    assert {re.search(r"k=(\d+)", c)[1] for c in cases("-w", "forward")} == {"1", "8", "64"}
+    k8 = cases("-w", "forward", "-k", "8")
+    assert k8 and all(c.startswith("forward/") and " k=8 " in c for c in k8)
+    assert not scaling(runner.invoke(app, [*base, "-w", "forward", "-k", "8"]))  # one K: no fit
+    assert cases("-w", "loop") == cases("-w", "loop", "--full") != set()

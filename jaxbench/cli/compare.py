@@ -43,7 +43,7 @@ from jaxbench.cli.options import (
     write_summary,
     write_verdicts,
 )
-from jaxbench.cli.selection import Selection, version_command
+from jaxbench.cli.selection import RecordedSelection, Selection, version_command
 from jaxbench.live_defaults import (
     DEFAULT_MAX_PAIRS,
     DEFAULT_MAX_TIME_S,
@@ -62,19 +62,16 @@ BASELINE_HELP = (
 
 
 def _offline(baseline: str, candidate: str, results: list[Path], opts: dict[str, Any],
-             labels: set[str] | None = None, json_out: Path | None = None,
-             markdown: Path | None = None,
-             full_grid: frozenset[str] = frozenset()) -> None:  # fmt: skip
+             chosen: RecordedSelection | None = None, json_out: Path | None = None,
+             markdown: Path | None = None) -> None:  # fmt: skip
     """Compare recorded results; every file is read once: records and calibrations together.
 
-    ``labels``: compare only the records of these cases (the selection options), else all.
-    ``full_grid``: the cases that ``--full`` would add to them (recorded ones are noted).
+    ``chosen``: compare only the records it admits (the selection options), else all.
     """
     from jaxbench.store import collector_paused
 
     with collector_paused():
-        _compare_recorded(baseline, candidate, results, opts, labels, json_out, markdown,
-                          full_grid)  # fmt: skip
+        _compare_recorded(baseline, candidate, results, opts, chosen, json_out, markdown)
 
 
 def _same_records(what: str) -> None:
@@ -84,8 +81,8 @@ def _same_records(what: str) -> None:
 
 
 def _compare_recorded(baseline: str, candidate: str, results: list[Path], opts: dict[str, Any],
-                      labels: set[str] | None, json_out: Path | None,
-                      markdown: Path | None, full_grid: frozenset[str]) -> None:  # fmt: skip
+                      chosen: RecordedSelection | None, json_out: Path | None,
+                      markdown: Path | None) -> None:  # fmt: skip
     from jaxbench.analysis import compare_versions
     from jaxbench.analysis.compare import BASIS
     from jaxbench.analysis.frames import results_of
@@ -139,12 +136,8 @@ def _compare_recorded(baseline: str, candidate: str, results: list[Path], opts: 
         by = "version"
         if baseline == candidate:
             _same_records(f"JAX {baseline}")
-    if labels is not None:
-        if left := sorted(set(frame["case"]) & full_grid):
-            err_console.print(f"note: {len(left)} recorded case(s) of the full grid are outside "
-                              f"the quick one and not compared (e.g. {left[0]}); --full compares "
-                              "them", highlight=False)  # fmt: skip
-        frame = frame[frame["case"].isin(labels)]
+    if chosen is not None:
+        frame = frame[chosen.admits(frame)]
         if frame.empty:
             raise fail("no record of the selected cases (-w, -s, --param, ...); `jaxbench show` "
                        "lists the cases recorded")  # fmt: skip
@@ -477,13 +470,10 @@ def register(app: typer.Typer) -> None:
             if set_a or set_b:
                 raise fail("--set-a/--set-b apply to --interleave (both sides run now); recorded "
                            "runs are compared case by case as measured")  # fmt: skip
-            labels, full_grid = None, frozenset()
+            chosen = None
             if select.given:  # the selected cases' records only, as `explain` of result sets
                 try:
-                    labels = {c.label for c in select.cases()}
-                    if not select.full:
-                        full = dataclasses.replace(select, full=True).cases()
-                        full_grid = frozenset(c.label for c in full) - labels
+                    chosen = select.recorded()
                 except ValueError as exc:
                     raise fail(str(exc)) from None
             live_only = {"--backend": (backend, "cpu"), "--pairs": (pairs, DEFAULT_PAIRS),
@@ -498,8 +488,8 @@ def register(app: typer.Typer) -> None:
                 raise fail(f"{', '.join(given)}: a live comparison's option (--interleave, "
                            "--back-to-back); a recorded one reads what was measured")  # fmt: skip
             _offline(baseline, candidate, results or [Path("results")],
-                     opts | {"compile_threshold": compile_threshold}, labels, json_out,
-                     markdown, full_grid)  # fmt: skip
+                     opts | {"compile_threshold": compile_threshold}, chosen, json_out,
+                     markdown)  # fmt: skip
             return
         if results:
             raise fail("--results applies to recorded comparisons, not --interleave")

@@ -24,7 +24,7 @@ from jaxbench.cli.options import (
     side_params,
     writable_folder,
 )
-from jaxbench.cli.selection import Selection, version_command
+from jaxbench.cli.selection import RecordedSelection, Selection, version_command
 
 SIDE_HELP = (
     f"Baseline: {CURRENT}, a path to a python, a JAX version (its venv, built once), or a "
@@ -39,9 +39,9 @@ def is_result_set(side: str) -> bool:
 
 
 def explain_result_sets(
-    baseline: str, candidate: str, labels: set[str] | None, verdict: str | None
+    baseline: str, candidate: str, chosen: RecordedSelection | None, verdict: str | None
 ) -> int:
-    """Explain every case both result sets hold (or those of ``labels``) from saved artifacts.
+    """Explain every case both result sets hold (or those ``chosen`` admits) from saved artifacts.
 
     Each side is read once (:func:`jaxbench.analysis.load_results`); the same frames give the
     change of each swept parameter's scaling exponent at the end.
@@ -66,12 +66,13 @@ def explain_result_sets(
         if timed.empty:
             raise fail(f"{side} holds no timed records")
         frames.append(timed.assign(side=side))
-    chosen = [{x for x in f["case"] if labels is None or x in labels} for f in frames]
-    if not (chosen[0] or chosen[1]):
+    admitted = [set(f["case"] if chosen is None else f["case"][chosen.admits(f)]) for f in frames]
+    if not (admitted[0] or admitted[1]):
         raise fail(f"no case of {baseline} or {candidate} matches the selection (-w, --param, "
                    "...)")  # fmt: skip
-    common = sorted(chosen[0] & chosen[1])
-    for side, only in (("baseline", chosen[0] - chosen[1]), ("candidate", chosen[1] - chosen[0])):
+    common = sorted(admitted[0] & admitted[1])
+    a, b = admitted
+    for side, only in (("baseline", a - b), ("candidate", b - a)):
         if only:
             named = sorted(only)[:5] + ([f"and {len(only) - 5} more"] if len(only) > 5 else [])
             err_console.print(f"only on the {side} side, not explained: {', '.join(named)}",
@@ -98,8 +99,8 @@ def explain_result_sets(
         for line in lines + traced_op_lines(*(f[f["case"] == label] for f in frames)):
             console.print(line, highlight=False, markup=False, soft_wrap=True)
     both = pd.concat(frames, ignore_index=True)
-    if labels is not None:  # of the selected cases only, as compare's
-        both = both[both["case"].isin(labels)]
+    if chosen is not None:  # of the selected cases only, as compare's
+        both = both[chosen.admits(both)]
     print_exponent_changes(both, "side", baseline, candidate, alpha=0.05)
     return 0 if explained else 1
 
@@ -218,8 +219,11 @@ def register(app: typer.Typer) -> None:
             if out or set_a or set_b or trace:
                 raise fail("--out, --set-a, --set-b and --trace apply to live workers, not to "
                            "result sets")  # fmt: skip
-            labels = {c.label for c in cases} if select.given else None
-            raise typer.Exit(explain_result_sets(baseline, candidate, labels, verdict))
+            try:
+                chosen = select.recorded() if select.given else None
+            except ValueError as exc:
+                raise fail(str(exc)) from None
+            raise typer.Exit(explain_result_sets(baseline, candidate, chosen, verdict))
         a, b = side_params(cases, set_a, "--set-a"), side_params(cases, set_b, "--set-b")
         folder = writable_folder(out) if out else None  # before any environment is built
         envs = venvs.envs([c.workload for c in cases], specs=(baseline, candidate))

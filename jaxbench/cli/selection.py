@@ -109,6 +109,30 @@ class Selection:
         finally:
             note.cancel()
 
+    def recorded(self) -> RecordedSelection:
+        """What this selection admits of cases already recorded: a filter, not a grid.
+
+        A recorded case is admitted when its benchmark is one of the selected workloads'
+        (any of their strategies or programs) and, for each parameter given (an alias or
+        ``--param``), its value is one of those given, parsed as ``--param`` parses them.
+        Parameters not given are not constrained: ``-w forward`` admits every recorded K, not
+        only the grid's (whose K values were the only ones compared before, so a sweep of
+        other K values lost its scaling exponent). ``--full`` changes nothing here.
+
+        Raises:
+            ValueError: As :meth:`cases` (an unknown workload, parameter or value).
+        """
+        import dataclasses
+
+        from jaxbench.workloads import get_workload
+
+        cases = dataclasses.replace(self, full=True).cases()
+        given = {name for name in ALIASES if getattr(self, name)}
+        given |= {text.partition("=")[0].strip() for text in self.param or []}
+        values = {n: frozenset(c.params[n] for c in cases if n in c.params) for n in given}
+        benchmarks = frozenset(get_workload(c.workload).benchmark(c.params) for c in cases)
+        return RecordedSelection(benchmarks, values)
+
     def argv(self) -> list[str]:
         """These options as a ``jaxbench run`` command line takes them."""
         out: list[str] = []
@@ -119,6 +143,37 @@ class Selection:
             else:
                 out += [x for v in value or [] for x in (f"--{f.name}", str(v))]
         return out
+
+
+@dataclass(frozen=True)
+class RecordedSelection:
+    """A selection as a filter of recorded cases (:meth:`Selection.recorded`).
+
+    Attributes:
+        benchmarks: The benchmark names of the selected workloads (``forward/jacfwd``, ...).
+        values: Each parameter given, and the values admitted for it (typed as recorded).
+    """
+
+    benchmarks: frozenset[str]
+    values: dict[str, frozenset[Any]]
+
+    def admits(self, frame: Any) -> Any:
+        """Which rows of ``frame`` are of admitted cases.
+
+        Args:
+            frame: Rows of :func:`jaxbench.analysis.load_results` (``benchmark``,
+                ``param.*`` columns).
+
+        Returns:
+            A boolean ``pandas.Series`` on ``frame``'s index. A record without a given
+            parameter (a family that does not take it) is not held to it.
+        """
+        mask = frame["benchmark"].isin(self.benchmarks)
+        for name, admitted in self.values.items():
+            column = f"param.{name}"
+            if column in frame.columns:
+                mask &= frame[column].isna() | frame[column].isin(admitted)
+        return mask
 
 
 def selects_cases(
