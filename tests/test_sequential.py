@@ -303,3 +303,17 @@ def test_the_design_line_says_when_the_planned_change_is_below_the_threshold(tmp
     )
     below = " ".join(CliRunner().invoke(app, [*args, "--threshold", "0.04"]).output.split())
     assert re.search(r"design: to call a 5% change slower .* needs about \d+ processes", below)
+
+
+def test_the_design_line_says_when_the_spread_is_too_wide_for_any_number_of_processes(tmp_path):
+    """Processes 4x apart: the 5 % change is above the 2 % threshold, the spread is the cause."""
+    for side in ("a", "b"):
+        for p, level in enumerate((1e-3, 4e-3)):
+            samples = lognormal(level, 40, seed=7 + p, sigma=0.01)
+            write(tmp_path / side / f"run{p}.jsonl", [record("0.1", samples, run_id=f"{side}{p}")])
+    said = " ".join(CliRunner().invoke(app, ["compare", str(tmp_path / "a"),
+                                             str(tmp_path / "b")]).output.split())  # fmt: skip
+    assert "does not reach the threshold" not in said, said
+    assert re.search(r"design: the spread between processes \(sd [\d.]+ in log, median over the "
+                     r"cases\) is too wide to call a 5% change with fewer than 1000 processes",
+                     said)  # fmt: skip

@@ -190,14 +190,22 @@ def _print_processes_needed(result: Any, opts: dict[str, Any]) -> None:
     import math
 
     from jaxbench.analysis.compare import PLANNED_EFFECT, processes_to_decide
+    from jaxbench.inference.verdicts import MAX_ADVICE_UNITS
 
     need, spread = processes_to_decide(result.table, PLANNED_EFFECT, opts["threshold"],
                                        opts["alpha"], opts.get("strict", False))  # fmt: skip
     table = result.table
     have = int(table[["n_baseline", "n_candidate"]].min(axis=1).median()) if len(table) else 0
-    if need is None and not math.isnan(spread):  # a spread, but the change cannot be called
+    if need is None and opts["threshold"] > PLANNED_EFFECT:  # the change cannot be called
         console.print(f"design: a {PLANNED_EFFECT:.0%} change does not reach the threshold "
                       f"{opts['threshold']:.1%}: no number of processes calls it slower",
+                      highlight=False)  # fmt: skip
+        return
+    if need is None and not math.isnan(spread):  # a spread too wide for any advice
+        console.print(f"design: the spread between processes (sd {spread:.3f} in log, median "
+                      f"over the cases) is too wide to call a {PLANNED_EFFECT:.0%} change with "
+                      f"fewer than {MAX_ADVICE_UNITS} processes a side: find what disturbs "
+                      "the processes (a busy machine, frequency scaling) before running more",
                       highlight=False)  # fmt: skip
         return
     if need is None:
