@@ -177,6 +177,17 @@ def test_one_process_a_side_is_inconclusive_with_advice():
     assert est.units == "1+1 processes"
 
 
+def test_advice_names_a_spread_too_wide_not_the_threshold_when_the_spread_is_the_cause():
+    """Two pairs 4x apart (3.9 % against 2 %): no number of pairs settles it, but not because the
+    estimate sits at the threshold; with a narrow spread, an estimate at it is said so."""
+    wide = verdicts.estimate_paired(np.log([0.52, 2.08]))
+    assert wide.verdict == "inconclusive" and "sits at the threshold" not in wide.advice
+    assert wide.advice.startswith("the spread between pairs (sd ")
+    assert "too wide for fewer than 1000 process pairs to settle it" in wide.advice
+    at = verdicts.estimate_paired(np.log(1.0199) + np.array([-0.01, 0.0, 0.01, 0.005, -0.005]))
+    assert at.verdict == "inconclusive" and "sits at the threshold" in at.advice
+
+
 def test_a_decided_row_with_one_process_on_a_side_says_what_it_assumed():
     a = np.log([1.00, 1.01, 0.99, 1.00, 1.02]) + math.log(1e-3)
     est = verdicts.estimate_log_medians(np.array([math.log(1.1e-3)]), a, (1, 5))

@@ -440,6 +440,13 @@ def _advice(
     # interval clear of the threshold on either side.
     gap = abs(effect - bound) if strict else effect if effect >= bound else bound - effect
     needed = _units_for(gap, sd, alpha, paired)
+    if not math.isfinite(needed) and not math.isfinite(_units_for(bound, sd, alpha, paired)):
+        # Even a change of twice the threshold, or none, would not be settled: the spread is
+        # the cause, not where the estimate sits.
+        units = "pairs" if paired else "processes"
+        return (f"the spread between {units} (sd {sd:.3f} in log) is too wide for fewer than "
+                f"{MAX_ADVICE_UNITS} {what} to settle it: find what disturbs the {units} "
+                "before running more")  # fmt: skip
     if not math.isfinite(needed):
         return (f"the estimate sits at the threshold ({math.expm1(abs(log_ratio)):.1%} against "
                 f"{threshold:.1%}): more {what} will not settle it soon")  # fmt: skip
