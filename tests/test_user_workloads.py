@@ -52,6 +52,10 @@ def exits(n: int = 3):
     sys.exit(n)
 
 
+def typed(dtype: str = "float32", n: int = 8):
+    return Step(fn=jax.jit(lambda a: a * 2), args=(jnp.ones(n, dtype=dtype),))
+
+
 def not_jitted():
     return Step(fn=lambda a: a, args=(jnp.ones(3),))
 
@@ -153,6 +157,19 @@ def test_a_factory_calling_sys_exit_is_one_line_and_exit_2(user_module):
     done = run_cli("run", "-w", f"{user_module}:exits", "--param", "n=3")  # PYTHONPATH set
     assert done.returncode == 2, done.stdout + done.stderr
     assert "the factory called sys.exit(3)" in done.stderr
+
+
+def test_a_dtype_jax_truncates_fails_the_case_not_recorded_under_the_dtype_asked(user_module):
+    """float64 while jax_enable_x64 is off: JAX makes float32 arrays and warns; a record would
+    have said float64 and measured float32. Refused as bad input, with JAX's own reason."""
+    done = run_cli("run", "-w", f"{user_module}:typed", "--param", "dtype=float64",
+                   env={"JAX_ENABLE_X64": "0"})  # fmt: skip
+    assert done.returncode == 2, done.stdout + done.stderr
+    (line,) = [x for x in done.stderr.splitlines() if x.startswith("error:")]
+    assert "Explicitly requested dtype float64" in line and "truncated to dtype float32" in line
+    assert "JAX_ENABLE_X64" in line
+    (case,) = select_cases([f"{user_module}:typed"], texts={"dtype": ["float32"]})  # as before
+    assert case.params["dtype"] == "float32"
 
 
 def test_set_a_and_set_b_are_typed_as_param_is(user_module):

@@ -27,6 +27,7 @@ import importlib
 import inspect
 import types
 import typing
+import warnings
 from collections.abc import Callable, Mapping
 from importlib.metadata import entry_points
 from pathlib import Path
@@ -34,6 +35,10 @@ from typing import Any
 
 from jaxbench.workloads.base import Workload, typed_param
 from jaxbench.workloads.step import Step, check_step
+
+#: The start of JAX's warning that a dtype asked for is truncated (``jax._src.dtypes``: a 64-bit
+#: dtype while ``jax_enable_x64`` is off), a regular expression as :mod:`warnings` takes it.
+TRUNCATED_DTYPE = r"Explicitly requested dtype \S+ .*is not available, and will be truncated"
 
 #: Entry-point group of installed packages' workload factories.
 GROUP = "jaxbench.workloads"
@@ -144,7 +149,12 @@ class UserWorkload(Workload):
                 f"workload {self.name!r} needs " + ", ".join(f"--param {n}=VALUE" for n in missing)
             )
         try:
-            step = self.factory(**params)
+            with warnings.catch_warnings():
+                # JAX truncates a 64-bit dtype it was asked for to 32 bits, with a warning,
+                # while jax_enable_x64 is off: the case would be recorded under the dtype asked
+                # for and measured in the other. The warning fails the case (its text says how).
+                warnings.filterwarnings("error", TRUNCATED_DTYPE, UserWarning)
+                step = self.factory(**params)
         except SystemExit as exc:  # its own process, not the command's, to end
             raise ValueError(f"workload {self.name!r}: the factory called sys.exit({exc.code!r})"
                              ) from None  # fmt: skip
