@@ -47,6 +47,11 @@ if TYPE_CHECKING:  # imported where used
 GLOO_CONNECTED = "[Gloo] Rank "
 #: JAX's switch for taking most of a GPU's memory at its first use (``false``: as needed).
 PREALLOCATE_VAR = "XLA_PYTHON_CLIENT_PREALLOCATE"
+#: Seconds the workers may take to start (import JAX, join their peers, say their facts) when
+#: the case time-out is shorter: starting is no case's, and a case time-out below it (``run
+#: --case-timeout 0.3``) would end every run before its first case. A start that hangs longer
+#: (a driver that never answers) still ends.
+WORKER_START_TIMEOUT_S = 300.0
 
 
 def spare_the_device() -> dict[str, str]:
@@ -150,26 +155,32 @@ class Supervised:
                              for _ in self.groups or [None]]  # fmt: skip
             self._offsets = [0] * len(self._workers)
             try:
+                start = self.case_timeout_s and max(self.case_timeout_s, WORKER_START_TIMEOUT_S)
                 if self.groups:
+                    join = start and max(start, *(g.timeout_s + 60 for g in self.groups))
                     self._ask_all([{"op": "join", **g.as_request()} for g in self.groups],
-                                  joining=True)  # fmt: skip
+                                  join, joining=True)  # fmt: skip
                 request = {"op": "facts", "backend": self.backend, "timing": self._timing(),
                            **self.cache}  # fmt: skip
-                self._facts = self._ask_all([request] * len(self._workers))[0]
+                self._facts = self._ask_all([request] * len(self._workers), start)[0]
             except BaseException:
                 self._stop()
                 raise
         return self._workers[0]
 
-    def _ask_all(self, requests: list[dict[str, Any]], joining: bool = False) -> list[Any]:
+    def _ask_all(
+        self, requests: list[dict[str, Any]], timeout_s: float | None, joining: bool = False
+    ) -> list[Any]:
         """Send each worker its request, then read the answers as they come.
+
+        ``timeout_s``: how long to wait for an answer (``None``: no limit).
 
         The workers of one program wait on each other, so a worker that dies is seen when it
         dies, not after the others (which may wait for it until JAX gives up on it).
 
         Raises:
             jaxbench.interleave.WorkerError: A worker answered an error, died, or none answered
-                within the case time-out (the first still waited for is killed). Its index is
+                within ``timeout_s`` (the first still waited for is killed). Its index is
                 :attr:`_failed`; while ``joining``, the message says which process did not meet
                 the others.
         """
@@ -181,7 +192,7 @@ class Supervised:
         pending = dict(enumerate(self._workers))
         while pending:
             ready, _, _ = select.select([w.answer_fd() for w in pending.values()], [], [],
-                                        self.case_timeout_s)  # fmt: skip
+                                        timeout_s)  # fmt: skip
             index = next((i for i, w in pending.items() if w.answer_fd() in ready),
                          next(iter(pending)))  # fmt: skip
             self._failed = index
@@ -244,7 +255,7 @@ class Supervised:
         # process 0 saves the programs and the trace its record names; the others save none
         others = [request | {"programs_dir": None}] * (len(self._workers) - 1)
         try:
-            answers = self._ask_all([request, *others])
+            answers = self._ask_all([request, *others], self.case_timeout_s)
         except KeyboardInterrupt:  # the case is lost; the workers go at once, not after it
             for worker in self._workers:
                 worker.kill()

@@ -110,6 +110,22 @@ def test_a_hung_case_times_out_naming_its_phase_and_the_next_case_runs(module, t
 
 
 @pytest.mark.slow
+def test_a_case_timeout_shorter_than_the_workers_start_times_out_the_case_not_the_start(
+    module, tmp_path
+):
+    """--case-timeout 0.3: a worker takes longer to import JAX; the run ended before its first
+    case with "no answer to 'facts'" and no record. Starting is no case's."""
+    out = tmp_path / "r"
+    result = runner.invoke(app, ["run", "-w", f"{module}:hangs_preparing", "--case-timeout",
+                                 "0.3", *TIMING, "-o", str(out)])  # fmt: skip
+    assert result.exit_code == 1 and "'facts'" not in result.output, result.output
+    (record,) = records(out)
+    assert record.status == "failed" and record.error.startswith(
+        "timed out: no record within 0.3 s (--case-timeout); killed while preparing"
+    )
+
+
+@pytest.mark.slow
 def test_a_case_that_aborts_its_process_is_failed_with_the_signal_and_the_run_goes_on(
     module, tmp_path
 ):
