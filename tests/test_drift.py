@@ -120,7 +120,9 @@ def test_saving_then_checking_here_is_within_tolerance_with_errors_recorded(clea
     assert "jaxbench drift" in result.stdout and "finding" not in result.stdout
     import jax  # the version checked is named beside the reference's
 
-    assert f"checked: jax {jax.__version__}, cpu" in " ".join(result.stdout.split())
+    assert f"checked: jax {jax.__version__}, cpu; reference: jax " in " ".join(
+        result.stdout.split()
+    )
     rows = rows_of(path)
     assert {(r.workload, r.dtype, r.set) for r in rows} == ALL_SETS
     assert all(r.within_tolerance and r.finding is None for r in rows)

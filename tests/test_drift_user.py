@@ -182,6 +182,8 @@ def test_a_factory_that_now_refuses_its_saved_parameters_is_a_finding(module, tm
         (["-w", "{m}:mlp"], "jaxbench drift --save-reference --workload {m}:mlp"),
         (["-w", "{m}:mlp", "--param", "n=4"], "--param applies with --save-reference"),
         (["-w", "train_step"], "--workload train_step: a built-in family"),
+        # the names offered are of user workloads only: drift refuses a built-in family
+        (["-w", "nosuch"], "unknown workload 'nosuch'; give package.module:factory"),
         (["-w", "no_such_module_x:f"], "cannot import no_such_module_x"),
         (["-w", "{m}:brackets", "--save-reference"], "shape [n, 4] must be square :smile:"),
     ],

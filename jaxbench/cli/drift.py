@@ -105,18 +105,18 @@ def drift_cmd(
 
 def _user_workload(name: str) -> UserWorkload:
     """The user workload ``name``; one line and exit 2 for a built-in family or a bad name."""
-    from jaxbench.workloads import UserWorkload, get_workload
+    from jaxbench.workloads import WORKLOADS
+    from jaxbench.workloads.user import find
 
-    try:
-        found = get_workload(name)
-    except ValueError as exc:
-        raise fail(str(exc)) from None
-    if not isinstance(found, UserWorkload):
+    if name in WORKLOADS:
         raise fail(
             f"--workload {name}: a built-in family; `jaxbench drift` without --workload checks "
             "the built-in sets"
         )
-    return found
+    try:  # the names to choose from are the user workloads': drift takes no built-in one
+        return find(name, known=())
+    except ValueError as exc:
+        raise fail(str(exc)) from None
 
 
 def _user_sets(found: UserWorkload, params: list[str] | None) -> list:
@@ -258,13 +258,16 @@ def drift_table(run: DriftRun) -> Table:
     error over its bound (at most 1 within tolerance), rtol, atol, the loss (reference ->
     now) or what an ``invalid_shape`` set raised, and the verdict.
     """
-    ref = run.reference.manifest.env
+
+    def where(env: dict) -> str:  # a device kind said once where it is the backend's name
+        kinds = dict.fromkeys(str(env.get(k)) for k in ("backend", "device_kind"))
+        return ", ".join([f"jax {env.get('jax')}", *kinds])
+
     now = run.rows[0].env if run.rows else {}
     table = Table(
         title=f"jaxbench drift {run.path.stem.removeprefix('drift-')}",
         caption=(
-            f"checked: jax {now.get('jax')}, {now.get('backend')}, {now.get('device_kind')}; "
-            f"reference: jax {ref.get('jax')}, {ref.get('backend')}, {ref.get('device_kind')}; "
+            f"checked: {where(now)}; reference: {where(run.reference.manifest.env)}; "
             "errors are absolute in the output's units; err/bound <= 1 is within tolerance"
         ),
     )

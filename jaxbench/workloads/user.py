@@ -211,9 +211,9 @@ def find(name: str, known: tuple[str, ...] = ()) -> UserWorkload:
         raise ValueError(_not_a_path(name, name, ""))
     else:
         choices = ", ".join([*known, *points])
+        choose = f"choose from {choices}, or give" if choices else "give"
         raise ValueError(
-            f"--workload {name!r}: unknown workload {name!r}; choose from {choices}, or give "
-            "package.module:factory"
+            f"--workload {name!r}: unknown workload {name!r}; {choose} package.module:factory"
         )
     if not callable(factory):
         raise ValueError(f"--workload {name!r} is a {type(factory).__name__}, not a factory")
