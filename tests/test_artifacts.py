@@ -283,6 +283,11 @@ def test_explaining_two_result_sets_names_a_changed_scaling_exponent(tmp_path, c
     assert explain_result_sets(str(tmp_path / "a"), str(tmp_path / "b"), n16, None) == 0
     shown = capsys.readouterr().out
     assert "identical programs" in shown and "scaling:" not in shown, shown
+    same = run_cli("explain", str(tmp_path / "a"), str(tmp_path / "a" / "."))  # one folder twice
+    assert same.returncode == 0 and "warning: baseline and candidate are the same records" in (
+        same.stderr
+    )
+    assert "same records" not in out.stderr
 
 
 def test_explain_names_a_missing_side_an_artifact_given_as_a_side_and_an_empty_one(

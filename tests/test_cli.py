@@ -492,3 +492,12 @@ def test_a_backend_jax_platforms_cannot_start_is_named_by_the_variable(tmp_path)
     assert done.returncode == 1, done.stdout + done.stderr
     assert done.stderr.startswith("error: cannot measure: ")
     assert done.stderr.rstrip().endswith("(JAX_PLATFORMS=nosuch is set; unset it or fix it)")
+
+
+def test_version_names_jaxbench_jax_and_jaxlib_and_runs_no_command():
+    from importlib.metadata import version
+
+    done = run_cli("--version")
+    assert done.returncode == 0, done.stderr
+    assert done.stdout == (f"jaxbench {version('jaxbench')} (jax {version('jax')}, jaxlib "
+                           f"{version('jaxlib')})\n")  # fmt: skip

@@ -8,7 +8,7 @@ import signal
 import sys
 import threading
 from collections.abc import Callable, Iterator
-from typing import Any
+from typing import Annotated, Any
 
 import typer
 from typer.core import TyperGroup
@@ -84,6 +84,34 @@ app = typer.Typer(
     rich_markup_mode="markdown",
     help="Honest timing of warmed JAX workloads.",
 )
+
+
+def _say_version(value: bool) -> None:
+    """``--version``: jaxbench's, and the JAX and jaxlib installed (read, not imported)."""
+    if not value:
+        return
+    from importlib.metadata import PackageNotFoundError, version
+
+    def of(name: str) -> str:
+        try:
+            return version(name)
+        except PackageNotFoundError:
+            return "not installed"
+
+    typer.echo(f"jaxbench {of('jaxbench')} (jax {of('jax')}, jaxlib {of('jaxlib')})")
+    raise typer.Exit()
+
+
+@app.callback()
+def _options(
+    version: Annotated[
+        bool,
+        typer.Option("--version", callback=_say_version, is_eager=True,
+                     help="Print jaxbench's version and the JAX and jaxlib installed, and exit."),
+    ] = False,
+) -> None:  # fmt: skip
+    """Honest timing of warmed JAX workloads."""
+
 
 for _module in (run, cluster, compare, calibrate, drift, report, notebook, steps, explain, bisect,
                 review):  # fmt: skip

@@ -57,6 +57,10 @@ def explain_result_sets(
     from jaxbench.explain.saved import explain_saved
     from jaxbench.store import ArtifactError
 
+    if Path(baseline).resolve() == Path(candidate).resolve():
+        err_console.print(f"warning: baseline and candidate are the same records ({baseline}): "
+                          "every program is identical to itself (a check of the tool, not a "
+                          "comparison)", highlight=False)  # fmt: skip
     frames = []
     for side in (baseline, candidate):
         frame, problems = load_results([side])
