@@ -79,3 +79,14 @@ def test_the_steps_command_prints_the_range_and_names_bad_input(tmp_path):
     )
     neg = run_cli("steps", str(results), "--repo", str(repo), "--min-change", "-1")
     assert neg.returncode == 2 and "--min-change -1" in neg.stderr
+    # no step: what was examined is said, and commits the history lacks are named
+    flat = tmp_path / "flat"
+    for i, commit in enumerate([*ids[:3], "ab" * 20]):
+        write(flat / f"{i}.jsonl", [record("0.12.0.1", [1e-3] * 5, run_id=str(i),
+                                           env={"git": {"commit": commit}})])  # fmt: skip
+    none = " ".join(run_cli("steps", str(flat), "--repo", str(repo)).stdout.split())
+    assert ("no change of 5% or more in any case: 1 series (a case under one condition) "
+            "examined, the longest over 3 commit(s) of --repo's first-parent history; 1 recorded "
+            f"commit(s) are not in that history, left out (e.g. {'ab' * 20})") in none  # fmt: skip
+    one = run_cli("steps", str(flat / "0.jsonl"), "--repo", str(repo)).stdout
+    assert "the longest over 1 commit(s)" in one and "a step needs at least 2 commits" in one

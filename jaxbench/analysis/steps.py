@@ -98,6 +98,25 @@ def commit_values(frame: pd.DataFrame) -> pd.DataFrame:
     )
 
 
+def placed_values(frame: pd.DataFrame, order: Sequence[str]) -> pd.DataFrame:
+    """:func:`commit_values` of the commits in ``order``, each with its place, oldest first.
+
+    Args:
+        frame: As :func:`change_points`.
+        order: As :func:`change_points`.
+
+    Returns:
+        The columns of :func:`commit_values` and ``position`` (the commit's index in
+        ``order``); rows of commits not in ``order`` are left out.
+    """
+    values = commit_values(frame)
+    position: dict[str, int] = {}
+    for i, commit in enumerate(order):
+        position.setdefault(commit, i)
+    values["position"] = [_position(c, position, order) for c in values["commit"]]
+    return values.dropna(subset=["position"]).sort_values("position")
+
+
 def change_points(
     frame: pd.DataFrame, order: Sequence[str], min_change: float = DEFAULT_MIN_CHANGE
 ) -> list[ChangePoint]:
@@ -120,12 +139,7 @@ def change_points(
 
     if min_change < 0:
         raise ValueError(f"min_change must be >= 0, got {min_change!r}")
-    values = commit_values(frame)
-    position = {}
-    for i, commit in enumerate(order):
-        position.setdefault(commit, i)
-    values["position"] = [_position(c, position, order) for c in values["commit"]]
-    values = values.dropna(subset=["position"]).sort_values("position")
+    values = placed_values(frame, order)
     found = []
     for (case, condition), series in values.groupby(["case", CONDITION], sort=True):
         if len(series) < 2:

@@ -32,7 +32,8 @@ def steps_cmd(
     one process); commits are in the order of `git rev-list --first-parent HEAD` of --repo.
     """
     from jaxbench.analysis import load_results
-    from jaxbench.analysis.steps import change_points, first_parent_order
+    from jaxbench.analysis.conditions import CONDITION
+    from jaxbench.analysis.steps import change_points, first_parent_order, placed_values
     from jaxbench.analysis.units import fmt_seconds
 
     if not 0 <= min_change < 10:
@@ -51,7 +52,19 @@ def steps_cmd(
         raise fail("no records with a commit in " + ", ".join(map(str, paths)))
     found = change_points(frame, order, min_change)
     if not found:
-        console.print(f"no change of {min_change:.0%} or more in any case", highlight=False)
+        placed = placed_values(frame, order)
+        lengths = placed.groupby(["case", CONDITION]).size()
+        longest = int(lengths.max()) if len(lengths) else 0
+        left_out = set(frame["commit"].dropna()) - set(placed["commit"])
+        said = (f"no change of {min_change:.0%} or more in any case: {len(lengths)} series "
+                f"(a case under one condition) examined, the longest over {longest} commit(s) "
+                f"of --repo's first-parent history")  # fmt: skip
+        if longest < 2:
+            said += "; a step needs at least 2 commits"
+        if left_out:
+            said += (f"; {len(left_out)} recorded commit(s) are not in that history, left out "
+                     f"(e.g. {min(left_out)})")  # fmt: skip
+        console.print(said, highlight=False, soft_wrap=True)
         return
     table = Table(title=f"change points ({min_change:.0%} or more), largest first")
     for col in ("case", "condition", "commits", "before", "after", "change"):
