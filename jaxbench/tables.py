@@ -18,8 +18,8 @@ from jaxbench.analysis.derived import record_figures
 from jaxbench.analysis.report_live import live_table
 from jaxbench.analysis.report_tables import METRIC_NAMES
 from jaxbench.analysis.text_table import TextTable
-from jaxbench.analysis.units import fmt_bytes, fmt_rate, fmt_seconds
 from jaxbench.store import Record, case_label
+from jaxbench.units import fmt_bytes, fmt_rate, fmt_seconds
 
 BARE_PARAMS = ("size", "dtype", "strategy", "optimizer")
 COLUMNS = (

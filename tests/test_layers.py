@@ -22,6 +22,7 @@ LAYERS: dict[str, int] = {
     "backends": 0,
     "folders": 0,
     "live_defaults": 0,
+    "units": 0,
     "measure": 1,
     "distributed": 1,
     "env": 2,

@@ -298,7 +298,9 @@ def test_the_drift_check_of_many_processes_finds_what_one_by_one_finds():
             logs = np.log(np.asarray(samples).clip(min=1e-12))
             logs = logs[int(len(logs) * stability.SETTLE_SHARE) :]
             what = f"{name} process {i}: latency"
-            one_by_one.append(stability.drift(logs, stability.LATENCY_SHIFT, alpha, what, 1 / 44))
+            one_by_one.append(
+                stability.drift(logs, stability.LATENCY_SHIFT, alpha, what, 1 / 44, seconds=True)
+            )
     assert found == [d for d in one_by_one if d]
     assert [d.reason.split(":")[0] for d in found] == ["baseline process 7",
                                                         "candidate process 7"]  # fmt: skip
@@ -354,3 +356,12 @@ def test_two_units_a_side_name_no_outlier_and_a_decided_row_keeps_its_advice():
     assert est.verdict == "slower"
     same = stability.outlier_note(est, {"baseline": (a, list("abcd"))}, lambda x: est)
     assert same is est
+
+
+def test_a_latency_that_moved_between_halves_is_said_in_time_units_a_ratio_bare():
+    rng = np.random.default_rng(3)
+    logs = np.log(np.r_[np.full(40, 164e-6), np.full(40, 188e-6)]) + rng.normal(0, 1e-3, 80)
+    latency = stability.drift(logs, stability.LATENCY_SHIFT, 0.05, "p0: latency", seconds=True)
+    assert latency is not None and "p0: latency moved from 164 µs to 188 µs" in latency.reason
+    ratio = stability.drift(logs - math.log(164e-6), 0.02, 0.05, "pair 1: per-round ratio")
+    assert ratio is not None and "ratio moved from 1 to 1.15 between halves" in ratio.reason

@@ -15,7 +15,7 @@ from collections.abc import Iterable
 import pandas as pd
 
 from jaxbench.analysis.text_table import TextTable
-from jaxbench.analysis.units import fmt_seconds
+from jaxbench.units import fmt_seconds
 
 NONE = "_(none)_"
 NOT_AVAILABLE = "n/a"

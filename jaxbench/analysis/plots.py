@@ -25,8 +25,8 @@ from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
 
 from jaxbench.analysis.conditions import CONDITION, NOT_RECORDED
 from jaxbench.analysis.forward import crossover_k, forward_table
-from jaxbench.analysis.units import fmt_seconds
 from jaxbench.analysis.versions import sort_versions
+from jaxbench.units import fmt_seconds
 
 #: Seed of the compile figure's jitter of its dots (any fixed number: the same figure each time).
 JITTER_SEED = 0
@@ -75,7 +75,7 @@ def log_seconds_axis(ax: Axes, axis: str = "y") -> None:
     Beyond two decades (at the current limits) the ticks are at powers of ten only; where the
     range is too narrow for two such ticks, :class:`matplotlib.ticker.LogLocator` itself falls
     back to round values. Minor ticks stay, unlabelled. Labels read ``2 ms``, ``500 µs``
-    (:func:`jaxbench.analysis.units.fmt_seconds`, as in the tables).
+    (:func:`jaxbench.units.fmt_seconds`, as in the tables).
 
     Args:
         ax: Axes whose ``axis`` is log-scaled and in seconds.

@@ -34,7 +34,7 @@ def steps_cmd(
     from jaxbench.analysis import load_results
     from jaxbench.analysis.conditions import CONDITION
     from jaxbench.analysis.steps import change_points, first_parent_order, placed_values
-    from jaxbench.analysis.units import fmt_seconds
+    from jaxbench.units import fmt_seconds
 
     if not 0 <= min_change < 10:
         raise fail(f"--min-change {min_change}: expected a fraction >= 0 (0.05 = 5 %)")

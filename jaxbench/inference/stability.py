@@ -40,6 +40,7 @@ from typing import Any
 import numpy as np
 
 from jaxbench.inference.verdicts import Estimate, decide, median
+from jaxbench.units import fmt_seconds
 
 #: Family-wise level of the drift tests of one comparison (split over the series checked).
 DRIFT_ALPHA = 0.01
@@ -134,6 +135,7 @@ def drift(
     alpha: float,
     what: str,
     weight: float = 1.0,
+    seconds: bool = False,
 ) -> Disturbance | None:
     """A disturbance when the halves of a log-scale series differ by more than ``shift``.
 
@@ -144,11 +146,16 @@ def drift(
         what: What the series is, for the reason (``"pair 3: per-round ratio"``).
         weight: The series' share of the comparison's mean log ratio (``1 / pairs``, or
             ``1 / processes`` of its side); the bound is ``weight * |log(second / first)|``.
+        seconds: The series is of log seconds (a latency): the reason gives its halves in
+            time units (``164 µs``), not as bare numbers.
     """
     a, b, p = halves_shift(log_values, least=math.log1p(shift))
     if math.isnan(a) or p >= alpha or abs(b - a) <= math.log1p(shift):
         return None
-    reason = f"{what} moved from {math.exp(a):.3g} to {math.exp(b):.3g} between halves (p={p:.1e})"
+    first, second = (
+        (fmt_seconds(math.exp(v)) if seconds else f"{math.exp(v):.3g}") for v in (a, b)
+    )
+    reason = f"{what} moved from {first} to {second} between halves (p={p:.1e})"
     return Disturbance(reason, weight * abs(b - a))
 
 
@@ -332,7 +339,7 @@ def processes_disturbances(
             continue
         logs = np.log(np.asarray(samples, dtype=float).clip(min=1e-12))
         logs = logs[int(len(logs) * SETTLE_SHARE) :]
-        out.append(drift(logs, LATENCY_SHIFT, alpha, f"{what}: latency", weight))
+        out.append(drift(logs, LATENCY_SHIFT, alpha, f"{what}: latency", weight, seconds=True))
     return [d for d in out if d]
 
 
