@@ -106,7 +106,7 @@ def _say_version(value: bool) -> None:
 def _options(
     version: Annotated[
         bool,
-        typer.Option("--version", callback=_say_version, is_eager=True,
+        typer.Option("--version", callback=_say_version, is_eager=True, metavar="",
                      help="Print jaxbench's version and the JAX and jaxlib installed, and exit."),
     ] = False,
 ) -> None:  # fmt: skip

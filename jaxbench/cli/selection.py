@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, fields, replace
 from typing import TYPE_CHECKING, Any
 
 from jaxbench.cli.groups import option_group
@@ -122,11 +122,9 @@ class Selection:
         Raises:
             ValueError: As :meth:`cases` (an unknown workload, parameter or value).
         """
-        import dataclasses
-
         from jaxbench.workloads import get_workload
 
-        cases = dataclasses.replace(self, full=True).cases()
+        cases = replace(self, full=True).cases()
         given = {name for name in ALIASES if getattr(self, name)}
         given |= {text.partition("=")[0].strip() for text in self.param or []}
         values = {n: frozenset(c.params[n] for c in cases if n in c.params) for n in given}
