@@ -69,6 +69,7 @@ class Simulation:
 
     def run_process(self, side, run_args, log):
         assert run_args[: len(RUN_SELECT)] == RUN_SELECT and "-b" in run_args
+        assert "--record-refused" in run_args  # a case one side's JAX refuses: a failed record
         self.runs.append(side.name)
         n = next(self.process)
         side.folder.mkdir(parents=True, exist_ok=True)

@@ -159,6 +159,25 @@ def test_a_factory_calling_sys_exit_is_one_line_and_exit_2(user_module):
     assert "the factory called sys.exit(3)" in done.stderr
 
 
+def test_a_refused_case_is_recorded_failed_where_review_asks_and_the_rest_run(
+    user_module, tmp_path
+):
+    """review's screen runs `run --record-refused` under each side's JAX: a factory that refuses
+    a case under one version only is that side's failed record, not exit 2 for every case."""
+    args = ["run", "-w", f"{user_module}:raises", "-w", f"{user_module}:matmul", "--param", "n=4",
+            "--budget", "0", "--min-samples", "3", "-o", str(tmp_path)]  # fmt: skip
+    refused = run_cli(*args)
+    assert refused.returncode == 2 and "n=4 is not a power of two" in refused.stderr
+    assert not list(tmp_path.glob("*.jsonl"))
+    done = run_cli(*args, "--record-refused")
+    assert done.returncode == 1, done.stdout + done.stderr
+    (path,) = tmp_path.glob("*.jsonl")
+    by = {r.benchmark: r for r in read_file(path, strict=True).models("record")}
+    assert by[f"{user_module}:matmul"].status == "ok"
+    assert by[f"{user_module}:raises"].status == "failed"
+    assert "n=4 is not a power of two" in by[f"{user_module}:raises"].error
+
+
 def test_a_dtype_jax_truncates_fails_the_case_not_recorded_under_the_dtype_asked(user_module):
     """float64 while jax_enable_x64 is off: JAX makes float32 arrays and warns; a record would
     have said float64 and measured float32. Refused as bad input, with JAX's own reason."""

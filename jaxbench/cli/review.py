@@ -53,10 +53,16 @@ DEFAULT_OUT = "review/{baseline}-{candidate}"
 
 
 def run_options(select: Selection, backend: str, timing: dict, trace: bool = False) -> list[str]:
-    """The ``jaxbench run`` arguments of a selection, a backend, timing fields and ``--trace``."""
+    """The ``jaxbench run`` arguments of a selection, a backend, timing fields and ``--trace``.
+
+    With ``--record-refused``: the selection was checked here, under this interpreter's JAX; a
+    factory that refuses a case under a side's JAX only is that side's ``failed`` record, not
+    the end of its run (and of the review) with exit 2.
+    """
     out = select.argv()
     out += ["-b", backend, "--budget", str(timing["budget_s"]), "--min-samples",
-            str(timing["min_samples"]), "--warmup", str(timing["warmup_calls"])]  # fmt: skip
+            str(timing["min_samples"]), "--warmup", str(timing["warmup_calls"]),
+            "--record-refused"]  # fmt: skip
     return out + (["--trace"] if trace else [])
 
 

@@ -74,8 +74,10 @@ class Selection:
         """Whether any selection option was given."""
         return any(getattr(self, f.name) for f in fields(self))
 
-    def cases(self) -> list:
+    def cases(self, keep_refused: bool = False) -> list:
         """The selected :class:`jaxbench.cases.Case` list (quick grid unless ``full``).
+
+        ``keep_refused``: as :func:`jaxbench.cases.select_cases`.
 
         Raises:
             ValueError: Unknown workload, parameter or value (from
@@ -105,7 +107,8 @@ class Selection:
         note.daemon = True
         note.start()
         try:
-            return select_cases(self.workload, quick=not self.full, texts=texts, options=options)
+            return select_cases(self.workload, quick=not self.full, texts=texts, options=options,
+                                keep_refused=keep_refused)  # fmt: skip
         finally:
             note.cancel()
 
