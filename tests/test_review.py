@@ -318,6 +318,31 @@ def test_a_second_review_reuses_what_is_on_disk(simulated, tmp_path):
     assert table == [line for line in second.output.splitlines() if line.startswith("│")]
 
 
+def test_a_review_of_a_model_whose_code_changed_is_refused_not_judged_on_the_old_runs(
+    simulated, tmp_path, monkeypatch
+):
+    """The folder's runs were of other code (the digest of the model's files): exit 2, nothing
+    reused or run. Here the built-in family stands in for a user's model."""
+    from jaxbench.store.record import WorkloadSource
+
+    assert _review(tmp_path / "review").exit_code == 1  # the slow case
+    folder = tmp_path / "review" / VERSIONS[0]
+    (first, *_) = sorted(folder.glob("*.jsonl"))
+    then = WorkloadSource(workload="train_step", digest="a" * 64)
+    with Appender(first) as out:
+        out.write(Record(run_id="old", benchmark="train_step", params=dict(CASES[0].params),
+                         status="ok", samples_s=[1e-3], env={"workload_source": then}))  # fmt: skip
+    monkeypatch.setattr("jaxbench.workloads.source.user_workload_names", lambda names: names[:1])
+    monkeypatch.setattr("jaxbench.workloads.source.source_of",
+                        lambda name: WorkloadSource(workload=name, digest="b" * 64))  # fmt: skip
+    simulated.runs.clear()
+    simulated.live.clear()
+    again = _review(tmp_path / "review")
+    assert again.exit_code == 2, again.output
+    assert "holds runs of train_step measured from other code" in " ".join(again.output.split())
+    assert simulated.runs == [] and simulated.live == []
+
+
 def test_an_interrupted_confirmation_is_completed_in_its_own_file_and_nothing_is_lost(
     simulated, tmp_path
 ):

@@ -390,3 +390,42 @@ def test_a_local_project_whose_dependencies_changed_gets_a_new_environment(tmp_p
     assert pyenvs.env_dir(tmp_path, "0.11.2", None, "3.13", ("-e", str(project))) == before
     (project / "pyproject.toml").write_text('[project]\nname = "p"\ndependencies = ["optax"]\n')
     assert pyenvs.env_dir(tmp_path, "0.11.2", None, "3.13", ("-e", str(project))) != before
+
+
+def test_the_code_digest_follows_every_file_of_the_package_and_a_review_refuses_other_code(
+    tmp_path, monkeypatch
+):
+    """A review re-run after the model changed reused the old model's processes, silently: the
+    records keep the digest of the package's files, and a folder of other code is refused."""
+    from jaxbench.store import Record, write_jsonl
+    from jaxbench.store.record import WorkloadSource
+    from jaxbench.upgrade.screen import other_code
+    from jaxbench.workloads.source import code_digest
+
+    pkg = tmp_path / "src" / "digested"
+    pkg.mkdir(parents=True)
+    (pkg / "__init__.py").write_text("")
+    (pkg / "model.py").write_text("WIDTH = 64\n")
+    (pkg / "bench.py").write_text(STEP)
+    monkeypatch.syspath_prepend(str(tmp_path / "src"))
+    before = code_digest("digested.bench", str(pkg / "bench.py"))
+    assert before and before == code_digest("digested.bench", str(pkg / "bench.py"))
+    (pkg / "model.py").write_text("WIDTH = 128\n")  # another file of the package than the factory's
+    after = code_digest("digested.bench", str(pkg / "bench.py"))
+    assert after and after != before
+    lone = tmp_path / "lone.py"
+    lone.write_text(STEP)
+    assert code_digest("no_such_top_level_x", str(lone)) is not None  # a file outside a package
+
+    folder = tmp_path / "review" / "0.12.0.1"
+    source = WorkloadSource(workload="digested.bench:step", digest=before)
+    write_jsonl(folder / "run-0.jsonl", [Record(run_id="r", benchmark="digested.bench:step",
+                                                params={"n": 4}, status="ok",
+                                                env={"workload_source": source})])  # fmt: skip
+    review = tmp_path / "review"
+    assert other_code(review, {"digested.bench:step": before}) is None
+    assert other_code(review, {"digested.bench:step": None}) is None  # unknown now: not held
+    said = other_code(review, {"digested.bench:step": after})
+    assert said is not None and said.startswith(f"{review} holds runs of digested.bench:step "
+                                                "measured from other code")  # fmt: skip
+    assert "give another --out" in said

@@ -283,13 +283,17 @@ def _review(
     from jaxbench.folders import FolderBusy, remove_if_only_lock, sole_writer
     from jaxbench.interleave import LiveStopped, Variant, live_path, resume_live, run_live
     from jaxbench.upgrade.confirm import finished, open_cases, unfinished
-    from jaxbench.upgrade.screen import ScreenError, Side, screen
+    from jaxbench.upgrade.screen import ScreenError, Side, other_code, screen
     from jaxbench.upgrade.summary import answers, review_sections
+    from jaxbench.workloads.source import source_of, user_workload_names
 
     given = DEFAULT_OUT.format(baseline=baseline, candidate=candidate) if out is None else out
     target = Path(given)
     made = not target.exists()
     folder = writable_folder(given)  # before any environment is built; '' is refused
+    users = user_workload_names([c.workload for c in cases])
+    if why := other_code(folder, {w: source_of(w).digest for w in users}):
+        raise fail(why)
     try:
         pythons = pythons_for((("baseline", baseline), ("candidate", candidate)), envs,
                               distinct=True)  # fmt: skip

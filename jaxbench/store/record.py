@@ -88,6 +88,10 @@ class WorkloadSource(_Recorded):
             outside git.
         dirty: Whether that repository has uncommitted changes to tracked files; ``None``
             outside git.
+        digest: SHA-256 (hex) of the Python files of the module's top-level package, in
+            path order (of the module's file alone outside a package): the code measured,
+            where git cannot say (a folder outside git, a dirty tree). ``None`` when not
+            found, and in records written before it was recorded.
     """
 
     workload: str | None = None
@@ -99,6 +103,7 @@ class WorkloadSource(_Recorded):
     editable: bool | None = None
     commit: str | None = None
     dirty: bool | None = None
+    digest: str | None = None
 
 
 class SweepPlacement(_Recorded):

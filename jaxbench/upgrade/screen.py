@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import subprocess
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -47,6 +47,36 @@ def complete_processes(folder: Path, labels: set[str]) -> int:
         process = rec.env.process_id or rec.run_id
         seen.setdefault(process, set()).add(case_label(rec.benchmark, rec.params))
     return sum(labels <= cases for cases in seen.values())
+
+
+def other_code(folder: Path, digests: Mapping[str, str | None]) -> str | None:
+    """One line where ``folder`` holds a user workload measured from other code, else ``None``.
+
+    A review reuses what its folder holds (processes, live comparisons, drift); a model whose
+    files changed since would be judged on its old code. Compared by
+    :attr:`~jaxbench.store.record.WorkloadSource.digest` (records and live sides that have
+    one; older ones, without, are not held to it).
+
+    Args:
+        folder: The review's folder.
+        digests: User workload name -> the digest of its code now (``None``: unknown, not
+            checked).
+    """
+    if not folder.is_dir() or not any(digests.values()):
+        return None
+    loaded = load([folder], kinds={"record", "live-comparison"})
+    sources = [r.env.workload_source for r in loaded.models("record")]
+    sources += [side.env.get("workload_source") for c in loaded.models("live-comparison")
+                for side in (c.baseline, c.candidate) if side is not None]  # fmt: skip
+    for source in sources:
+        source = source.model_dump() if hasattr(source, "model_dump") else source or {}
+        now = digests.get(source.get("workload") or "")
+        if now and source.get("digest") and source["digest"] != now:
+            return (f"{folder} holds runs of {source['workload']} measured from other code (its "
+                    f"files' digest {source['digest'][:12]} then, {now[:12]} now): a review "
+                    "reuses what its folder holds, so give another --out for this code (or "
+                    "remove that folder)")  # fmt: skip
+    return None
 
 
 def run_logged(command: Sequence[str], log: Path) -> tuple[int, float]:

@@ -21,6 +21,7 @@ module's top-level package, an entry point's ``dist`` for an entry point).
 from __future__ import annotations
 
 import functools
+import hashlib
 import importlib.util
 import json
 import subprocess
@@ -118,7 +119,46 @@ def source_of(workload: str) -> WorkloadSource:
     git = git_state(Path(file).parent) if file else {"commit": None, "dirty": None}
     return WorkloadSource(workload=workload, module=module, file=file, distribution=dist_name,
                           version=version, project=project, editable=editable,
-                          commit=git["commit"], dirty=git["dirty"])  # fmt: skip
+                          commit=git["commit"], dirty=git["dirty"],
+                          digest=code_digest(module, file))  # fmt: skip
+
+
+#: The most files :func:`code_digest` reads of one package (a tree beyond it is not hashed).
+MAX_DIGEST_FILES = 5000
+
+
+def code_digest(module: str, file: str | None) -> str | None:
+    """SHA-256 (hex) of the Python files of ``module``'s top-level package, in path order.
+
+    Outside a package, of ``file`` alone. Each file adds its path (relative to the package's
+    folder) and its bytes, so a file renamed or moved changes it too. ``__pycache__`` is
+    left out.
+
+    Returns:
+        The digest; ``None`` where the files cannot be found or read, or the package holds
+        more than :data:`MAX_DIGEST_FILES` of them.
+    """
+    try:
+        spec = importlib.util.find_spec(module.split(".")[0])
+    except (ImportError, ValueError):
+        spec = None
+    places = list(spec.submodule_search_locations or []) if spec is not None else []
+    if places:
+        root = Path(places[0])
+        files = sorted(f for f in root.rglob("*.py") if "__pycache__" not in f.parts)
+    elif file is not None:
+        root, files = Path(file).parent, [Path(file)]
+    else:
+        return None
+    if len(files) > MAX_DIGEST_FILES:
+        return None
+    digest = hashlib.sha256()
+    try:
+        for f in files:
+            digest.update(f.relative_to(root).as_posix().encode() + b"\0" + f.read_bytes())
+    except OSError:
+        return None
+    return digest.hexdigest()
 
 
 def user_workload_names(names: list[str]) -> list[str]:
