@@ -63,6 +63,7 @@ class Simulation:
         self.process = itertools.count()
         self.screen_sd = PROCESS_SD  # spread of the recorded processes' offsets
         self.fails: set[tuple[str, str]] = set()  # (version, case label) whose records fail
+        self.fail_status = "failed"  # the status those records get
         #: Case label -> the candidate's compile time over the baseline's (each process's
         #: compile time then scatters by 1 %; else it is 0.2 s in every process).
         self.compile_slowdown: dict[str, float] = {}
@@ -77,7 +78,7 @@ class Simulation:
             for case in CASES:
                 if (side.name, case.label) in self.fails:
                     out.write(Record(run_id=f"run-{n}", benchmark="train_step",
-                                     params=dict(case.params), status="failed",
+                                     params=dict(case.params), status=self.fail_status,
                                      error="GateFailure: loss not finite",
                                      env={"jax": side.name, "process_id": f"p{n}"}))  # fmt: skip
                     continue
@@ -304,6 +305,24 @@ def test_a_case_the_candidate_fails_is_said_and_exits_1(simulated, tmp_path):
     assert answer["recorded"].startswith(f"not compared: {SLOW}: no ok record on {VERSIONS[1]}")
     (failure,) = json.loads(out.read_text())["failed"]
     assert failure["side"] == VERSIONS[1] and failure["statuses"] == {"failed": 3}
+
+
+def test_a_case_neither_version_timed_says_what_each_recorded(simulated, tmp_path):
+    """Recompiled under both versions: not "failed" with "no records on one side" (and exit 0,
+    JSON's failed empty, which contradicted it), but each side's statuses and `recompiled`."""
+    simulated.fails = {(v, SLOW) for v in VERSIONS}
+    simulated.fail_status = "recompiled"
+    out = tmp_path / "verdicts.json"
+    result = _review(tmp_path / "review", "--json", str(out))
+    assert result.exit_code == 0, result.output
+    (answer,) = [a for a in json.loads(out.read_text())["cases"] if a["case"] == SLOW]
+    assert answer["verdict"] == "recompiled"
+    assert answer["recorded"] == (f"not compared ({VERSIONS[0]}: 3 recompiled; {VERSIONS[1]}: "
+                                  "3 recompiled)")  # fmt: skip
+    simulated.fail_status = "failed"
+    again = _review(tmp_path / "failed", "--json", str(out))
+    (answer,) = [a for a in json.loads(out.read_text())["cases"] if a["case"] == SLOW]
+    assert answer["verdict"] == "failed" and "3 failed; " in answer["recorded"], again.output
 
 
 def test_a_second_review_reuses_what_is_on_disk(simulated, tmp_path):

@@ -93,6 +93,8 @@ def answers(
         recorded, by_records = _recorded(rows[rows["metric"] == STEADY_STATE])
         if label in lost and rows.empty:  # timed by one version only: say which failed
             recorded = f"not compared: {lost[label]}"
+        elif rows.empty:  # neither version timed it: what each recorded instead
+            recorded, by_records = _untimed(review.frame, label, versions)
         compile_rows = rows[rows["metric"] == COMPILE]
         compile_text, by_compile = _recorded(compile_rows, processes=False)
         by_compile = by_compile if by_compile in VERDICTS else ""
@@ -129,12 +131,29 @@ def final(recorded: str, live: str) -> str:
 
 def _recorded(rows: pd.DataFrame, processes: bool = True) -> tuple[str, str]:
     if rows.empty:
-        return "not compared (no records on one side)", "failed"
+        return "not compared", "failed"
     row = rows.iloc[0]
     ci = md.ratio_ci(row["ratio"], row["ci_low"], row["ci_high"])
     both = processes_cell(row["n_baseline"], row["n_candidate"])
     count = f" ({both} processes)" if processes else ""
     return f"{row['verdict']} {ci}{count}", str(row["verdict"])
+
+
+def _untimed(frame: pd.DataFrame, label: str, versions: tuple[str, str]) -> tuple[str, str]:
+    """A case no version timed: each version's record statuses, and the one status shared.
+
+    The verdict is that status where every record of both versions has it (``recompiled``
+    twice is no regression: both ran it so), else ``failed``.
+    """
+    said, statuses = [], set()
+    for version in versions:
+        rows = frame[(frame["case"] == label) & (frame["version"] == version)]
+        counts = Counter(rows["status"])
+        statuses |= set(counts) or {"missing"}
+        listed = ", ".join(f"{n} {status}" for status, n in counts.items()) or "no record"
+        said.append(f"{version}: {listed}")
+    verdict = next(iter(statuses)) if len(statuses) == 1 and "missing" not in statuses else "failed"
+    return f"not compared ({'; '.join(said)})", verdict
 
 
 def _live(comparison: CaseComparison, threshold: float, alpha: float) -> tuple[str, str]:
