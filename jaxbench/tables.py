@@ -161,16 +161,19 @@ def problems(records: list[Record]) -> list[str]:
 
 
 def nothing_measured(records: list[Record]) -> str | None:
-    """One line where there are records and every one is ``skipped``, else ``None``.
+    """One line where there are records, none ``ok`` and none ``failed``, else ``None``.
 
-    A run or sweep that measured nothing (a backend absent on every node, say) is not a
-    success, though each skip on its own is not an error: ``run``, a local ``submit`` and
-    ``collect`` exit 1 with this line.
+    A run or sweep that measured nothing in steady state (a backend absent on every node, a
+    step that recompiles every call) is not a success, though each skip or recompile on its
+    own is a row, not an error: ``run``, a local ``submit`` and ``collect`` exit 1 with this
+    line. (A ``failed`` case has its own line and exit 1.)
     """
-    if not records or any(r.status != "skipped" for r in records):
+    if not records or any(r.status in ("ok", "failed") for r in records):
         return None
-    return (f"nothing was measured: all {len(records)} case(s) were skipped; the first: "
-            f"{records[0].error}")  # fmt: skip
+    counts = Counter(r.status for r in records)
+    said = ", ".join(f"{n} {status}" for status, n in counts.items())
+    return (f"nothing was measured: none of the {len(records)} case(s) is ok ({said}); the "
+            f"first: {records[0].error}")  # fmt: skip
 
 
 _VERDICT_STYLE = {"slower": "bold red", "faster": "green", "unstable": "yellow"}

@@ -161,7 +161,10 @@ def test_debug_modes_are_refused_or_warned_recorded_and_kept_apart(tmp_path):
 def test_absent_backend_is_a_skip_not_a_crash_and_a_run_that_measured_nothing_exits_1(tmp_path):
     out = run_cli("run", "-o", str(tmp_path), *TINY, "-b", "tpu")
     assert out.returncode == 1, out.stderr
-    assert "error: nothing was measured: all 1 case(s) were skipped; the first: " in out.stderr
+    assert (
+        "error: nothing was measured: none of the 1 case(s) is ok (1 skipped); the first: "
+        in out.stderr
+    )
     [rec] = read_file(store_files([tmp_path])[0][0], strict=True).models("record")
     assert rec.status == "skipped" and "not present" in rec.error
     assert rec.env.requested_backend == "tpu"

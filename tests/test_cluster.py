@@ -578,7 +578,7 @@ def test_a_sweep_whose_every_case_was_skipped_measured_nothing_and_exits_1(tmp_p
     proc = run_cli("submit", "-p", str(profile), "-w", "wl:tanh", "--sweeps-dir", str(tmp_path),
                    "--budget", "0", "--min-samples", "3", cwd=work)  # fmt: skip
     assert proc.returncode == 1, proc.stderr + proc.stdout
-    said = "error: nothing was measured: all 1 case(s) were skipped; the first: "
+    said = "error: nothing was measured: none of the 1 case(s) is ok (1 skipped); the first: "
     assert said in proc.stderr and "tpu" in proc.stderr.split(said)[1]
     (sweep_dir,) = [p for p in tmp_path.iterdir() if p.name.startswith("sweep-")]
     collected = run_cli("collect", str(sweep_dir))

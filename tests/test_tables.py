@@ -28,7 +28,12 @@ def test_nothing_measured_only_where_every_record_is_skipped():
     assert nothing_measured([_record(), skipped]) is None  # some measured: the skip is a row
     assert nothing_measured([skipped.model_copy(update={"status": "failed"}), skipped]) is None
     assert nothing_measured([skipped, skipped]) == (
-        "nothing was measured: all 2 case(s) were skipped; the first: no tpu"
+        "nothing was measured: none of the 2 case(s) is ok (2 skipped); the first: no tpu"
+    )
+    recompiled = skipped.model_copy(update={"status": "recompiled", "error": "shape changed"})
+    assert nothing_measured([recompiled, skipped]) == (  # a step that never reached steady state
+        "nothing was measured: none of the 2 case(s) is ok (1 recompiled, 1 skipped); the first: "
+        "shape changed"
     )
 
 

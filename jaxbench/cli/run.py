@@ -177,7 +177,7 @@ def run_cmd(
 ) -> None:
     """Run the selected cases and write one JSON Lines file of records; exit 1 if any failed.
 
-    Exit 1 too where every case was skipped (a backend not present, say): nothing was measured.
+    Exit 1 too where no case is ok (all skipped or recompiled): nothing was measured.
 
     Cases are measured one at a time in a worker process that this one watches: a case that
     takes longer than --case-timeout is killed and recorded failed (timed out, with the phase
