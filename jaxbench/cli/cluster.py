@@ -110,8 +110,8 @@ def _if_ended(sweep: Sweep) -> None:
     A local ``submit`` waits for its tasks, so it is the run: a task that failed, timed out or
     was stopped, or a case without a record or ``failed``, is exit 1 with the way on, as
     ``run`` and ``collect`` do (a ``skipped`` case is not: the node lacks what it needs; but
-    every case ``skipped`` is exit 1, nothing having been measured). Tasks still queued or
-    running (Slurm) are left to ``status``.
+    no case ``ok`` is exit 1, nothing having been measured). Tasks still queued or running
+    (Slurm) are left to ``status``.
     """
     from jaxbench.cluster import dispatch
     from jaxbench.tables import nothing_measured
@@ -129,7 +129,7 @@ def _if_ended(sweep: Sweep) -> None:
             f"failed: `jaxbench submit --resume {sweep.root}` runs them again",
             code=1,
         )
-    if not sum(s.ok for s in states):  # every case recorded, and every one skipped
+    if not sum(s.ok for s in states):  # every case recorded, none ok and none failed
         manifest = sweep.load()
         records = [sweep.record_of(case, task.jax)[0] for task in manifest.tasks
                    for case in task.cases]  # fmt: skip
@@ -324,7 +324,7 @@ MISSING_NAMED = 10
 def collect_cmd(sweep_dir: SweepArg) -> None:
     """Gather finished records into `<sweep>/results.jsonl`; exit 1 if one is missing or failed.
 
-    Exit 1 too where every case was `skipped` (nothing measured: a backend absent, say).
+    Exit 1 too where no case is `ok` (nothing measured: a backend absent, say).
     """
     from jaxbench.cluster import dispatch
     from jaxbench.cluster.sweep import Sweep
