@@ -177,6 +177,15 @@ def test_an_interpreter_that_cannot_find_the_workload_is_named_in_one_line(tmp_p
         "in the JAX 0.11.2 environment (F); install what it needs there with --with PKG or "
         "--requirements FILE"
     )
+    # a module that imports there and raises: no package to install, so no such advice
+    (tmp_path / "needs_newer_d.py").write_text("raise ImportError('needs jax.newfeature')\n")
+    envs = pyenvs.VersionEnvs(tmp_path, workloads=("needs_newer_d:step",))
+    with pytest.raises(pyenvs.WorkloadNotFound) as info:
+        envs.check(sys.executable, "the JAX 0.11.2 environment (F)")
+    said = str(info.value)
+    assert "ImportError: needs jax.newfeature" in said and "--with" not in said
+    assert said.endswith("(F): it fails to load under that environment's JAX or packages, not "
+                         "for want of one")  # fmt: skip
 
 
 @pytest.mark.parametrize("command", ["review", "compare --interleave", "explain"])

@@ -355,9 +355,14 @@ class VersionEnvs:
             why = unimportable(python, list(self.workloads))
         except (OSError, subprocess.TimeoutExpired) as exc:
             why = f"{python} cannot be run: {exc}"
-        if why is not None:
+        if why is not None and "No module named" in why:  # something to install there
             raise WorkloadNotFound(f"{why}, in {where}; install what it needs there with --with "
                              "PKG or --requirements FILE")  # fmt: skip
+        if why is not None:  # it imports, and fails there: this JAX, not a missing package
+            raise WorkloadNotFound(
+                f"{why}, in {where}: it fails to load under that "
+                "environment's JAX or packages, not for want of one"
+            )
 
     def offered(self, base: str) -> list[list[str]]:
         """Versions on the index of each of :func:`packages` (jax, jaxlib, the plugin)."""
