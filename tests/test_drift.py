@@ -492,3 +492,24 @@ def test_wrong_batch_raises_batch_shape_error_directly():
     params = [{"w": np.zeros((4, 2), np.float32), "b": np.zeros(2, np.float32)}]
     with pytest.raises(mlp.BatchShapeError):
         mlp.loss(params, (np.zeros((3, 3), np.float32), np.zeros((3, 2), np.float32)))
+
+
+def test_the_upgrades_findings_are_the_candidates_the_baseline_lacks():
+    """A review's exit and JSON count the outputs the upgrade moved: a finding of both versions
+    (against a reference saved under a third) was there before it."""
+    import pandas as pd
+
+    from jaxbench.analysis.drift import new_findings
+
+    def row(version, output, within):
+        return {"version": version, "workload": "train_step", "dtype": "float32", "set": "s1",
+                "output": output, "max_abs_err": 0.0 if within else 0.1, "max_rel_err": 0.0,
+                "rtol": 1e-5, "atol": 1e-6, "within_tolerance": within}  # fmt: skip
+
+    frame = pd.DataFrame([row("0.11.2", "loss", False), row("0.12.0.1", "loss", False),
+                          row("0.11.2", "grad", True), row("0.12.0.1", "grad", False),
+                          row("0.11.2", "out", True), row("0.12.0.1", "out", True)])  # fmt: skip
+    fresh = new_findings(frame, "0.11.2", "0.12.0.1")
+    assert fresh["output"].tolist() == ["grad"] and set(fresh["version"]) == {"0.12.0.1"}
+    assert new_findings(None, "0.11.2", "0.12.0.1").empty
+    assert new_findings(frame, "0.12.0.1", "0.11.2").empty  # the other way: nothing new

@@ -197,7 +197,8 @@ def test_review_json_holds_the_final_verdict_per_case_and_the_exit_status(simula
     text = summary.read_text()
     assert text.startswith(f"## jaxbench review: JAX {VERSIONS[0]} -> {VERSIONS[1]}\n")
     assert "**Verdicts:** " in text and "1 slower" in text and "1 same" in text
-    assert "Exit status 1: a case is slower (steady state or compile time)." in text
+    assert ("Exit status 1: a case is slower (steady state or compile time), failed on the "
+            "candidate, or its outputs drifted.") in text  # fmt: skip
     assert "report.md" in text
     written = json.loads(out.read_text())
     assert (written["command"], written["exit_status"], written["baseline"]) == (
@@ -420,6 +421,27 @@ def test_bad_input_is_one_line_and_exit_2_before_anything_runs(simulated, tmp_pa
     result = _review(tmp_path / "review", *extra)
     assert result.exit_code == 2, result.output
     assert message in result.output and simulated.runs == []
+
+
+def test_outputs_the_upgrade_moved_beyond_tolerance_exit_1_and_are_in_the_json(
+    simulated, tmp_path, monkeypatch
+):
+    """Drift said "findings" on the terminal only: exit 0, nothing in --json or the summary."""
+    import pandas as pd
+
+    moved = pd.DataFrame([{"version": VERSIONS[1], "workload": "mine:step", "dtype": "float32",
+                           "set": "s1", "output": "loss", "max_abs_err": 0.1, "max_rel_err": 0.1,
+                           "rtol": 1e-5, "atol": 1e-6}])  # fmt: skip
+    monkeypatch.setitem(globals(), "SLOWDOWN", 1.0)  # nothing slower: the drift decides
+    monkeypatch.setattr("jaxbench.analysis.drift.new_findings", lambda drift, a, b: moved)
+    out, summary = tmp_path / "verdicts.json", tmp_path / "summary.md"
+    result = _review(tmp_path / "review", "--json", str(out), "--markdown", str(summary))
+    assert result.exit_code == 1, result.output
+    assert (f"drift: JAX {VERSIONS[1]}, mine:step float32 s1 loss: beyond tolerance (within it "
+            f"under {VERSIONS[0]}") in " ".join(result.output.split())  # fmt: skip
+    written = json.loads(out.read_text())
+    assert written["exit_status"] == 1 and written["drift_findings"][0]["output"] == "loss"
+    assert "**Drift:** 1 output(s) beyond tolerance" in summary.read_text()
 
 
 def test_a_drift_reference_that_is_a_file_is_named_so(tmp_path):

@@ -95,6 +95,31 @@ def sorted_findings(drift: pd.DataFrame) -> pd.DataFrame:
     )
 
 
+def new_findings(drift: pd.DataFrame | None, baseline: str, candidate: str) -> pd.DataFrame:
+    """The candidate's findings that the baseline does not have: what the upgrade moved.
+
+    A finding of both versions (against a reference saved under a third) was there before the
+    upgrade; one of the candidate only is the upgrade's. Outputs are matched by workload,
+    dtype, set and output.
+
+    Args:
+        drift: As :func:`validate_drift_frame`, or ``None`` (no drift checked).
+        baseline: The baseline's version.
+        candidate: The candidate's version.
+
+    Returns:
+        Those rows of :func:`sorted_findings` (empty where none, or no drift).
+    """
+    if drift is None or drift.empty:
+        return pd.DataFrame(columns=[c for c in DRIFT_COLUMNS if c != "within_tolerance"])
+    found = sorted_findings(drift)
+    key = ["workload", "dtype", "set", "output"]
+    before = set(map(tuple, found.loc[found["version"] == baseline, key].astype(str).to_numpy()))
+    now = found[found["version"] == candidate]
+    fresh = [tuple(row) not in before for row in now[key].astype(str).to_numpy()]
+    return now[fresh].reset_index(drop=True)
+
+
 def drift_by_version(drift: pd.DataFrame | None, versions: list[str]) -> dict[str, str]:
     """One word per version for a summary table: ``none``, ``N finding(s)`` or ``not checked``.
 

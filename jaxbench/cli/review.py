@@ -278,6 +278,7 @@ def _review(
     markdown: Path | None = None,
     fail_on_undecided: bool = False,
 ) -> None:
+    from jaxbench.analysis.drift import new_findings
     from jaxbench.analysis.report import DEFAULT_SECTIONS, load_review, render_report
     from jaxbench.analysis.review import Settings
     from jaxbench.folders import FolderBusy, remove_if_only_lock, sole_writer
@@ -388,13 +389,22 @@ def _review(
     for failure in failed:  # timed by one version, failed in the other: the candidate's first
         console.print(f"failed: {failure}", highlight=False)
     console.print(f"report: {report}", highlight=False)
-    lost = any(c.candidate_failed for c in review.comparisons)
+    drifted = new_findings(review.drift, *versions)
+    for row in drifted.head(5).itertuples():  # what the upgrade moved beyond tolerance
+        console.print(f"drift: JAX {versions[1]}, {row.workload} {row.dtype} {row.set} "
+                      f"{row.output}: beyond tolerance (within it under {versions[0]}; "
+                      f"max abs err {row.max_abs_err:.3g}, rtol {row.rtol:.3g})",
+                      highlight=False, soft_wrap=True)  # fmt: skip
+    if len(drifted) > 5:
+        console.print(f"drift: ... and {len(drifted) - 5} more output(s)", highlight=False)
+    lost = any(c.candidate_failed for c in review.comparisons) or not drifted.empty
     code = exit_status([v for a in found for v in a.verdicts()], fail_on_undecided, lost)
     write_verdicts(json_out, "review", [dataclasses.asdict(a) for a in found], code,
                    baseline=versions[0], candidate=versions[1], threshold=rule["threshold"],
                    alpha=rule["alpha"], report=str(report),
-                   failed=[dataclasses.asdict(f) for f in failed])  # fmt: skip
-    _summarize(markdown, found, versions, code, report)
+                   failed=[dataclasses.asdict(f) for f in failed],
+                   drift_findings=drifted.to_dict(orient="records"))  # fmt: skip
+    _summarize(markdown, found, versions, code, report, len(drifted))
     if code:
         raise typer.Exit(code)
 
@@ -423,15 +433,22 @@ def _say_processes_needed(review: Any, processes: int, rule: dict[str, float]) -
                       f"processes sd {spread:.3f}); {enough}", highlight=False)  # fmt: skip
 
 
-def _summarize(path: Path | None, found: list, versions: Any, code: int, report: Path) -> None:
+def _summarize(path: Path | None, found: list, versions: Any, code: int, report: Path,
+               drifted: int = 0) -> None:  # fmt: skip
     """``--markdown``: the review's answer table and lines, appended (a CI job's summary)."""
     from jaxbench.upgrade.summary import answer_counts, answers_table
 
     said = ", ".join(f"{n} {v}" for v, n in answer_counts(found).items() if n) or "none"
     meaning = (
-        "a case is slower (steady state or compile time)" if code == 1 else EXIT_MEANINGS[code]
+        "a case is slower (steady state or compile time), failed on the candidate, or its "
+        "outputs drifted"
+        if code == 1
+        else EXIT_MEANINGS[code]
     )
     lines = [f"**Verdicts:** {said}.", f"Exit status {code}: {meaning}.", f"Report: `{report}`."]
+    if drifted:
+        lines.append(f"**Drift:** {drifted} output(s) beyond tolerance under JAX {versions[1]} "
+                     f"that JAX {versions[0]} kept within it (see the report).")  # fmt: skip
     for a in found:
         if a.explanation:
             lines.append(f"**{a.case}** ({a.verdict}): " + " ".join(a.explanation))
