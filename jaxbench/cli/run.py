@@ -169,9 +169,8 @@ def run_cmd(
         typer.Option(
             "--record-refused",
             metavar="",
-            hidden=True,  # review's screen: its selection was checked under the other JAX
             help="Record a case whose factory refuses its parameters as failed and go on, "
-            "instead of exit 2.",
+            "instead of exit 2 (review's runs under each JAX: a factory may refuse under one).",
         ),
     ] = False,
 ) -> None:
