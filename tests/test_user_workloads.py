@@ -52,6 +52,9 @@ def exits(n: int = 3):
     sys.exit(n)
 
 
+NOT_A_FACTORY = 3
+
+
 def typed(dtype: str = "float32", n: int = 8):
     return Step(fn=jax.jit(lambda a: a * 2), args=(jnp.ones(n, dtype=dtype),))
 
@@ -189,6 +192,13 @@ def test_a_dtype_jax_truncates_fails_the_case_not_recorded_under_the_dtype_asked
     assert "JAX_ENABLE_X64" in line
     (case,) = select_cases([f"{user_module}:typed"], texts={"dtype": ["float32"]})  # as before
     assert case.params["dtype"] == "float32"
+
+
+def test_a_name_that_is_no_factory_says_what_it_is(user_module):
+    with pytest.raises(ValueError) as info:
+        select_cases([f"{user_module}:NOT_A_FACTORY"])
+    assert str(info.value) == (f"--workload '{user_module}:NOT_A_FACTORY': not a factory but 3 "
+                               "(of type int)")  # fmt: skip
 
 
 def test_set_a_and_set_b_are_typed_as_param_is(user_module):

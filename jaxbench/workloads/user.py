@@ -216,7 +216,8 @@ def find(name: str, known: tuple[str, ...] = ()) -> UserWorkload:
             f"--workload {name!r}: unknown workload {name!r}; {choose} package.module:factory"
         )
     if not callable(factory):
-        raise ValueError(f"--workload {name!r} is a {type(factory).__name__}, not a factory")
+        raise ValueError(f"--workload {name!r}: not a factory but {factory!r} (of type "
+                         f"{type(factory).__name__})")  # fmt: skip
     _FOUND[name] = UserWorkload(name, factory)
     return _FOUND[name]
 
