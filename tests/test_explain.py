@@ -323,3 +323,33 @@ def test_a_side_whose_case_fails_to_prepare_is_named(tmp_path, monkeypatch):
     assert result.exit_code == 1, result.output
     assert "candidate current optimizer=adam: worker (py): GateFailure" in " ".join(
         result.stderr.split()), result.stderr  # fmt: skip
+
+
+def test_a_case_that_fails_on_one_side_is_said_and_the_next_case_is_explained(
+    tmp_path, monkeypatch
+):
+    """The first case that failed a gate ended the command: the cases after it were never
+    explained, and whether one was depended on the order of -w."""
+    from jaxbench.cli import app
+    from jaxbench.interleave import WorkerError, session
+
+    captured = _capture(plain)
+
+    def capture(python, workload, params, backend):
+        if params.get("size") == "tiny" and python.endswith("candidate"):
+            raise WorkerError("worker (py): GateFailure: leaf w differs")
+        return "0.0", captured
+
+    monkeypatch.setattr(session, "capture_programs", capture)
+    monkeypatch.setattr("jaxbench.cli.explain.pythons_for",
+                        lambda sides, envs, **k: ["py-baseline", "py-candidate"])  # fmt: skip
+    out = tmp_path / "explained"
+    result = CliRunner().invoke(app, ["explain", "current", "current", "-w", "train_step", "-s",
+                                      "tiny", "-s", "small", "-d", "float32", "--optimizer",
+                                      "sgd", "-o", str(out)])  # fmt: skip
+    assert result.exit_code == 1, result.output
+    said = " ".join(result.output.split())
+    assert "size=tiny: not explained: candidate current: worker (py): GateFailure" in said
+    assert "error: 1 of 2 case(s) not explained (above)" in said
+    (report,) = out.glob("explain-*.md")
+    assert "size=small" in report.read_text() and "size=tiny" not in report.read_text()
