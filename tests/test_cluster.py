@@ -1082,3 +1082,26 @@ def test_pips_warnings_do_not_crowd_its_error_out_of_the_message(tmp_path):
     with pytest.raises(pyenvs.PyEnvError) as caught:
         pyenvs.imported_jax(str(noisy))
     assert str(caught.value) == "import jax failed (exit 1):\nERROR: the real reason"
+
+
+def test_a_version_environment_is_said_built_now_or_reused_with_its_folder(
+    tmp_path, monkeypatch, capsys
+):
+    """The user-model trial: a second 666 MB environment was built behind "(built once)"."""
+    from jaxbench.cli.options import pythons_for
+    from jaxbench.cluster import pyenvs
+
+    fake_pip(monkeypatch, "0.11.2")
+    monkeypatch.setattr(pyenvs, "check_versions", lambda *a, **k: None)
+    envs = pyenvs.VersionEnvs(tmp_path, requirements=("-e", str(tmp_path / "pkg")))
+    folder = pyenvs.env_dir(tmp_path, "0.11.2", None, "3.13", envs.requirements)
+    pythons_for((("baseline", "0.11.2"),), envs)
+    first = " ".join(capsys.readouterr().err.split())
+    assert (
+        f"baseline: JAX 0.11.2 environment {folder} (its own: it installs the workload's " in first
+    )
+    assert first.endswith(
+        "packages): building it now, once (jax, jaxlib and jaxbench's dependencies)"
+    )
+    pythons_for((("baseline", "0.11.2"),), envs)
+    assert " ".join(capsys.readouterr().err.split()).endswith("packages): reused")

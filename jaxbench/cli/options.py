@@ -591,8 +591,16 @@ def pythons_for(
     pythons = []
     for side, spec in sides:
         if (python := interpreter(spec)) is None:
-            err_console.print(f"{side}: JAX {spec} environment under {envs.root} (built once)")
             try:
+                folder, built = envs.folder(spec, base)
+                own = " (its own: it installs the workload's packages)" if envs.requirements else ""
+                how = (
+                    "reused"
+                    if built
+                    else "building it now, once (jax, jaxlib and jaxbench's dependencies)"
+                )
+                err_console.print(f"{side}: JAX {spec} environment {folder}{own}: {how}",
+                                  highlight=False, soft_wrap=True)  # fmt: skip
                 python = str(envs.python(spec, base))
             except (ValueError, pyenvs.PyEnvError) as exc:
                 raise fail(f"{side} {spec!r}: {exc}") from None

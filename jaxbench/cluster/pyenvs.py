@@ -326,6 +326,15 @@ class VersionEnvs:
         check_extra(self.extra)
         check_index_url(self.extra_index_url)
 
+    def folder(self, version: str, base: str) -> tuple[Path, bool]:
+        """Where ``version``'s environment is, and whether it is built already (and current).
+
+        Raises:
+            PyEnvError: ``base`` cannot be run (:func:`python_tag`).
+        """
+        folder = env_dir(self.root, version, self.extra, python_tag(base), self.requirements)
+        return folder, _is_current(folder)
+
     def python(self, version: str, base: str) -> Path:
         """The interpreter of ``version``'s environment, built once and checked.
 
