@@ -47,7 +47,7 @@ def select_cases(
     overrides: Mapping[str, list[Any]] | None = None,
     texts: Mapping[str, list[str]] | None = None,
     options: Mapping[str, str] | None = None,
-    keep_refused: bool = False,
+    refused: list[tuple[Case, str]] | None = None,
 ) -> list[Case]:
     """The cases of the chosen workloads' grids, with some parameters replaced.
 
@@ -63,10 +63,10 @@ def select_cases(
             ``--param``, its aliases and ``--set-a/-b``).
         options: Parameter name -> the option that gave its texts, named in errors (default
             ``--param``; e.g. ``{"size": "--size"}`` for an alias).
-        keep_refused: Keep a case whose workload refuses its parameters (its factory raises)
-            instead of raising: where it runs, it is recorded ``failed`` with that reason. For a
-            run another command drives under another JAX version, whose selection that command
-            checked under its own (a factory that fails under one version only).
+        refused: Where given, a case whose workload refuses its parameters (its factory
+            raises) is kept, and it and the reason are appended here, instead of raising:
+            where it runs, it is recorded ``failed`` with that reason. For cases that run under
+            another JAX version than this process's (a factory may fail under one version only).
 
     Raises:
         ValueError: Unknown workload, a parameter no chosen workload has, or a bad value (the
@@ -99,8 +99,9 @@ def select_cases(
             try:
                 workload.validate(params)
             except ValueError as exc:
-                if keep_refused:
-                    cases.append(Case(workload.name, params))
+                if refused is not None:
+                    refused.append((Case(workload.name, params), str(exc)))
+                    cases.append(refused[-1][0])
                     continue
                 message = _name_the_option(str(exc), params, overrides, texts, options or {})
                 if len(names) > 1 and not message.startswith("workload "):

@@ -59,6 +59,7 @@ def saved(tmp_path_factory):
     result = drift("--save-reference", "--reference", str(folder))
     assert result.exit_code == 0, result.output
     assert "drift reference saved" in result.stdout
+    assert f"(jax {jax.__version__}, cpu)" in " ".join(result.stdout.split())  # "cpu" once
     return folder
 
 

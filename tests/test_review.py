@@ -77,7 +77,8 @@ class Simulation:
         with Appender(side.folder / f"run-{n}.jsonl") as out:
             for case in CASES:
                 if (side.name, case.label) in self.fails:
-                    out.write(Record(run_id=f"run-{n}", benchmark="train_step",
+                    compiled = {"compile_s": 0.2} if self.fail_status == "recompiled" else {}
+                    out.write(Record(run_id=f"run-{n}", benchmark="train_step", **compiled,
                                      params=dict(case.params), status=self.fail_status,
                                      error="GateFailure: loss not finite",
                                      env={"jax": side.name, "process_id": f"p{n}"}))  # fmt: skip
@@ -324,6 +325,28 @@ def test_a_case_neither_version_timed_says_what_each_recorded(simulated, tmp_pat
     again = _review(tmp_path / "failed", "--json", str(out))
     (answer,) = [a for a in json.loads(out.read_text())["cases"] if a["case"] == SLOW]
     assert answer["verdict"] == "failed" and "3 failed; " in answer["recorded"], again.output
+
+
+def test_a_case_this_interpreters_jax_refuses_is_measured_by_each_version_not_refused(
+    simulated, tmp_path, monkeypatch
+):
+    """`review OLD current` of a model the new JAX breaks: its factory raised here (under
+    current), and the review ended with exit 2 before measuring anything."""
+    from jaxbench.workloads import WORKLOADS
+
+    real = WORKLOADS["train_step"].validate
+
+    def validate(params):
+        if params["size"] == "small":
+            raise ValueError("broken on the new JAX")
+        real(params)
+
+    monkeypatch.setattr(WORKLOADS["train_step"], "validate", validate)
+    result = _review(tmp_path / "review")
+    assert result.exit_code in (0, 1), result.output
+    said = " ".join(result.output.split())
+    assert f"note: {SLOW}: refused under this interpreter's JAX (broken on the new JAX)" in said
+    assert simulated.runs  # the versions ran it, and the other case
 
 
 def test_a_second_review_reuses_what_is_on_disk(simulated, tmp_path):

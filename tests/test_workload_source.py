@@ -422,9 +422,15 @@ def test_the_code_digest_follows_every_file_of_the_package_and_a_review_refuses_
     (pkg / "model.py").write_text("WIDTH = 128\n")  # another file of the package than the factory's
     after = code_digest("digested.bench", str(pkg / "bench.py"))
     assert after and after != before
-    lone = tmp_path / "lone.py"
-    lone.write_text(STEP)
-    assert code_digest("no_such_top_level_x", str(lone)) is not None  # a file outside a package
+    scripts = tmp_path / "scripts"  # modules outside a package: the folder's, beside each other
+    scripts.mkdir()
+    (scripts / "wrap.py").write_text("from model import step\n")
+    (scripts / "model.py").write_text(STEP)
+    alone = code_digest("no_such_top_level_x", str(scripts / "wrap.py"))
+    (scripts / "model.py").write_text(STEP + "\n# edited\n")  # where the model lives
+    assert (
+        alone is not None and code_digest("no_such_top_level_x", str(scripts / "wrap.py")) != alone
+    )
 
     folder = tmp_path / "review" / "0.12.0.1"
     source = WorkloadSource(workload="digested.bench:step", digest=before)

@@ -167,12 +167,15 @@ def _save(folder: Path, force: bool, backend: str, sets: list | None = None) -> 
     except OSError as exc:
         raise fail(f"--reference {folder}: cannot write the reference: "
                    f"{exc.strerror or exc}") from None  # fmt: skip
-    console.print(
-        f"drift reference saved: {path} (jax {_jax_version()}, {device.platform}, "
-        f"{device.device_kind})",
-        highlight=False,
-        soft_wrap=True,
-    )
+    env = {"jax": _jax_version(), "backend": device.platform, "device_kind": device.device_kind}
+    console.print(f"drift reference saved: {path} ({_where(env)})", highlight=False,
+                  soft_wrap=True)  # fmt: skip
+
+
+def _where(env: dict) -> str:
+    """``jax 0.12.1, cpu``: the version, backend and device kind (once where it is the backend)."""
+    kinds = dict.fromkeys(str(env.get(k)) for k in ("backend", "device_kind"))
+    return ", ".join([f"jax {env.get('jax')}", *kinds])
 
 
 def _jax_version() -> str:
@@ -258,16 +261,11 @@ def drift_table(run: DriftRun) -> Table:
     error over its bound (at most 1 within tolerance), rtol, atol, the loss (reference ->
     now) or what an ``invalid_shape`` set raised, and the verdict.
     """
-
-    def where(env: dict) -> str:  # a device kind said once where it is the backend's name
-        kinds = dict.fromkeys(str(env.get(k)) for k in ("backend", "device_kind"))
-        return ", ".join([f"jax {env.get('jax')}", *kinds])
-
     now = run.rows[0].env if run.rows else {}
     table = Table(
         title=f"jaxbench drift {run.path.stem.removeprefix('drift-')}",
         caption=(
-            f"checked: {where(now)}; reference: {where(run.reference.manifest.env)}; "
+            f"checked: {_where(now)}; reference: {_where(run.reference.manifest.env)}; "
             "errors are absolute in the output's units; err/bound <= 1 is within tolerance"
         ),
     )

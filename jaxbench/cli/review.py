@@ -240,7 +240,8 @@ def register(app: typer.Typer) -> None:
             if processes < 2:
                 raise ValueError(f"--processes {processes}: expected at least 2 (the process "
                                  "is the unit: one a side gives no interval)")  # fmt: skip
-            cases = select.cases()
+            refused: list = []  # under this interpreter's JAX; a side's may take them
+            cases = select.cases(refused=refused)
             check_backend(backend)
             schedule = Schedule(pairs=pairs, max_pairs=max_pairs, pairs_step=pairs_step,
                                 rounds=rounds, calls_per_block=calls_per_block)  # fmt: skip
@@ -250,6 +251,10 @@ def register(app: typer.Typer) -> None:
         check_output_files(json_out, markdown)
         if baseline == candidate:
             raise fail(f"{baseline} twice: a review compares two versions")
+        for case, why in refused:  # measured all the same: each side's record says how it fared
+            err_console.print(f"note: {case.label}: refused under this interpreter's JAX "
+                              f"({why}); each version runs it and records it failed where it "
+                              "fails", highlight=False, soft_wrap=True)  # fmt: skip
         if reference is not None and not reference.is_dir():
             what = "a file, expected a folder" if reference.exists() else "no such folder"
             raise fail(f"--reference {reference}: {what}")

@@ -197,7 +197,7 @@ def run_cmd(
     try:
         check_backend(backend)
         timing = TimingConfig(**timing_fields(budget, min_samples, warmup, pipeline))
-        cases = select.cases(keep_refused=record_refused)
+        cases = select.cases(refused=[] if record_refused else None)
         if cache_min_compile_time is not None and not 0 <= cache_min_compile_time < math.inf:
             raise ValueError(f"--cache-min-compile-time {cache_min_compile_time:g}: expected "
                              "seconds >= 0")  # fmt: skip

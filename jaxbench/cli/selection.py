@@ -74,10 +74,10 @@ class Selection:
         """Whether any selection option was given."""
         return any(getattr(self, f.name) for f in fields(self))
 
-    def cases(self, keep_refused: bool = False) -> list:
+    def cases(self, refused: list | None = None) -> list:
         """The selected :class:`jaxbench.cases.Case` list (quick grid unless ``full``).
 
-        ``keep_refused``: as :func:`jaxbench.cases.select_cases`.
+        ``refused``: as :func:`jaxbench.cases.select_cases`.
 
         Raises:
             ValueError: Unknown workload, parameter or value (from
@@ -108,7 +108,7 @@ class Selection:
         note.start()
         try:
             return select_cases(self.workload, quick=not self.full, texts=texts, options=options,
-                                keep_refused=keep_refused)  # fmt: skip
+                                refused=refused)  # fmt: skip
         finally:
             note.cancel()
 

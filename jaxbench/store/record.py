@@ -89,7 +89,7 @@ class WorkloadSource(_Recorded):
         dirty: Whether that repository has uncommitted changes to tracked files; ``None``
             outside git.
         digest: SHA-256 (hex) of the Python files of the module's top-level package, in
-            path order (of the module's file alone outside a package): the code measured,
+            path order (outside a package, of its folder's): the code measured,
             where git cannot say (a folder outside git, a dirty tree). ``None`` when not
             found, and in records written before it was recorded.
     """

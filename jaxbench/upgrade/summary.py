@@ -90,10 +90,11 @@ def answers(
     out = []
     for label in labels:
         rows = results[results["case"] == label]
-        recorded, by_records = _recorded(rows[rows["metric"] == STEADY_STATE])
-        if label in lost and rows.empty:  # timed by one version only: say which failed
+        steady = rows[rows["metric"] == STEADY_STATE]  # compile rows may stand without it
+        recorded, by_records = _recorded(steady)
+        if label in lost and steady.empty:  # timed by one version only: say which failed
             recorded = f"not compared: {lost[label]}"
-        elif rows.empty:  # neither version timed it: what each recorded instead
+        elif steady.empty:  # neither version timed it: what each recorded instead
             recorded, by_records = _untimed(review.frame, label, versions)
         compile_rows = rows[rows["metric"] == COMPILE]
         compile_text, by_compile = _recorded(compile_rows, processes=False)

@@ -130,9 +130,10 @@ MAX_DIGEST_FILES = 5000
 def code_digest(module: str, file: str | None) -> str | None:
     """SHA-256 (hex) of the Python files of ``module``'s top-level package, in path order.
 
-    Outside a package, of ``file`` alone. Each file adds its path (relative to the package's
-    folder) and its bytes, so a file renamed or moved changes it too. ``__pycache__`` is
-    left out.
+    Outside a package, of the Python files beside ``file`` (its folder, not below): a module
+    run from a folder of scripts imports its neighbours. Each file adds its path (relative to
+    the package's folder) and its bytes, so a file renamed or moved changes it too.
+    ``__pycache__`` is left out.
 
     Returns:
         The digest; ``None`` where the files cannot be found or read, or the package holds
@@ -147,7 +148,8 @@ def code_digest(module: str, file: str | None) -> str | None:
         root = Path(places[0])
         files = sorted(f for f in root.rglob("*.py") if "__pycache__" not in f.parts)
     elif file is not None:
-        root, files = Path(file).parent, [Path(file)]
+        root = Path(file).parent
+        files = sorted(root.glob("*.py"))
     else:
         return None
     if len(files) > MAX_DIGEST_FILES:
